@@ -1,0 +1,183 @@
+// Package llm is skein's provider-neutral model of a language-model call:
+// a Request (system prompt, messages, tools, sampling options), a Response
+// (text, tool calls, thinking, usage, stop reason), the Provider interface
+// every backend implements, error categories, and the retry and fallback
+// policies wrapped around providers.
+//
+// Providers live in sub-packages: llm/mock (deterministic, for tests and
+// CI), llm/openai (OpenAI Chat Completions and every compatible server)
+// and llm/anthropic (Anthropic Messages).
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// ToolSpec describes one tool offered to the model.
+type ToolSpec struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object (a JSON value).
+	Parameters map[string]any
+}
+
+// Request is one model call.
+type Request struct {
+	Model    string
+	System   string
+	Messages []sessions.Message // must not be modified by providers
+	Tools    []ToolSpec
+	// ToolChoice is "" (provider default), "auto", "none", "required", or
+	// the name of one tool the model must call.
+	ToolChoice  string
+	Temperature *float64
+	MaxTokens   int // 0: the provider's default
+	Stop        []string
+	// Stream asks a provider that can stream to do so; OnDelta, if set,
+	// receives the deltas as they arrive. A provider that cannot stream
+	// ignores Stream.
+	Stream  bool
+	OnDelta func(Delta)
+}
+
+// Delta is one streamed piece of a reply.
+type Delta struct {
+	Text     string // a piece of visible text
+	Thinking string // a piece of thinking text
+}
+
+// Usage counts the tokens of one call.
+type Usage struct {
+	InputTokens      int
+	OutputTokens     int
+	CacheReadTokens  int
+	CacheWriteTokens int
+	ReasoningTokens  int
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
+	}
+}
+
+// Map returns the usage as a JSON object with snake_case keys; zero cache
+// and reasoning counts are left out.
+func (u Usage) Map() map[string]any {
+	m := map[string]any{"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}
+	if u.CacheReadTokens > 0 {
+		m["cache_read_tokens"] = int64(u.CacheReadTokens)
+	}
+	if u.CacheWriteTokens > 0 {
+		m["cache_write_tokens"] = int64(u.CacheWriteTokens)
+	}
+	if u.ReasoningTokens > 0 {
+		m["reasoning_tokens"] = int64(u.ReasoningTokens)
+	}
+	return m
+}
+
+// Stop reasons.
+const (
+	StopEnd       = "end_turn"      // the model finished its reply
+	StopToolUse   = "tool_use"      // the model called tools
+	StopMaxTokens = "max_tokens"    // the reply was cut at the token limit
+	StopSequence  = "stop_sequence" // a stop sequence was produced
+)
+
+// Response is the result of one model call.
+type Response struct {
+	Text string
+	// Thinking holds thinking blocks (with their signatures) to be sent
+	// back unchanged on the next request.
+	Thinking   []sessions.Block
+	ToolCalls  []sessions.ToolCall
+	Usage      Usage
+	StopReason string
+	Model      string // the model that answered
+	Provider   string // the provider that answered (set by Fallback)
+}
+
+// Provider is a model backend.
+type Provider interface {
+	// Name is the provider's name as scripts write it ("mock", "openai", ...).
+	Name() string
+	// Complete performs one call. It must honour ctx cancellation, and
+	// return *Error for failures it can categorise.
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Category classifies a failed call.
+type Category string
+
+// Error categories. The first five are transient (worth a retry).
+const (
+	RateLimit      Category = "rate_limit"
+	Overloaded     Category = "overloaded"
+	ServerError    Category = "server_error"
+	Timeout        Category = "timeout"
+	Network        Category = "network"
+	Auth           Category = "auth"
+	InvalidRequest Category = "invalid_request"
+	ContextLength  Category = "context_length"
+)
+
+// Categories lists every category in sorted order.
+var Categories = []Category{Auth, ContextLength, InvalidRequest, Network, Overloaded, RateLimit, ServerError, Timeout}
+
+// Transient reports whether a call failing with c may succeed if retried.
+func (c Category) Transient() bool {
+	switch c {
+	case RateLimit, Overloaded, ServerError, Timeout, Network:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether c is a known category.
+func (c Category) Valid() bool {
+	for _, x := range Categories {
+		if c == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is a categorised provider failure. Its message must never contain
+// an API key.
+type Error struct {
+	Provider string
+	Category Category
+	Message  string
+	Status   int // HTTP status, 0 if none
+	// RetryAfter is the provider's requested delay before a retry (0: none).
+	RetryAfter time.Duration
+	// NoRetry is set when the provider said not to retry (x-should-retry:
+	// false) even though the category is transient.
+	NoRetry bool
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s: %s: %s", e.Provider, e.Category, e.Message)
+}
+
+// Retryable reports whether the call should be retried.
+func (e *Error) Retryable() bool { return e.Category.Transient() && !e.NoRetry }
+
+// AsError returns err as *Error when it is one (or wraps one).
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}

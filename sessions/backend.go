@@ -1,0 +1,161 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is a session's lifecycle state.
+type Status string
+
+// Session statuses.
+const (
+	StatusActive    Status = "active"    // open, accepting work
+	StatusCompleted Status = "completed" // closed by the script (agent_session_close)
+	StatusCancelled Status = "cancelled" // its agent loop was cancelled by the user
+	StatusError     Status = "error"     // its agent loop failed fatally
+)
+
+// Statuses lists every status in sorted order.
+var Statuses = []Status{StatusActive, StatusCancelled, StatusCompleted, StatusError}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, x := range Statuses {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returned by backends and the store. Callers test them with
+// errors.Is; the store wraps them with the session id.
+var (
+	ErrNotFound = errors.New("unknown session id")
+	ErrExists   = errors.New("session already exists")
+	// ErrConflict means the stored session changed since it was loaded
+	// (another process wrote to it); nothing was written.
+	ErrConflict = errors.New("modified by another process")
+	// ErrHasChildren means a delete was refused because forks of the
+	// session exist.
+	ErrHasChildren = errors.New("session has children")
+)
+
+// Record is the complete stored state of one session: what a Backend
+// loads and what a snapshot shows.
+type Record struct {
+	ID         string
+	Status     Status
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Messages   []Message
+	Events     []Event
+	Summary    *string
+	Metadata   map[string]any
+	ParentID   string
+	ChildIDs   []string
+	BranchedAt *int
+	Turns      int
+	MaxTurns   int // 0: the VM's default cap
+	// Version counts committed writes; a backend refuses a Write whose base
+	// version is not the stored one (ErrConflict).
+	Version int64
+}
+
+// Change is one atomic write to a session. A backend applies it all or
+// nothing, in this order: Replace or DropFirst, then Append, Events,
+// Summary, Status, AddTurns, MaxTurns, UpdatedAt.
+type Change struct {
+	// Replace, when true, makes ReplaceWith the whole current message list
+	// (reset, compaction). The previous messages stay in history only
+	// through the event log.
+	Replace     bool
+	ReplaceWith []Message
+	// DropFirst removes that many messages from the front of the current
+	// message list (trim).
+	DropFirst int
+	Append    []Message
+	// Events are appended to the log; they arrive sequenced and stamped.
+	Events []Event
+	// SetSummary, when true, sets the running summary to Summary (nil clears).
+	SetSummary bool
+	Summary    *string
+	// Status, when not empty, becomes the session's status.
+	Status   Status
+	AddTurns int
+	// MaxTurns, when > 0, becomes the session's turn cap.
+	MaxTurns int
+	// UpdatedAt is the time of the write (set by the store).
+	UpdatedAt time.Time
+}
+
+// ForkSpec describes a fork for Backend.Fork: a new session Dst whose
+// messages are the first KeepFirst messages of Src's current list, shared
+// rather than copied, plus a write to Src recording the fork.
+type ForkSpec struct {
+	Src        string
+	SrcVersion int64 // Src's version the fork was taken from (ErrConflict if stale)
+	SrcEvent   Event // the fork event appended to Src's log
+	SrcTime    time.Time
+	KeepFirst  int
+	// Dst is the new session's record: its Messages must be empty (they
+	// come from Src) and its Version 0.
+	Dst Record
+}
+
+// ListFilter selects sessions for Backend.List. Zero fields do not filter.
+type ListFilter struct {
+	Statuses      []Status
+	ParentID      string
+	UpdatedBefore time.Time
+	Limit         int // 0: no limit
+	Offset        int
+}
+
+// Summary is one row of a session listing: no message bodies.
+type Summary struct {
+	ID        string
+	Status    Status
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ParentID  string
+	Length    int
+	Turns     int
+	Children  int
+}
+
+// Backend stores sessions. Implementations must be safe for concurrent use
+// and must apply every call atomically: after an error nothing of that
+// call is visible.
+type Backend interface {
+	// Durable reports whether sessions survive their eviction from the
+	// store (and the process). The store deletes an evicted session from
+	// a backend that is not durable.
+	Durable() bool
+	// Create stores a new session (ErrExists if the id is taken).
+	Create(ctx context.Context, rec *Record) error
+	// Load returns the session's full state (ErrNotFound).
+	Load(ctx context.Context, id string) (*Record, error)
+	// LoadMeta is Load without Messages and Events: cheap lineage and
+	// status lookups.
+	LoadMeta(ctx context.Context, id string) (*Record, error)
+	// Exists reports whether the id is stored.
+	Exists(ctx context.Context, id string) (bool, error)
+	// Write applies ch to the session if its stored version is base, and
+	// bumps the version (ErrNotFound, ErrConflict).
+	Write(ctx context.Context, id string, base int64, ch *Change) error
+	// Fork creates spec.Dst sharing Src's first KeepFirst messages and
+	// records the fork on Src (ErrNotFound, ErrExists, ErrConflict).
+	Fork(ctx context.Context, spec *ForkSpec) error
+	// List returns the matching sessions, newest first, and the total
+	// number that match before Limit and Offset.
+	List(ctx context.Context, f ListFilter) ([]Summary, int, error)
+	// Delete removes a session; ErrHasChildren if it has forks, unless
+	// recursive, which deletes them too. A fork's shared messages stay
+	// readable after its parent is deleted.
+	Delete(ctx context.Context, id string, recursive bool) error
+	// Close releases the backend's resources.
+	Close() error
+}

@@ -1,0 +1,116 @@
+package sessions
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Event types written by this package. The agent loop and the compaction
+// engine define the others (turn_start, llm_call, tool_call, ...); the log
+// accepts any type.
+const (
+	EventMessage = "message" // a message was appended to the transcript
+	EventReset   = "reset"   // the transcript and summary were dropped
+	EventTrim    = "trim"    // the transcript was cut to its newest messages
+	EventFork    = "fork"    // a session was forked (logged on source and child)
+	EventHealed  = "healed"  // open tool calls were closed with error results
+	EventStatus  = "status"  // the session's status changed
+)
+
+// Event is one entry of a session's append-only event log.
+//
+// Seq is assigned by the session (1, 2, 3, ... per session) and Time by the
+// store's clock when the event is appended. Data holds the type-specific
+// fields as JSON values; its keys never shadow the envelope keys
+// (type, session_id, seq, timestamp, corr_id).
+type Event struct {
+	Seq       int64
+	Type      string
+	SessionID string
+	Time      time.Time
+	CorrID    string
+	Data      map[string]any
+}
+
+// envelopeKeys are the keys of an event's JSON form that Data must not use.
+var envelopeKeys = map[string]bool{"type": true, "session_id": true, "seq": true, "timestamp": true, "corr_id": true}
+
+// NewEvent returns an unsequenced event of the given type with data.
+func NewEvent(typ string, data map[string]any) Event {
+	return Event{Type: typ, Data: data}
+}
+
+// TimeFormat is how timestamps are written in snapshots, events and exports.
+const TimeFormat = time.RFC3339Nano
+
+// Fields returns the event as one flat map: the envelope keys plus Data.
+// The result is freshly allocated but shares nested values with Data.
+func (e *Event) Fields() map[string]any {
+	out := make(map[string]any, len(e.Data)+5)
+	for k, v := range e.Data {
+		out[k] = v
+	}
+	out["type"] = e.Type
+	out["session_id"] = e.SessionID
+	out["seq"] = e.Seq
+	out["timestamp"] = e.Time.UTC().Format(TimeFormat)
+	if e.CorrID != "" {
+		out["corr_id"] = e.CorrID
+	}
+	return out
+}
+
+// MarshalJSON encodes the event as one flat object (see Fields).
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(e.Fields())
+}
+
+// UnmarshalJSON decodes the flat form written by MarshalJSON.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	m, err := DecodeJSONObject(data)
+	if err != nil {
+		return err
+	}
+	*e = Event{}
+	typ, _ := m["type"].(string)
+	if typ == "" {
+		return fmt.Errorf("event has no string `type`")
+	}
+	e.Type = typ
+	e.SessionID, _ = m["session_id"].(string)
+	e.CorrID, _ = m["corr_id"].(string)
+	switch seq := m["seq"].(type) {
+	case int64:
+		e.Seq = seq
+	default:
+		return fmt.Errorf("event has no integer `seq`")
+	}
+	if ts, ok := m["timestamp"].(string); ok {
+		if e.Time, err = time.Parse(TimeFormat, ts); err != nil {
+			return fmt.Errorf("event timestamp: %v", err)
+		}
+	}
+	for k := range envelopeKeys {
+		delete(m, k)
+	}
+	if len(m) > 0 {
+		e.Data = m
+	}
+	return nil
+}
+
+func checkEventData(e *Event) error {
+	if e.Type == "" {
+		return fmt.Errorf("event has no type")
+	}
+	for k, v := range e.Data {
+		if envelopeKeys[k] {
+			return fmt.Errorf("event %s: data key %q is reserved", e.Type, k)
+		}
+		if err := CheckJSONValue(v); err != nil {
+			return fmt.Errorf("event %s: field %q: %v", e.Type, k, err)
+		}
+	}
+	return nil
+}

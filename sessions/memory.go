@@ -1,0 +1,302 @@
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// MemoryBackend is a Backend that keeps sessions in process memory. It is
+// not durable: the store deletes a session from it when the session leaves
+// the LRU, and nothing survives the process. Forks share their parent's
+// messages through Transcript.
+type MemoryBackend struct {
+	mu       sync.Mutex
+	sessions map[string]*memRecord
+}
+
+type memRecord struct {
+	rec        Record // Messages unused; see transcript
+	transcript Transcript
+}
+
+var _ Backend = (*MemoryBackend)(nil)
+
+// NewMemoryBackend returns an empty in-memory backend.
+func NewMemoryBackend() *MemoryBackend {
+	return &MemoryBackend{sessions: map[string]*memRecord{}}
+}
+
+// Durable reports false: memory sessions end with their eviction.
+func (b *MemoryBackend) Durable() bool { return false }
+
+// Create stores a new session.
+func (b *MemoryBackend) Create(_ context.Context, rec *Record) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.sessions[rec.ID]; ok {
+		return fmt.Errorf("session %q: %w", rec.ID, ErrExists)
+	}
+	r := &memRecord{rec: cloneRecordFields(rec), transcript: NewTranscript(slices.Clone(rec.Messages))}
+	b.sessions[rec.ID] = r
+	return nil
+}
+
+// Load returns a copy of the stored session.
+func (b *MemoryBackend) Load(_ context.Context, id string) (*Record, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	out := cloneRecordFields(&r.rec)
+	out.Messages = slices.Clone(r.transcript.Slice())
+	return &out, nil
+}
+
+// LoadMeta returns a copy of the stored session without messages and events.
+func (b *MemoryBackend) LoadMeta(_ context.Context, id string) (*Record, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	out := cloneRecordFields(&r.rec)
+	out.Events = nil
+	return &out, nil
+}
+
+// Exists reports whether id is stored.
+func (b *MemoryBackend) Exists(_ context.Context, id string) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.sessions[id]
+	return ok, nil
+}
+
+// Write applies ch if the stored version is base.
+func (b *MemoryBackend) Write(_ context.Context, id string, base int64, ch *Change) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	if r.rec.Version != base {
+		return fmt.Errorf("session %q: %w", id, ErrConflict)
+	}
+	r.transcript = ApplyToTranscript(r.transcript, ch)
+	ApplyToRecord(&r.rec, ch)
+	return nil
+}
+
+// ApplyToTranscript returns t after the message edits of ch (Replace or
+// DropFirst, then Append). It is shared by the store and the in-memory
+// backend so both apply a Change the same way.
+func ApplyToTranscript(t Transcript, ch *Change) Transcript {
+	switch {
+	case ch.Replace:
+		t = NewTranscript(slices.Clone(ch.ReplaceWith))
+	case ch.DropFirst > 0:
+		t = t.Tail(t.Len() - ch.DropFirst)
+	}
+	if len(ch.Append) > 0 {
+		t = t.Append(ch.Append...)
+	}
+	return t
+}
+
+// ApplyToRecord applies the non-message parts of ch to rec and bumps its
+// version.
+func ApplyToRecord(rec *Record, ch *Change) {
+	rec.Events = append(rec.Events, ch.Events...)
+	if ch.SetSummary {
+		rec.Summary = cloneString(ch.Summary)
+	}
+	if ch.Status != "" {
+		rec.Status = ch.Status
+	}
+	rec.Turns += ch.AddTurns
+	if ch.MaxTurns > 0 {
+		rec.MaxTurns = ch.MaxTurns
+	}
+	if !ch.UpdatedAt.IsZero() {
+		rec.UpdatedAt = ch.UpdatedAt
+	}
+	rec.Version++
+}
+
+// Fork creates spec.Dst sharing the source's first KeepFirst messages.
+func (b *MemoryBackend) Fork(_ context.Context, spec *ForkSpec) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	src, ok := b.sessions[spec.Src]
+	if !ok {
+		return fmt.Errorf("session %q: %w", spec.Src, ErrNotFound)
+	}
+	if src.rec.Version != spec.SrcVersion {
+		return fmt.Errorf("session %q: %w", spec.Src, ErrConflict)
+	}
+	if _, ok := b.sessions[spec.Dst.ID]; ok {
+		return fmt.Errorf("session %q: %w", spec.Dst.ID, ErrExists)
+	}
+	if spec.KeepFirst < 0 || spec.KeepFirst > src.transcript.Len() {
+		return fmt.Errorf("fork of %q: keep_first %d out of range", spec.Src, spec.KeepFirst)
+	}
+	dst := &memRecord{rec: cloneRecordFields(&spec.Dst), transcript: src.transcript.Head(spec.KeepFirst)}
+	b.sessions[spec.Dst.ID] = dst
+	src.rec.ChildIDs = append(src.rec.ChildIDs, spec.Dst.ID)
+	ApplyToRecord(&src.rec, &Change{Events: []Event{spec.SrcEvent}, UpdatedAt: spec.SrcTime})
+	return nil
+}
+
+// List returns matching sessions, newest first.
+func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, error) {
+	b.mu.Lock()
+	var all []Summary
+	for _, r := range b.sessions {
+		if !f.matches(&r.rec) {
+			continue
+		}
+		all = append(all, Summary{ID: r.rec.ID, Status: r.rec.Status, CreatedAt: r.rec.CreatedAt,
+			UpdatedAt: r.rec.UpdatedAt, ParentID: r.rec.ParentID, Length: r.transcript.Len(),
+			Turns: r.rec.Turns, Children: len(r.rec.ChildIDs)})
+	}
+	b.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].CreatedAt.Equal(all[j].CreatedAt) {
+			return all[i].CreatedAt.After(all[j].CreatedAt)
+		}
+		return all[i].ID > all[j].ID
+	})
+	return f.page(all), len(all), nil
+}
+
+func (f *ListFilter) matches(r *Record) bool {
+	if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, r.Status) {
+		return false
+	}
+	if f.ParentID != "" && r.ParentID != f.ParentID {
+		return false
+	}
+	if !f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) {
+		return false
+	}
+	return true
+}
+
+func (f *ListFilter) page(all []Summary) []Summary {
+	if f.Offset >= len(all) {
+		return nil
+	}
+	all = all[f.Offset:]
+	if f.Limit > 0 && len(all) > f.Limit {
+		all = all[:f.Limit]
+	}
+	return all
+}
+
+// Delete removes a session (and, if recursive, its forks).
+func (b *MemoryBackend) Delete(_ context.Context, id string, recursive bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return fmt.Errorf("session %q: %w", id, ErrNotFound)
+	}
+	if len(r.rec.ChildIDs) > 0 && !recursive {
+		if b.anyChildStored(r) {
+			return fmt.Errorf("session %q: %w", id, ErrHasChildren)
+		}
+	}
+	b.deleteLocked(id)
+	return nil
+}
+
+func (b *MemoryBackend) anyChildStored(r *memRecord) bool {
+	for _, c := range r.rec.ChildIDs {
+		if _, ok := b.sessions[c]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *MemoryBackend) deleteLocked(id string) {
+	r, ok := b.sessions[id]
+	if !ok {
+		return
+	}
+	delete(b.sessions, id)
+	for _, c := range r.rec.ChildIDs {
+		b.deleteLocked(c)
+	}
+	if p, ok := b.sessions[r.rec.ParentID]; ok {
+		p.rec.ChildIDs = slices.DeleteFunc(p.rec.ChildIDs, func(c string) bool { return c == id })
+	}
+}
+
+// Forget removes a session without the child check and without touching
+// its children: the store calls it when a session leaves the LRU.
+func (b *MemoryBackend) Forget(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.sessions, id)
+}
+
+// Close does nothing.
+func (b *MemoryBackend) Close() error { return nil }
+
+// cloneRecordFields copies rec's own slices and maps (not Messages) so the
+// copy can be changed without touching rec.
+func cloneRecordFields(rec *Record) Record {
+	out := *rec
+	out.Messages = nil
+	out.Events = slices.Clone(rec.Events)
+	out.ChildIDs = slices.Clone(rec.ChildIDs)
+	out.Summary = cloneString(rec.Summary)
+	out.Metadata = CloneJSONObject(rec.Metadata)
+	if rec.BranchedAt != nil {
+		n := *rec.BranchedAt
+		out.BranchedAt = &n
+	}
+	return out
+}
+
+func cloneString(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	v := *s
+	return &v
+}
+
+// CloneJSONObject deep-copies a JSON object.
+func CloneJSONObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneJSON(v)
+	}
+	return out
+}
+
+func cloneJSON(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = cloneJSON(x)
+		}
+		return out
+	case map[string]any:
+		return CloneJSONObject(v)
+	}
+	return v
+}

@@ -1,0 +1,255 @@
+// Package sessions is skein's transcript model and session store.
+//
+// A session owns an ordered transcript of immutable messages, an
+// append-only event log, an optional running summary, metadata and lineage
+// (parent, children, branch point). The Store keeps live sessions in an LRU
+// in front of a Backend that gives durability; every write goes through to
+// the backend before the call that made it returns.
+//
+// This package never imports Starlark: the Starlark surface lives in
+// package builtins, one layer up.
+package sessions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Roles lists the valid message roles in sorted order.
+var Roles = []string{RoleAssistant, RoleSystem, RoleTool, RoleUser}
+
+// Content block types.
+const (
+	BlockText     = "text"
+	BlockThinking = "thinking"
+	BlockImage    = "image"
+)
+
+// Block is one content block of a message whose content is a list.
+// Which fields are meaningful depends on Type:
+// text: Text; thinking: Thinking and optional Signature; image: MediaType and Data
+// (base64).
+type Block struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// ToolCall is one tool invocation requested by an assistant message.
+// Arguments holds JSON values (see the package doc of JSON values in json.go).
+type ToolCall struct {
+	ID        string         `json:"id"`
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// Message is one transcript entry. Messages are immutable once stored:
+// code that holds a Message must not modify its slices or maps.
+//
+// Content is either a plain string (Text, with Blocks nil) or a list of
+// blocks (Blocks non-nil; Text unused).
+type Message struct {
+	Role       string
+	Text       string
+	Blocks     []Block
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Name       string
+	IsError    bool
+	Metadata   map[string]any
+	Model      string
+	Usage      map[string]any
+}
+
+// TextContent returns the message's text: Text for string content, or the
+// text blocks joined by newlines for block content. Thinking and image
+// blocks are not included.
+func (m *Message) TextContent() string {
+	if m.Blocks == nil {
+		return m.Text
+	}
+	var parts []string
+	for _, b := range m.Blocks {
+		if b.Type == BlockText {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// HasToolCalls reports whether m is an assistant message that calls tools.
+func (m *Message) HasToolCalls() bool {
+	return m.Role == RoleAssistant && len(m.ToolCalls) > 0
+}
+
+// MessageKeys lists the keys a message dict may have, in sorted order.
+var MessageKeys = []string{"content", "is_error", "metadata", "model", "name", "role", "tool_call_id", "tool_calls", "usage"}
+
+// CheckShape validates a message on its own: role, the fields allowed for
+// that role, content blocks and tool calls. It does not look at the
+// transcript the message would join; see CheckAppend for that.
+func CheckShape(m *Message) error {
+	switch m.Role {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+	default:
+		return fmt.Errorf("message must have a string `role` (one of: %s)", strings.Join(Roles, ", "))
+	}
+	for i, b := range m.Blocks {
+		if err := checkBlock(b); err != nil {
+			return fmt.Errorf("content block %d: %v", i, err)
+		}
+	}
+	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
+		return fmt.Errorf("`tool_calls` is only allowed on assistant messages, not %s", m.Role)
+	}
+	seen := map[string]bool{}
+	for i, c := range m.ToolCalls {
+		if c.ID == "" {
+			return fmt.Errorf("tool_calls[%d] must have a non-empty string `id`", i)
+		}
+		if c.Name == "" {
+			return fmt.Errorf("tool_calls[%d] must have a non-empty string `name`", i)
+		}
+		if seen[c.ID] {
+			return fmt.Errorf("tool_calls[%d]: duplicate id %q", i, c.ID)
+		}
+		seen[c.ID] = true
+	}
+	if m.Role == RoleTool {
+		if m.ToolCallID == "" {
+			return fmt.Errorf("a tool message must have a string `tool_call_id`")
+		}
+	} else {
+		if m.ToolCallID != "" {
+			return fmt.Errorf("`tool_call_id` is only allowed on tool messages, not %s", m.Role)
+		}
+		if m.IsError {
+			return fmt.Errorf("`is_error` is only allowed on tool messages, not %s", m.Role)
+		}
+		if m.Name != "" {
+			return fmt.Errorf("`name` is only allowed on tool messages, not %s", m.Role)
+		}
+	}
+	return nil
+}
+
+func checkBlock(b Block) error {
+	switch b.Type {
+	case BlockText:
+		if b.Thinking != "" || b.Signature != "" || b.MediaType != "" || b.Data != "" {
+			return fmt.Errorf("a text block has only `type` and `text`")
+		}
+	case BlockThinking:
+		if b.Text != "" || b.MediaType != "" || b.Data != "" {
+			return fmt.Errorf("a thinking block has only `type`, `thinking` and `signature`")
+		}
+	case BlockImage:
+		if b.MediaType == "" || b.Data == "" {
+			return fmt.Errorf("an image block needs string `media_type` and `data`")
+		}
+		if b.Text != "" || b.Thinking != "" || b.Signature != "" {
+			return fmt.Errorf("an image block has only `type`, `media_type` and `data`")
+		}
+	default:
+		return fmt.Errorf("unknown block type %q (expected one of: image, text, thinking)", b.Type)
+	}
+	return nil
+}
+
+// OpenToolCalls returns the ids of tool calls that still lack results at
+// the end of msgs: the calls of the last assistant message when only tool
+// messages follow it. The ids are in call order.
+func OpenToolCalls(msgs View) []string {
+	answered := map[string]bool{}
+	for i := msgs.Len() - 1; i >= 0; i-- {
+		m := msgs.At(i)
+		switch {
+		case m.Role == RoleTool:
+			answered[m.ToolCallID] = true
+		case m.HasToolCalls():
+			var open []string
+			for _, c := range m.ToolCalls {
+				if !answered[c.ID] {
+					open = append(open, c.ID)
+				}
+			}
+			return open
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// CheckAppend validates appending m to a transcript whose current messages
+// are prefix. It checks m's shape and that the transcript stays valid
+// provider input: a tool message must answer an open call of the latest
+// assistant message, and no other message may follow an assistant tool call
+// until every call has its result.
+func CheckAppend(prefix View, m *Message) error {
+	if err := CheckShape(m); err != nil {
+		return err
+	}
+	open := OpenToolCalls(prefix)
+	if m.Role == RoleTool {
+		for _, id := range open {
+			if id == m.ToolCallID {
+				return nil
+			}
+		}
+		return fmt.Errorf("tool message's tool_call_id %q matches no tool call awaiting a result", m.ToolCallID)
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("tool calls %s have no results yet; a %s message cannot follow them", quoteList(open), m.Role)
+	}
+	return nil
+}
+
+// Validate checks that msgs form valid provider input: every message has a
+// valid shape, every tool result directly follows (among the results of)
+// the assistant message that called it, and every tool call has its result
+// before the next non-tool message. Calls left open at the very end are
+// reported too.
+func Validate(msgs []Message) error {
+	view := Transcript{}
+	for i := range msgs {
+		if err := CheckAppend(view, &msgs[i]); err != nil {
+			return fmt.Errorf("message %d: %v", i, err)
+		}
+		view = view.Append(msgs[i])
+	}
+	if open := OpenToolCalls(view); len(open) > 0 {
+		return fmt.Errorf("tool calls %s have no results", quoteList(open))
+	}
+	return nil
+}
+
+func quoteList(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = fmt.Sprintf("%q", id)
+	}
+	return strings.Join(q, ", ")
+}
+
+// SortedKeys returns the keys of m in sorted order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,625 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// DefaultCap is the default number of live sessions a Store holds.
+const DefaultCap = 128
+
+// Store holds the live sessions of one VM in an LRU over a Backend.
+//
+// Recency: operations that write (Open of an existing id, Apply, Fork for
+// both sessions, Subscribe, QueueFeedback, Messages for an agent loop)
+// refresh a session; reads (Exists, Length, Snapshot, Ancestry,
+// Subscribers) do not. With a durable backend a session that left the LRU
+// is reloaded on its next use; otherwise it is gone.
+//
+// A Store is safe for concurrent use.
+type Store struct {
+	backend Backend
+	clock   func() time.Time
+	cap     int
+
+	mu  sync.Mutex // serialises loading and creating sessions
+	lru *lru.Cache[string, *Session]
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock used for timestamps (default time.Now).
+func WithClock(clock func() time.Time) Option { return func(s *Store) { s.clock = clock } }
+
+// WithCap sets the LRU capacity (default DefaultCap).
+func WithCap(n int) Option { return func(s *Store) { s.cap = n } }
+
+// Forgetter is implemented by non-durable backends that can drop a session
+// without touching its forks, which is what eviction from the LRU needs.
+type Forgetter interface {
+	Forget(id string)
+}
+
+// NewStore returns a store over backend.
+func NewStore(backend Backend, opts ...Option) (*Store, error) {
+	s := &Store{backend: backend, clock: time.Now, cap: DefaultCap}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.cap < 1 {
+		return nil, fmt.Errorf("session cap must be >= 1, got %d", s.cap)
+	}
+	cache, err := lru.NewWithEvict(s.cap, s.onEvict)
+	if err != nil {
+		return nil, err
+	}
+	s.lru = cache
+	return s, nil
+}
+
+// Backend returns the store's backend.
+func (s *Store) Backend() Backend { return s.backend }
+
+// Cap returns the LRU capacity.
+func (s *Store) Cap() int { return s.cap }
+
+// Now returns the store clock's current time.
+func (s *Store) Now() time.Time { return s.clock() }
+
+func (s *Store) onEvict(id string, sess *Session) {
+	sess.mu.Lock()
+	sess.evicted = true
+	sess.mu.Unlock()
+	if s.backend.Durable() {
+		return
+	}
+	if f, ok := s.backend.(Forgetter); ok {
+		f.Forget(id)
+		return
+	}
+	_ = s.backend.Delete(context.Background(), id, false)
+}
+
+// Error is an error about one session. Its message reads
+// "unknown session id 'x'", "session 'x' already exists", and so on; the
+// builtins prefix it with their name.
+type Error struct {
+	ID  string
+	Err error
+}
+
+func (e *Error) Error() string {
+	switch {
+	case errors.Is(e.Err, ErrNotFound):
+		return fmt.Sprintf("unknown session id '%s'", e.ID)
+	case errors.Is(e.Err, ErrExists):
+		return fmt.Sprintf("session '%s' already exists", e.ID)
+	case errors.Is(e.Err, ErrConflict):
+		return fmt.Sprintf("session '%s' was modified by another process (reopen it with agent_session_open to continue)", e.ID)
+	case errors.Is(e.Err, ErrHasChildren):
+		return fmt.Sprintf("session '%s' has forks", e.ID)
+	}
+	return fmt.Sprintf("session '%s': %v", e.ID, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+func wrap(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *Error
+	if errors.As(err, &se) {
+		return err
+	}
+	return &Error{ID: id, Err: err}
+}
+
+// get returns the live session for a write, refreshing its recency and
+// loading it from a durable backend when it is not live.
+func (s *Store) get(ctx context.Context, id string) (*Session, error) {
+	if sess, ok := s.lru.Get(id); ok {
+		return sess, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess, ok := s.lru.Get(id); ok {
+		return sess, nil
+	}
+	if !s.backend.Durable() {
+		return nil, wrap(id, ErrNotFound)
+	}
+	rec, err := s.backend.Load(ctx, id)
+	if err != nil {
+		return nil, wrap(id, err)
+	}
+	sess := newSession(rec)
+	if err := s.heal(ctx, sess, "interrupted"); err != nil {
+		return nil, err
+	}
+	s.lru.Add(id, sess)
+	return sess, nil
+}
+
+// peek returns the live session without refreshing it, or the stored
+// record of a durable session that is not live.
+func (s *Store) peek(ctx context.Context, id string) (*Session, *Record, error) {
+	if sess, ok := s.lru.Peek(id); ok {
+		return sess, nil, nil
+	}
+	if !s.backend.Durable() {
+		return nil, nil, wrap(id, ErrNotFound)
+	}
+	rec, err := s.backend.Load(ctx, id)
+	if err != nil {
+		return nil, nil, wrap(id, err)
+	}
+	return nil, rec, nil
+}
+
+// Open resumes id if it is live or stored, or creates it empty. maxTurns
+// > 0 sets the session's turn cap. It reports whether it created the
+// session.
+func (s *Store) Open(ctx context.Context, id string, maxTurns int) (bool, error) {
+	sess, err := s.get(ctx, id)
+	if err == nil {
+		ch := &Change{MaxTurns: maxTurns}
+		sess.mu.Lock()
+		status := sess.rec.Status
+		sess.mu.Unlock()
+		if status != StatusActive {
+			ch.Status = StatusActive
+			ch.Events = []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}}}
+		}
+		if ch.MaxTurns > 0 || ch.Status != "" {
+			_, err = s.apply(ctx, sess, ch, anyVersion)
+		}
+		return false, err
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.lru.Get(id); ok {
+		return false, nil // created concurrently
+	}
+	now := s.clock()
+	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns}
+	if err := s.backend.Create(ctx, rec); err != nil {
+		return false, wrap(id, err)
+	}
+	s.lru.Add(id, newSession(rec))
+	return true, nil
+}
+
+// Exists reports whether id is live or stored.
+func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
+	if s.lru.Contains(id) {
+		return true, nil
+	}
+	if !s.backend.Durable() {
+		return false, nil
+	}
+	return s.backend.Exists(ctx, id)
+}
+
+// Length returns the session's message count.
+func (s *Store) Length(ctx context.Context, id string) (int, error) {
+	sess, rec, err := s.peek(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if sess != nil {
+		return sess.length(), nil
+	}
+	return len(rec.Messages), nil
+}
+
+// Snapshot returns a copy of the session's state. Its Messages share the
+// immutable message values with the store; everything else is copied.
+func (s *Store) Snapshot(ctx context.Context, id string) (*Record, error) {
+	sess, rec, err := s.peek(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		return sess.record(), nil
+	}
+	return rec, nil
+}
+
+// Messages returns the current message list for a write (an agent loop
+// about to extend it), refreshing recency. The caller must not modify it.
+func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sess.messages(), nil
+}
+
+// Apply validates ch against the session's current state, writes it to
+// the backend and then applies it in memory. Appended messages get a
+// "message" event each. It returns the events it logged (sequenced and
+// stamped), in order, for delivery to subscribers. On error nothing
+// changed.
+func (s *Store) Apply(ctx context.Context, id string, ch *Change) ([]Event, error) {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.apply(ctx, sess, ch, anyVersion)
+}
+
+// Update computes a change from the session's current messages and
+// applies it. fn runs without any lock held (it may call back into the
+// store, run a model or a Starlark callback); if the session changed
+// meanwhile, Update fails instead of applying a stale change. fn may
+// return a nil change to write nothing.
+func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, error)) ([]Event, error) {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	sess.mu.Lock()
+	view := sess.transcript.Fork()
+	version := sess.rec.Version
+	sess.mu.Unlock()
+	ch, err := fn(view)
+	if err != nil || ch == nil {
+		return nil, err
+	}
+	return s.apply(ctx, sess, ch, version)
+}
+
+// anyVersion makes apply skip its in-memory version check.
+const anyVersion = -1
+
+func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64) ([]Event, error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	id := sess.rec.ID
+	if sess.evicted && !s.backend.Durable() {
+		return nil, wrap(id, ErrNotFound)
+	}
+	if expect != anyVersion && expect != sess.rec.Version {
+		return nil, fmt.Errorf("session '%s' changed while the update was being computed", id)
+	}
+	if err := checkChange(sess.transcript, ch); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	w := *ch
+	w.UpdatedAt = now
+	events := make([]Event, 0, len(ch.Append)+len(ch.Events))
+	base := sess.transcript.Len()
+	if ch.Replace {
+		base = len(ch.ReplaceWith)
+	} else {
+		base -= ch.DropFirst
+	}
+	for i, m := range ch.Append {
+		data := map[string]any{"index": int64(base + i), "role": m.Role}
+		ev := Event{Type: EventMessage, Data: data}
+		if m.Role == RoleTool {
+			ev.CorrID = m.ToolCallID
+		}
+		events = append(events, ev)
+	}
+	events = append(events, ch.Events...)
+	for i := range events {
+		if err := checkEventData(&events[i]); err != nil {
+			return nil, err
+		}
+	}
+	w.Events = sess.stamp(events, now)
+	if err := s.backend.Write(ctx, id, sess.rec.Version, &w); err != nil {
+		return nil, wrap(id, err)
+	}
+	sess.transcript = ApplyToTranscript(sess.transcript, &w)
+	ApplyToRecord(&sess.rec, &w)
+	return w.Events, nil
+}
+
+// checkChange validates the message edits of ch against t.
+func checkChange(t Transcript, ch *Change) error {
+	var view Transcript
+	switch {
+	case ch.Replace:
+		view = Transcript{}
+		for i := range ch.ReplaceWith {
+			if err := CheckAppend(view, &ch.ReplaceWith[i]); err != nil {
+				return fmt.Errorf("replacement message %d: %v", i, err)
+			}
+			view = view.Append(ch.ReplaceWith[i])
+		}
+	case ch.DropFirst > 0:
+		if ch.DropFirst > t.Len() {
+			return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, t.Len())
+		}
+		view = t.Tail(t.Len() - ch.DropFirst)
+		if view.Len() > 0 && view.At(0).Role == RoleTool {
+			return fmt.Errorf("dropping %d messages would separate a tool result from its call", ch.DropFirst)
+		}
+	default:
+		view = t.Fork()
+	}
+	for i := range ch.Append {
+		m := &ch.Append[i]
+		if err := CheckAppend(view, m); err != nil {
+			return err
+		}
+		if err := checkMessageJSON(m); err != nil {
+			return err
+		}
+		view = view.Append(*m)
+	}
+	if ch.Status != "" && !ch.Status.Valid() {
+		return fmt.Errorf("unknown status %q", ch.Status)
+	}
+	return nil
+}
+
+func checkMessageJSON(m *Message) error {
+	for _, c := range m.ToolCalls {
+		if err := CheckJSONValue(map[string]any(c.Arguments)); err != nil {
+			return fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+		}
+	}
+	if err := CheckJSONValue(map[string]any(m.Metadata)); err != nil {
+		return fmt.Errorf("metadata: %v", err)
+	}
+	if err := CheckJSONValue(map[string]any(m.Usage)); err != nil {
+		return fmt.Errorf("usage: %v", err)
+	}
+	return nil
+}
+
+// Heal closes tool calls left without results at the end of the session's
+// transcript with error results whose content is reason ("cancelled",
+// "interrupted"), and logs a "healed" event. It does nothing when no call
+// is open.
+func (s *Store) Heal(ctx context.Context, id, reason string) error {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return s.heal(ctx, sess, reason)
+}
+
+func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
+	sess.mu.Lock()
+	t := sess.transcript
+	sess.mu.Unlock()
+	open := OpenToolCalls(t)
+	if len(open) == 0 {
+		return nil
+	}
+	names := map[string]string{}
+	for i := t.Len() - 1; i >= 0; i-- {
+		if m := t.At(i); m.HasToolCalls() {
+			for _, c := range m.ToolCalls {
+				names[c.ID] = c.Name
+			}
+			break
+		}
+	}
+	ch := &Change{}
+	ids := make([]any, len(open))
+	for i, callID := range open {
+		ch.Append = append(ch.Append, Message{Role: RoleTool, ToolCallID: callID, Name: names[callID], IsError: true, Text: reason})
+		ids[i] = callID
+	}
+	ch.Events = []Event{{Type: EventHealed, Data: map[string]any{"tool_call_ids": ids, "reason": reason}}}
+	_, err := s.apply(ctx, sess, ch, anyVersion)
+	return err
+}
+
+// ForkOptions describes a fork for Store.Fork.
+type ForkOptions struct {
+	// KeepFirst is the number of messages the child keeps; -1 keeps all.
+	KeepFirst int
+	// BranchedAt records KeepFirst on the child (agent_session_fork_at).
+	BranchedAt bool
+}
+
+// Fork creates dst as a child of src sharing src's messages (all, or the
+// first KeepFirst). It refreshes src before inserting dst, so a fork never
+// evicts its own source.
+func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) error {
+	parent, err := s.get(ctx, src)
+	if err != nil {
+		return err
+	}
+	if ok, err := s.Exists(ctx, dst); err != nil {
+		return wrap(dst, err)
+	} else if ok {
+		return wrap(dst, ErrExists)
+	}
+	now := s.clock()
+	parent.mu.Lock()
+	n := parent.transcript.Len()
+	keep := opts.KeepFirst
+	if keep < 0 {
+		keep = n
+	}
+	if keep > n {
+		keep = n
+	}
+	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
+		Metadata: map[string]any{"parent_session_id": src}, ParentID: src, MaxTurns: parent.rec.MaxTurns}
+	if opts.BranchedAt {
+		child.BranchedAt = &keep
+	}
+	if keep == n {
+		child.Summary = cloneString(parent.rec.Summary)
+	}
+	childSess := newSession(child)
+	childSess.transcript = parent.transcript.Head(keep)
+	childSess.rec.Events = childSess.stamp([]Event{{Type: EventFork,
+		Data: map[string]any{"parent_id": src, "kept": int64(keep)}}}, now)
+	child.Events = childSess.rec.Events
+	srcEvent := parent.stamp([]Event{{Type: EventFork,
+		Data: map[string]any{"child_id": dst, "kept": int64(keep)}}}, now)[0]
+	spec := &ForkSpec{Src: src, SrcVersion: parent.rec.Version, SrcEvent: srcEvent, SrcTime: now, KeepFirst: keep, Dst: *child}
+	if err := s.backend.Fork(ctx, spec); err != nil {
+		parent.mu.Unlock()
+		if errors.Is(err, ErrExists) {
+			return wrap(dst, err)
+		}
+		return wrap(src, err)
+	}
+	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
+	ApplyToRecord(&parent.rec, &Change{Events: []Event{srcEvent}, UpdatedAt: now})
+	parent.mu.Unlock()
+
+	s.mu.Lock()
+	s.lru.Get(src) // refresh the source before inserting the child
+	s.lru.Add(dst, childSess)
+	s.mu.Unlock()
+	return nil
+}
+
+// Close marks the session completed (durable backends keep it) and evicts
+// it from the LRU with its subscribers.
+func (s *Store) Close(ctx context.Context, id string) error {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if s.backend.Durable() {
+		ch := &Change{Status: StatusCompleted, Events: []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusCompleted)}}}}
+		if _, err := s.apply(ctx, sess, ch, anyVersion); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.lru.Remove(id)
+	s.mu.Unlock()
+	return nil
+}
+
+// Lineage is a session's place in its fork tree.
+type Lineage struct {
+	ParentID string
+	ChildIDs []string
+	RootID   string
+}
+
+// Ancestry returns the session's parent, children and root (found by
+// walking parents while they are known to the store).
+func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
+	rec, err := s.meta(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lineage{ParentID: rec.ParentID, ChildIDs: rec.ChildIDs, RootID: id}
+	seen := map[string]bool{id: true}
+	for p := rec.ParentID; p != "" && !seen[p]; {
+		seen[p] = true
+		prec, err := s.meta(ctx, p)
+		if err != nil {
+			break // the parent is gone: the oldest known ancestor is the root
+		}
+		l.RootID = p
+		p = prec.ParentID
+	}
+	return l, nil
+}
+
+func (s *Store) meta(ctx context.Context, id string) (*Record, error) {
+	if sess, ok := s.lru.Peek(id); ok {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		out := cloneRecordFields(&sess.rec)
+		out.Events = nil
+		return &out, nil
+	}
+	if !s.backend.Durable() {
+		return nil, wrap(id, ErrNotFound)
+	}
+	rec, err := s.backend.LoadMeta(ctx, id)
+	return rec, wrap(id, err)
+}
+
+// Subscribe appends sub to the session's subscribers.
+func (s *Store) Subscribe(ctx context.Context, id string, sub any) error {
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	sess.mu.Lock()
+	sess.subs = append(sess.subs, sub)
+	sess.mu.Unlock()
+	return nil
+}
+
+// Subscribers returns the session's subscribers in registration order
+// (none for a session that is not live).
+func (s *Store) Subscribers(id string) []any {
+	sess, ok := s.lru.Peek(id)
+	if !ok {
+		return nil
+	}
+	return sess.subscribers()
+}
+
+// QueueFeedback adds m to the session's pending queue, delivered by the
+// next turn of an agent loop on the session. m is validated on its own.
+func (s *Store) QueueFeedback(ctx context.Context, id string, m Message) error {
+	if err := CheckShape(&m); err != nil {
+		return err
+	}
+	sess, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	sess.mu.Lock()
+	sess.pending = append(sess.pending, m)
+	sess.mu.Unlock()
+	return nil
+}
+
+// TakeFeedback removes and returns the session's pending messages.
+func (s *Store) TakeFeedback(id string) []Message {
+	sess, ok := s.lru.Peek(id)
+	if !ok {
+		return nil
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	out := sess.pending
+	sess.pending = nil
+	return out
+}
+
+// Live returns summaries of the live sessions, most recently used first.
+func (s *Store) Live() []Summary {
+	keys := s.lru.Keys() // oldest first
+	out := make([]Summary, 0, len(keys))
+	for i := len(keys) - 1; i >= 0; i-- {
+		sess, ok := s.lru.Peek(keys[i])
+		if !ok {
+			continue
+		}
+		sess.mu.Lock()
+		out = append(out, Summary{ID: sess.rec.ID, Status: sess.rec.Status, CreatedAt: sess.rec.CreatedAt,
+			UpdatedAt: sess.rec.UpdatedAt, ParentID: sess.rec.ParentID, Length: sess.transcript.Len(),
+			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs)})
+		sess.mu.Unlock()
+	}
+	return out
+}
+
+// Shutdown releases the backend.
+func (s *Store) Shutdown() error {
+	return s.backend.Close()
+}
