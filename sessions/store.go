@@ -452,7 +452,12 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) err
 		keep = n
 	}
 	if keep > n {
-		keep = n
+		parent.mu.Unlock()
+		return fmt.Errorf("`keep_first` is %d but session '%s' has only %d messages", keep, src, n)
+	}
+	if open := OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
+		parent.mu.Unlock()
+		return fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
 	}
 	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
 		Metadata: map[string]any{"parent_session_id": src}, ParentID: src, MaxTurns: parent.rec.MaxTurns}

@@ -1,0 +1,136 @@
+// Package builtins is skein's Starlark surface: every predeclared
+// function scripts call, one file per area (sessions.go, agent.go,
+// mock.go, tools.go, compact.go, ...). Builtins are thin: they unpack
+// their arguments with starlark.UnpackArgs, call the Go package one layer
+// down (sessions, agent, compact, llm) and convert the result.
+//
+// Every error a builtin raises starts with the builtin's name and a
+// colon. The reference of all builtins, docs/builtins.md, is generated
+// from Specs and checked by a test.
+package builtins
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"github.com/skein-dev/skein/vm"
+)
+
+// Spec describes one builtin.
+type Spec struct {
+	// Name is the Starlark name; a dotted name ("fs.read") is a member of
+	// a module value ("fs").
+	Name string
+	// Signature is the call shape shown in the reference, without the name.
+	Signature string
+	// Summary is one line for the reference.
+	Summary string
+	// Area names the reference section (and the file) it belongs to.
+	Area string
+	Impl func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)
+}
+
+// Specs returns every builtin, grouped by area in reference order.
+func Specs() []Spec {
+	var all []Spec
+	for _, area := range [][]Spec{sessionSpecs()} {
+		all = append(all, area...)
+	}
+	return all
+}
+
+// Predeclared returns the builtins as predeclared names for vm.Options.
+// Dotted names become members of frozen module values. Two builtins with
+// one name are an error.
+func Predeclared() (starlark.StringDict, error) {
+	out := starlark.StringDict{}
+	modules := map[string]starlark.StringDict{}
+	seen := map[string]bool{}
+	for _, s := range Specs() {
+		if seen[s.Name] {
+			return nil, fmt.Errorf("builtin %s is defined twice", s.Name)
+		}
+		seen[s.Name] = true
+		fn := starlark.NewBuiltin(s.Name, s.Impl)
+		if mod, member, ok := strings.Cut(s.Name, "."); ok {
+			if modules[mod] == nil {
+				modules[mod] = starlark.StringDict{}
+			}
+			modules[mod][member] = fn
+			continue
+		}
+		out[s.Name] = fn
+	}
+	names := make([]string, 0, len(modules))
+	for m := range modules {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		if _, clash := out[m]; clash {
+			return nil, fmt.Errorf("module %s clashes with a builtin of that name", m)
+		}
+		mod := &starlarkstruct.Module{Name: m, Members: modules[m]}
+		mod.Freeze()
+		out[m] = mod
+	}
+	return out, nil
+}
+
+// stateOf returns the thread's VM state, with fn's name on the error.
+func stateOf(thread *starlark.Thread, fn string) (*vm.State, error) {
+	st, err := vm.StateOf(thread)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", fn, err)
+	}
+	return st, nil
+}
+
+// fail prefixes err with the builtin's name.
+func fail(fn string, err error) error {
+	return fmt.Errorf("%s: %w", fn, err)
+}
+
+// NewState returns a VM with every builtin predeclared. opts.Builtins, if
+// set, adds to them.
+func NewState(opts vm.Options) (*vm.State, error) {
+	predeclared, err := Predeclared()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range opts.Builtins {
+		predeclared[k] = v
+	}
+	opts.Builtins = predeclared
+	return vm.New(opts)
+}
+
+// TestClock is the fixed clock of test VMs: always 2026-01-02T03:04:05Z.
+func TestClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+
+// NewTestState returns a VM for one Starlark test: every builtin plus the
+// assert module and skip, an in-memory store (cap opts.Store's or the
+// default), the fixed TestClock and ids seeded by seed. Fields of opts
+// that are set win.
+func NewTestState(opts vm.Options, seed uint64) (*vm.State, error) {
+	if opts.Clock == nil {
+		opts.Clock = TestClock
+	}
+	if opts.NewID == nil {
+		opts.NewID = vm.SeededIDs(seed, opts.Clock)
+	}
+	testBuiltins, err := vm.TestBuiltins()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range opts.Builtins {
+		testBuiltins[k] = v
+	}
+	opts.Builtins = testBuiltins
+	return NewState(opts)
+}

@@ -1,0 +1,378 @@
+package builtins
+
+// Session builtins (API.md §1).
+//
+//	agent_session_open(id=None, max_turns=None) -> str
+//	agent_session_exists(id) -> bool
+//	agent_session_length(id) -> int
+//	agent_session_snapshot(id) -> dict or None
+//	agent_session_reset(id) -> None
+//	agent_session_fork(src, dst=None) -> str
+//	agent_session_fork_at(src, keep_first, dst=None) -> str
+//	agent_session_trim(id, keep_last) -> int
+//	agent_session_inject(id, message) -> None
+//	agent_session_close(id) -> None
+//	agent_session_ancestry(id) -> dict or None
+//	agent_session_current_id() -> str or None
+//	agent_subscribe(id, callback) -> None
+//	agent_inject_feedback(id, kind, content) -> None
+
+import (
+	"errors"
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+func sessionSpecs() []Spec {
+	const area = "Sessions"
+	return []Spec{
+		{"agent_session_open", "(id=None, max_turns=None) -> str", "Open (resume or create) a session; None mints a UUIDv7 id.", area, sessionOpen},
+		{"agent_session_exists", "(id) -> bool", "Whether a session is live or stored.", area, sessionExists},
+		{"agent_session_length", "(id) -> int", "The session's message count.", area, sessionLength},
+		{"agent_session_snapshot", "(id) -> dict or None", "A deep, mutable copy of the session (None for an unknown id).", area, sessionSnapshot},
+		{"agent_session_reset", "(id) -> None", "Drop all messages and the summary; keep id, subscribers, lineage and the event log.", area, sessionReset},
+		{"agent_session_fork", "(src, dst=None) -> str", "A new child session sharing src's transcript; subscribers are not copied.", area, sessionFork},
+		{"agent_session_fork_at", "(src, keep_first, dst=None) -> str", "Like fork, keeping only the first keep_first messages.", area, sessionForkAt},
+		{"agent_session_trim", "(id, keep_last) -> int", "Keep the newest keep_last messages without splitting a tool call from its results; returns the kept count.", area, sessionTrim},
+		{"agent_session_inject", "(id, message) -> None", "Append one validated message.", area, sessionInject},
+		{"agent_session_close", "(id) -> None", "Evict the session from this VM (a durable store keeps it, marked completed).", area, sessionClose},
+		{"agent_session_ancestry", "(id) -> dict or None", "{parent_id, child_ids, root_id} (None for an unknown id).", area, sessionAncestry},
+		{"agent_session_current_id", "() -> str or None", "The session of the innermost running agent_loop, else None.", area, sessionCurrentID},
+		{"agent_subscribe", "(id, callback) -> None", "Call callback(event) for every event of the session.", area, subscribe},
+		{"agent_inject_feedback", "(id, kind, content) -> None", "Queue a user message for the next turn of a loop on the session.", area, injectFeedback},
+	}
+}
+
+// sessionErr prefixes a store error with the builtin's name.
+func sessionErr(fn string, err error) error {
+	return fmt.Errorf("%s: %w", fn, err)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, sessions.ErrNotFound) }
+
+// optionalID unpacks an id parameter that may be None (mint one) or a
+// non-empty string.
+func optionalID(fn, param string, v starlark.Value) (string, bool, error) {
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return "", false, nil
+	case starlark.String:
+		if v == "" {
+			return "", false, fmt.Errorf("%s: `%s` must not be empty", fn, param)
+		}
+		return string(v), true, nil
+	}
+	return "", false, fmt.Errorf("%s: for parameter %s: got %s, want string or None", fn, param, v.Type())
+}
+
+// nonNegative checks an int parameter in the API's words.
+func nonNegative(fn, param string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("%s: `%s` must be >= 0", fn, param)
+	}
+	return nil
+}
+
+func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var idv, maxTurnsV starlark.Value = starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id?", &idv, "max_turns?", &maxTurnsV); err != nil {
+		return nil, err
+	}
+	id, given, err := optionalID(b.Name(), "id", idv)
+	if err != nil {
+		return nil, err
+	}
+	maxTurns := 0
+	if maxTurnsV != starlark.None {
+		i, ok := maxTurnsV.(starlark.Int)
+		if !ok {
+			return nil, fmt.Errorf("%s: for parameter max_turns: got %s, want int or None", b.Name(), maxTurnsV.Type())
+		}
+		n, ok := i.Int64()
+		if !ok || n < 1 || n > 1<<31 {
+			return nil, fmt.Errorf("%s: `max_turns` must be >= 1", b.Name())
+		}
+		maxTurns = int(n)
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	if !given {
+		id = st.NewID()
+	}
+	if _, err := st.Store.Open(st.Context(), id, maxTurns); err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.String(id), nil
+}
+
+func sessionExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	ok, err := st.Store.Exists(st.Context(), id)
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.Bool(ok), nil
+}
+
+func sessionLength(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	n, err := st.Store.Length(st.Context(), id)
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.MakeInt(n), nil
+}
+
+func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := st.Store.Snapshot(st.Context(), id)
+	if isNotFound(err) {
+		return starlark.None, nil
+	}
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	if rec.MaxTurns == 0 {
+		rec.MaxTurns = st.MaxTurns
+	}
+	return recordToStarlark(rec), nil
+}
+
+func sessionReset(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	_, err = st.Store.Update(st.Context(), id, func(v sessions.View) (*sessions.Change, error) {
+		return &sessions.Change{Replace: true, SetSummary: true,
+			Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
+	})
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, nil
+}
+
+func sessionFork(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var src string
+	var dstv starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "src", &src, "dst?", &dstv); err != nil {
+		return nil, err
+	}
+	return fork(thread, b.Name(), src, dstv, sessions.ForkOptions{KeepFirst: -1})
+}
+
+func sessionForkAt(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var src string
+	var keepFirst int
+	var dstv starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "src", &src, "keep_first", &keepFirst, "dst?", &dstv); err != nil {
+		return nil, err
+	}
+	if err := nonNegative(b.Name(), "keep_first", keepFirst); err != nil {
+		return nil, err
+	}
+	return fork(thread, b.Name(), src, dstv, sessions.ForkOptions{KeepFirst: keepFirst, BranchedAt: true})
+}
+
+func fork(thread *starlark.Thread, fn, src string, dstv starlark.Value, opts sessions.ForkOptions) (starlark.Value, error) {
+	dst, given, err := optionalID(fn, "dst", dstv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if !given {
+		dst = st.NewID()
+	}
+	if err := st.Store.Fork(st.Context(), src, dst, opts); err != nil {
+		return nil, sessionErr(fn, err)
+	}
+	return starlark.String(dst), nil
+}
+
+func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var keepLast int
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "keep_last", &keepLast); err != nil {
+		return nil, err
+	}
+	if err := nonNegative(b.Name(), "keep_last", keepLast); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	kept := 0
+	_, err = st.Store.Update(st.Context(), id, func(v sessions.View) (*sessions.Change, error) {
+		drop := sessions.TrimDrop(v, keepLast)
+		kept = v.Len() - drop
+		return &sessions.Change{DropFirst: drop, Events: []sessions.Event{sessions.NewEvent(sessions.EventTrim,
+			map[string]any{"keep_last": int64(keepLast), "dropped": int64(drop), "kept": int64(kept)})}}, nil
+	})
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.MakeInt(kept), nil
+}
+
+func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var msgv starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "message", &msgv); err != nil {
+		return nil, err
+	}
+	msg, err := messageFromStarlark(b.Name(), msgv)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := st.Store.Apply(st.Context(), id, &sessions.Change{Append: []sessions.Message{msg}}); err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, nil
+}
+
+func sessionClose(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Store.Close(st.Context(), id); err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, nil
+}
+
+func sessionAncestry(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	l, err := st.Store.Ancestry(st.Context(), id)
+	if isNotFound(err) {
+		return starlark.None, nil
+	}
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	d := starlark.NewDict(3)
+	_ = d.SetKey(starlark.String("parent_id"), optionalString(l.ParentID))
+	children := make([]starlark.Value, len(l.ChildIDs))
+	for i, c := range l.ChildIDs {
+		children[i] = starlark.String(c)
+	}
+	_ = d.SetKey(starlark.String("child_ids"), starlark.NewList(children))
+	_ = d.SetKey(starlark.String("root_id"), starlark.String(l.RootID))
+	return d, nil
+}
+
+func sessionCurrentID(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	if id, ok := currentSession(thread); ok {
+		return starlark.String(id), nil
+	}
+	return starlark.None, nil
+}
+
+func subscribe(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var cb starlark.Callable
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "callback", &cb); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Store.Subscribe(st.Context(), id, cb); err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, nil
+}
+
+func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id, kind, content string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "kind", &kind, "content", &content); err != nil {
+		return nil, err
+	}
+	if kind == "" {
+		return nil, fmt.Errorf("%s: `kind` must not be empty", b.Name())
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	msg := sessions.Message{Role: sessions.RoleUser, Text: content, Metadata: map[string]any{"feedback_kind": kind}}
+	if err := st.Store.QueueFeedback(st.Context(), id, msg); err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, nil
+}
+
+// currentSessionKey is the thread-local stack of sessions of the running
+// agent loops on a thread (innermost last).
+const currentSessionKey = "skein.builtins.current_session"
+
+// currentSession returns the session of the innermost running agent loop.
+func currentSession(thread *starlark.Thread) (string, bool) {
+	stack, _ := thread.Local(currentSessionKey).([]string)
+	if len(stack) == 0 {
+		return "", false
+	}
+	return stack[len(stack)-1], true
+}
+
+// pushSession makes id the current session of thread until the returned
+// function is called.
+func pushSession(thread *starlark.Thread, id string) (pop func()) {
+	stack, _ := thread.Local(currentSessionKey).([]string)
+	thread.SetLocal(currentSessionKey, append(stack[:len(stack):len(stack)], id))
+	return func() { thread.SetLocal(currentSessionKey, stack) }
+}

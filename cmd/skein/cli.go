@@ -1,0 +1,121 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0 // success
+	exitFailed = 1 // a script error or failing tests
+	exitUsage  = 2 // bad flags, arguments or files
+)
+
+// stdio is the process's standard streams (replaced in tests).
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+// command is one subcommand of the CLI.
+type command struct {
+	name    string
+	usage   string // argument synopsis after "skein <name>"
+	summary string
+	run     func(args []string, io stdio) int
+}
+
+func commands() map[string]command {
+	list := []command{
+		{"run", "[flags] FILE [ARGS...]", "run a Starlark pipeline", runCommand},
+		{"version", "", "print skein's version", versionCommand},
+	}
+	m := map[string]command{}
+	for _, c := range list {
+		m[c.name] = c
+	}
+	return m
+}
+
+// skein is the CLI's entry point; it returns the exit code.
+func skein(args []string, io stdio) int {
+	if len(args) == 0 {
+		printUsage(io.err)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			if c, ok := commands()[rest[0]]; ok {
+				return c.run([]string{"-h"}, io)
+			}
+			fmt.Fprintf(io.err, "skein help: unknown command %q\n", rest[0])
+			return exitUsage
+		}
+		printUsage(io.out)
+		return exitOK
+	}
+	c, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(io.err, "skein: unknown command %q (run 'skein help' for the list)\n", name)
+		return exitUsage
+	}
+	return c.run(rest, io)
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "skein runs Starlark pipelines of LLM agents.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: skein <command> [flags] [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	cmds := commands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'skein help <command>' or 'skein <command> -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set for a command that reports errors itself.
+func newFlagSet(c string) *flag.FlagSet {
+	fs := flag.NewFlagSet("skein "+c, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parseFlags parses args into fs. It returns (code, true) when the
+// command must stop: after -h (usage printed, exit 0) or a bad flag (one
+// line on stderr, exit 2).
+func parseFlags(fs *flag.FlagSet, usage string, args []string, io stdio) (int, bool) {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(io.out, "Usage: %s %s\n\nFlags:\n", fs.Name(), usage)
+		fs.SetOutput(io.out)
+		fs.PrintDefaults()
+		return exitOK, true
+	}
+	if err != nil {
+		return usageError(io, fs.Name(), err.Error()), true
+	}
+	return 0, false
+}
+
+// usageError prints a one-line usage error and returns exitUsage.
+func usageError(io stdio, cmd, msg string) int {
+	fmt.Fprintf(io.err, "%s: %s (see '%s -h')\n", cmd, strings.TrimSpace(msg), cmd)
+	return exitUsage
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/skein-dev/skein/vm"
+)
+
+const runUsage = "[flags] FILE [ARGS...]"
+
+// runCommand implements `skein run FILE [ARGS...]`: it executes FILE with
+// ARGS as argv; print goes to stdout, the error traceback to stderr.
+func runCommand(args []string, io stdio) int {
+	fs := newFlagSet("run")
+	var vf vmFlags
+	vf.register(fs)
+	if code, stop := parseFlags(fs, runUsage, args, io); stop {
+		return code
+	}
+	if err := vf.check(); err != nil {
+		return usageError(io, fs.Name(), err.Error())
+	}
+	if fs.NArg() == 0 {
+		return usageError(io, fs.Name(), "missing FILE to run")
+	}
+	file := fs.Arg(0)
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", file, underlying(err)))
+	}
+	st, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
+	if err != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", err)
+		return exitFailed
+	}
+	defer st.Store.Shutdown()
+	ctx, stopRun := runContext(vf.timeout)
+	end := st.Begin(ctx)
+	_, err = st.ExecFile(file, src)
+	end()
+	stopRun()
+	if err != nil {
+		fmt.Fprintln(io.err, vm.FormatError(err))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// underlying strips the operation and path from a *PathError.
+func underlying(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+// vmFlags are the flags shared by the commands that run Starlark (run,
+// repl, test).
+type vmFlags struct {
+	sessionCap int
+	maxSteps   uint64
+	timeout    time.Duration
+	maxTurns   int
+}
+
+func (f *vmFlags) register(fs *flag.FlagSet) {
+	defaultCap := sessions.DefaultCap
+	if v, err := strconv.Atoi(os.Getenv("SKEIN_SESSION_CAP")); err == nil && v > 0 {
+		defaultCap = v
+	}
+	fs.IntVar(&f.sessionCap, "session-cap", defaultCap, "live sessions kept in memory (LRU); env SKEIN_SESSION_CAP")
+	fs.Uint64Var(&f.maxSteps, "max-steps", 0, "bound on Starlark execution steps per thread (0: none)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "cancel the run after this long, e.g. 30s (0: none)")
+	fs.IntVar(&f.maxTurns, "max-turns", vm.DefaultMaxTurns, "default hard cap on agent_loop turns per session")
+}
+
+// check validates flag values, returning a usage message.
+func (f *vmFlags) check() error {
+	if f.sessionCap < 1 {
+		return fmt.Errorf("--session-cap must be >= 1, got %d", f.sessionCap)
+	}
+	if f.maxTurns < 1 {
+		return fmt.Errorf("--max-turns must be >= 1, got %d", f.maxTurns)
+	}
+	if f.timeout < 0 {
+		return fmt.Errorf("--timeout must not be negative")
+	}
+	return nil
+}
+
+// vmConfig is what a command adds to the shared flags to build a VM.
+type vmConfig struct {
+	root  string   // directory load() may not escape
+	args  []string // argv
+	clock func() time.Time
+	ids   func() string
+}
+
+// newState builds a VM from the flags.
+func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, error) {
+	clock := c.clock
+	if clock == nil {
+		clock = time.Now
+	}
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
+	if err != nil {
+		return nil, err
+	}
+	return builtins.NewState(vm.Options{
+		Store: store, Clock: clock, NewID: c.ids, Stdout: io.out, Stderr: io.err,
+		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root,
+	})
+}
+
+// errInterrupted is the cancellation cause of a run stopped by Ctrl-C.
+var errInterrupted = errors.New("interrupted")
+
+// runContext returns the context of one run: cancelled by SIGINT/SIGTERM
+// (a second signal exits at once) and by the timeout, if any.
+func runContext(timeout time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel(errInterrupted)
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	stop := func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+	if timeout > 0 {
+		tctx, tcancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("timeout: the run exceeded --timeout %s", timeout))
+		return tctx, func() { tcancel(); stop() }
+	}
+	return ctx, stop
+}

@@ -1,0 +1,213 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var ctx = context.Background()
+
+func newTestStore(t *testing.T, b Backend, capacity int) *Store {
+	t.Helper()
+	s, err := NewStore(b, WithCap(capacity), WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustOpen(t *testing.T, s *Store, id string) {
+	t.Helper()
+	if _, err := s.Open(ctx, id, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAppend(t *testing.T, s *Store, id string, ms ...Message) {
+	t.Helper()
+	if _, err := s.Apply(ctx, id, &Change{Append: ms}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func liveIDs(s *Store) []string {
+	var ids []string
+	for _, l := range s.Live() {
+		ids = append(ids, l.ID)
+	}
+	return ids
+}
+
+func TestStoreEvictionOrder(t *testing.T) {
+	s := newTestStore(t, NewMemoryBackend(), 3)
+	for _, id := range []string{"a", "b", "c"} {
+		mustOpen(t, s, id)
+	}
+	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "x"}) // a is newest
+	if _, err := s.Length(ctx, "b"); err != nil {                 // reads do not refresh
+		t.Fatal(err)
+	}
+	mustOpen(t, s, "d")
+	if got := fmt.Sprint(liveIDs(s)); got != "[d a c]" {
+		t.Fatalf("live = %s, want [d a c] (most recent first)", got)
+	}
+	if _, err := s.Length(ctx, "b"); !errors.Is(err, ErrNotFound) || err.Error() != "unknown session id 'b'" {
+		t.Fatalf("evicted session: err = %v", err)
+	}
+}
+
+func TestStoreForkIsolation(t *testing.T) {
+	s := newTestStore(t, NewMemoryBackend(), 10)
+	mustOpen(t, s, "p")
+	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "0"}, Message{Role: RoleAssistant, Text: "1"})
+	if err := s.Fork(ctx, "p", "c", ForkOptions{KeepFirst: -1}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "p2"})
+	mustAppend(t, s, "c", Message{Role: RoleUser, Text: "c2"})
+	if _, err := s.Update(ctx, "p", func(v View) (*Change, error) { return &Change{DropFirst: 1}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := s.Snapshot(ctx, "p")
+	c, _ := s.Snapshot(ctx, "c")
+	if got := fmt.Sprint(textsOf(p.Messages)); got != "[1 p2]" {
+		t.Errorf("parent = %s", got)
+	}
+	if got := fmt.Sprint(textsOf(c.Messages)); got != "[0 1 c2]" {
+		t.Errorf("child = %s", got)
+	}
+	if c.ParentID != "p" || fmt.Sprint(p.ChildIDs) != "[c]" {
+		t.Errorf("lineage: parent %q children %v", c.ParentID, p.ChildIDs)
+	}
+}
+
+func TestStoreApplyIsAtomic(t *testing.T) {
+	s := newTestStore(t, NewMemoryBackend(), 10)
+	mustOpen(t, s, "a")
+	_, err := s.Apply(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "ok"}, {Role: RoleTool, ToolCallID: "x"}}})
+	if err == nil {
+		t.Fatal("invalid append accepted")
+	}
+	if n, _ := s.Length(ctx, "a"); n != 0 {
+		t.Fatalf("a failed change left %d messages", n)
+	}
+	rec, _ := s.Snapshot(ctx, "a")
+	if len(rec.Events) != 0 || rec.Version != 0 {
+		t.Fatalf("a failed change left events %v version %d", rec.Events, rec.Version)
+	}
+}
+
+// durableMemory is a memory backend that claims durability, to test the
+// store's reload path without a database.
+type durableMemory struct{ *MemoryBackend }
+
+func (durableMemory) Durable() bool { return true }
+
+func TestStoreReloadsAndHealsDurableSessions(t *testing.T) {
+	b := durableMemory{NewMemoryBackend()}
+	s := newTestStore(t, b, 1)
+	mustOpen(t, s, "a")
+	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "q"},
+		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "slow", Arguments: map[string]any{}}}})
+	mustOpen(t, s, "b") // evicts a; it stays stored
+	if got := fmt.Sprint(liveIDs(s)); got != "[b]" {
+		t.Fatalf("live = %s", got)
+	}
+	if ok, _ := s.Exists(ctx, "a"); !ok {
+		t.Fatal("evicted durable session is gone")
+	}
+	// a read does not load it into the LRU
+	if n, _ := s.Length(ctx, "a"); n != 2 {
+		t.Fatalf("length of stored session = %d", n)
+	}
+	// a write reloads it, healing the open tool call first
+	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "again"})
+	rec, _ := s.Snapshot(ctx, "a")
+	if len(rec.Messages) != 4 || rec.Messages[2].Role != RoleTool || !rec.Messages[2].IsError || rec.Messages[2].Text != "interrupted" {
+		t.Fatalf("not healed: %+v", rec.Messages)
+	}
+	if err := Validate(rec.Messages); err != nil {
+		t.Fatal(err)
+	}
+	var healed bool
+	for _, e := range rec.Events {
+		healed = healed || e.Type == EventHealed
+	}
+	if !healed {
+		t.Fatal("no healed event")
+	}
+	// close marks it completed and keeps it; open resumes it
+	if err := s.Close(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := b.Load(ctx, "a")
+	if stored.Status != StatusCompleted {
+		t.Fatalf("status after close = %s", stored.Status)
+	}
+	mustOpen(t, s, "a")
+	rec, _ = s.Snapshot(ctx, "a")
+	if rec.Status != StatusActive || len(rec.Messages) != 4 {
+		t.Fatalf("reopened: status %s, %d messages", rec.Status, len(rec.Messages))
+	}
+}
+
+func TestStoreConflictLeavesNothingHalfWritten(t *testing.T) {
+	b := durableMemory{NewMemoryBackend()}
+	s1 := newTestStore(t, b, 4)
+	s2 := newTestStore(t, b, 4)
+	mustOpen(t, s1, "a")
+	mustOpen(t, s2, "a")
+	mustAppend(t, s1, "a", Message{Role: RoleUser, Text: "from s1"})
+	_, err := s2.Apply(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "from s2"}}})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want conflict", err)
+	}
+	if want := "session 'a' was modified by another process"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v", err)
+	}
+	rec, _ := b.Load(ctx, "a")
+	if len(rec.Messages) != 1 || rec.Messages[0].Text != "from s1" {
+		t.Fatalf("stored = %+v", rec.Messages)
+	}
+}
+
+func TestStoreConcurrentUse(t *testing.T) {
+	s := newTestStore(t, NewMemoryBackend(), 64)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			id := fmt.Sprintf("s%d", g%4) // two goroutines per session
+			if _, err := s.Open(ctx, id, 0); err != nil {
+				t.Error(err)
+				return
+			}
+			for i := 0; i < 200; i++ {
+				if _, err := s.Apply(ctx, id, &Change{Append: []Message{{Role: RoleUser, Text: "m"}}}); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%50 == 0 {
+					if err := s.Fork(ctx, id, fmt.Sprintf("%s-f%d-%d", id, g, i), ForkOptions{KeepFirst: -1}); err != nil {
+						t.Error(err)
+					}
+				}
+				_, _ = s.Snapshot(ctx, id)
+				_ = s.Live()
+			}
+		}(g)
+	}
+	wg.Wait()
+	for g := 0; g < 4; g++ {
+		id := fmt.Sprintf("s%d", g)
+		if n, err := s.Length(ctx, id); err == nil && n != 400 {
+			t.Errorf("%s has %d messages, want 400", id, n)
+		}
+	}
+}

@@ -1,0 +1,134 @@
+package vm
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+// ToStarlark converts a Go JSON value (nil, bool, int, int64, float64,
+// string, []any, []string, map[string]any, map[string]string) to a fresh,
+// mutable Starlark value. Dict keys are inserted in sorted order so output
+// is stable. Values of other types become their fmt %v string.
+func ToStarlark(v any) starlark.Value {
+	switch v := v.(type) {
+	case nil:
+		return starlark.None
+	case bool:
+		return starlark.Bool(v)
+	case int:
+		return starlark.MakeInt(v)
+	case int64:
+		return starlark.MakeInt64(v)
+	case float64:
+		return starlark.Float(v)
+	case string:
+		return starlark.String(v)
+	case starlark.Value:
+		return v
+	case []any:
+		elems := make([]starlark.Value, len(v))
+		for i, x := range v {
+			elems[i] = ToStarlark(x)
+		}
+		return starlark.NewList(elems)
+	case []string:
+		elems := make([]starlark.Value, len(v))
+		for i, x := range v {
+			elems[i] = starlark.String(x)
+		}
+		return starlark.NewList(elems)
+	case map[string]any:
+		d := starlark.NewDict(len(v))
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			_ = d.SetKey(starlark.String(k), ToStarlark(v[k]))
+		}
+		return d
+	case map[string]string:
+		m := make(map[string]any, len(v))
+		for k, x := range v {
+			m[k] = x
+		}
+		return ToStarlark(m)
+	}
+	return starlark.String(fmt.Sprint(v))
+}
+
+// FromStarlark converts a Starlark value to a Go JSON value: None, bool,
+// int (to int64), float, string, list or tuple (to []any), dict with
+// string keys and struct (to map[string]any). Anything else, a NaN or an
+// int too large for int64 is an error naming the path within v ("x",
+// "x.key", "x[2]"), using name for the top level.
+func FromStarlark(v starlark.Value, name string) (any, error) {
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return nil, nil
+	case starlark.Bool:
+		return bool(v), nil
+	case starlark.Int:
+		i, ok := v.Int64()
+		if !ok {
+			return nil, fmt.Errorf("%s: integer %s is too large", name, v.BigInt().Text(10))
+		}
+		return i, nil
+	case starlark.Float:
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%s: %v is not representable in JSON", name, v)
+		}
+		return f, nil
+	case starlark.String:
+		return string(v), nil
+	case *starlark.List:
+		return fromSequence(v, name)
+	case starlark.Tuple:
+		return fromSequence(v, name)
+	case *starlark.Dict:
+		out := make(map[string]any, v.Len())
+		for _, item := range v.Items() {
+			k, ok := item[0].(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("%s: dict key %s is a %s, want string", name, item[0], item[0].Type())
+			}
+			x, err := FromStarlark(item[1], name+"."+string(k))
+			if err != nil {
+				return nil, err
+			}
+			out[string(k)] = x
+		}
+		return out, nil
+	case *starlarkstruct.Struct:
+		d := starlark.StringDict{}
+		v.ToStringDict(d)
+		out := make(map[string]any, len(d))
+		for k, x := range d {
+			y, err := FromStarlark(x, name+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = y
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: got %s, want a JSON-encodable value (None, bool, int, float, string, list, dict)", name, v.Type())
+}
+
+func fromSequence(v starlark.Indexable, name string) (any, error) {
+	out := make([]any, v.Len())
+	for i := range out {
+		x, err := FromStarlark(v.Index(i), fmt.Sprintf("%s[%d]", name, i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = x
+	}
+	return out, nil
+}

@@ -1,0 +1,129 @@
+package vm
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/stdlib"
+)
+
+// StdlibPrefix introduces modules embedded from the stdlib directory:
+// load("@stdlib/strings.star", "x").
+const StdlibPrefix = "@stdlib/"
+
+// loader executes loaded modules once per VM and caches their globals.
+type loader struct {
+	state *State
+	mu    sync.Mutex
+	cache map[string]*loadEntry
+}
+
+type loadEntry struct {
+	done    chan struct{}
+	globals starlark.StringDict
+	err     error
+}
+
+func newLoader(s *State) *loader {
+	return &loader{state: s, cache: map[string]*loadEntry{}}
+}
+
+// Thread-local keys of a module's thread: the file it executes (for
+// relative loads) and the chain of modules being loaded (for cycles).
+const (
+	fileKey  = "skein.vm.file"
+	chainKey = "skein.vm.loadchain"
+)
+
+// SetFile records on the thread the file whose code it runs, so that
+// load() resolves relative paths against that file's directory. The REPL
+// uses a file name inside the working directory.
+func SetFile(thread *starlark.Thread, filename string) {
+	thread.SetLocal(fileKey, filename)
+}
+
+// load implements starlark.Thread.Load.
+func (l *loader) load(thread *starlark.Thread, module string) (starlark.StringDict, error) {
+	key, src, err := l.resolve(thread, module)
+	if err != nil {
+		return nil, err
+	}
+	chain, _ := thread.Local(chainKey).([]string)
+	for i, k := range chain {
+		if k == key {
+			cycle := append(append([]string{}, chain[i:]...), key)
+			return nil, fmt.Errorf("cycle in load graph: %s", strings.Join(cycle, " -> "))
+		}
+	}
+
+	l.mu.Lock()
+	if e, ok := l.cache[key]; ok {
+		l.mu.Unlock()
+		<-e.done
+		return e.globals, e.err
+	}
+	e := &loadEntry{done: make(chan struct{})}
+	l.cache[key] = e
+	l.mu.Unlock()
+
+	data, err := src()
+	if err != nil {
+		e.err = err
+	} else {
+		t := l.state.NewThread("load " + key)
+		SetFile(t, key)
+		t.SetLocal(chainKey, append(append([]string{}, chain...), key))
+		e.globals, e.err = starlark.ExecFileOptions(Dialect(), t, key, data, l.state.predeclared)
+		l.state.Release(t)
+	}
+	close(e.done)
+	return e.globals, e.err
+}
+
+// resolve maps a load string to a cache key (a cleaned path, or the
+// @stdlib name) and a function reading its source.
+func (l *loader) resolve(thread *starlark.Thread, module string) (string, func() ([]byte, error), error) {
+	if name, ok := strings.CutPrefix(module, StdlibPrefix); ok {
+		if name == "" || path.Clean(name) != name || strings.HasPrefix(name, "..") || !strings.HasSuffix(name, ".star") {
+			return "", nil, fmt.Errorf("invalid stdlib module %q (want %s<name>.star)", module, StdlibPrefix)
+		}
+		return module, func() ([]byte, error) {
+			data, err := fs.ReadFile(stdlib.FS, name)
+			if err != nil {
+				return nil, fmt.Errorf("no stdlib module %q (available: %s)", module, strings.Join(stdlib.Names(), ", "))
+			}
+			return data, nil
+		}, nil
+	}
+	if module == "" {
+		return "", nil, fmt.Errorf("empty module path")
+	}
+	if filepath.IsAbs(module) {
+		return "", nil, fmt.Errorf("absolute path %q is not allowed (load paths are relative to the loading file)", module)
+	}
+	// The key is the path as the user would write it from the working
+	// directory (it appears in tracebacks); the escape check uses its
+	// absolute form.
+	from, _ := thread.Local(fileKey).(string)
+	dir := l.state.Root
+	if from != "" {
+		dir = filepath.Dir(from)
+	}
+	p := filepath.Clean(filepath.Join(dir, filepath.FromSlash(module)))
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", nil, err
+	}
+	rel, err := filepath.Rel(l.state.Root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", nil, fmt.Errorf("%q escapes the script directory %s", module, l.state.Root)
+	}
+	return p, func() ([]byte, error) { return os.ReadFile(p) }, nil
+}

@@ -1,0 +1,270 @@
+// Package vm is skein's Starlark virtual machine: the per-VM State that
+// every thread carries, the one dialect used for files, loads and the
+// REPL, load() with its module cache, cancellation and step limits,
+// Go <-> Starlark value conversion, and error formatting.
+//
+// A VM is one State. Everything a builtin needs (the session store, the
+// clock, the id source, output writers, limits, the run's context) is
+// reached from the thread with StateOf; there is no package-level mutable
+// state. State.NewThread is the only way threads are made.
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.starlark.net/lib/json"
+	"go.starlark.net/lib/math"
+	starlarktime "go.starlark.net/lib/time"
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// DefaultMaxTurns is the default hard cap on agent_loop turns per session.
+const DefaultMaxTurns = 50
+
+// Options configures a new State. Zero fields get defaults.
+type Options struct {
+	// Store is the session store (default: an in-memory store with the
+	// default cap and Clock).
+	Store *sessions.Store
+	// Clock reports the current time (default time.Now).
+	Clock func() time.Time
+	// NewID mints session ids (default: UUIDv7).
+	NewID func() string
+	// Stdout receives print output; Stderr diagnostics (default os.Stdout,
+	// os.Stderr).
+	Stdout, Stderr io.Writer
+	// MaxSteps bounds the execution steps of each thread (0: no bound).
+	MaxSteps uint64
+	// MaxTurns is the default hard turn cap of a session (default
+	// DefaultMaxTurns).
+	MaxTurns int
+	// Args is the script's argument list, predeclared as argv.
+	Args []string
+	// Root is the directory load() may not escape (default: the working
+	// directory).
+	Root string
+	// Builtins are predeclared in every module besides the standard ones
+	// (json, time, math, struct, argv); package builtins provides them.
+	Builtins starlark.StringDict
+}
+
+// State is one VM: everything per-VM that builtins reach through the
+// thread. Its exported fields are set by New and must not be changed
+// while Starlark code runs.
+type State struct {
+	Store    *sessions.Store
+	Clock    func() time.Time
+	NewID    func() string
+	Stdout   io.Writer
+	Stderr   io.Writer
+	MaxSteps uint64
+	MaxTurns int
+	Args     []string
+	Root     string
+
+	// extensions holds per-VM values of other packages (the mock
+	// provider's queue, provider settings, the workspace policy), keyed
+	// by a type private to the package that owns the value. See Extension.
+	extMu      sync.Mutex
+	extensions map[any]any
+
+	predeclared starlark.StringDict
+	loader      *loader
+
+	runMu   sync.Mutex
+	ctx     context.Context
+	threads map[*starlark.Thread]bool
+}
+
+// New returns a State configured by opts.
+func New(opts Options) (*State, error) {
+	s := &State{
+		Clock: opts.Clock, NewID: opts.NewID, Stdout: opts.Stdout, Stderr: opts.Stderr,
+		MaxSteps: opts.MaxSteps, MaxTurns: opts.MaxTurns, Args: opts.Args, Root: opts.Root,
+		Store: opts.Store, ctx: context.Background(), extensions: map[any]any{},
+	}
+	if s.Clock == nil {
+		s.Clock = time.Now
+	}
+	if s.NewID == nil {
+		s.NewID = UUIDv7
+	}
+	if s.Stdout == nil {
+		s.Stdout = os.Stdout
+	}
+	if s.Stderr == nil {
+		s.Stderr = os.Stderr
+	}
+	if s.MaxTurns == 0 {
+		s.MaxTurns = DefaultMaxTurns
+	}
+	if s.MaxTurns < 0 {
+		return nil, fmt.Errorf("max turns must be >= 1, got %d", s.MaxTurns)
+	}
+	if s.Root == "" {
+		s.Root = "."
+	}
+	root, err := filepath.Abs(s.Root)
+	if err != nil {
+		return nil, err
+	}
+	s.Root = root
+	if s.Store == nil {
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithClock(s.Clock))
+		if err != nil {
+			return nil, err
+		}
+		s.Store = store
+	}
+	s.predeclared = s.universe(opts.Builtins)
+	s.loader = newLoader(s)
+	return s, nil
+}
+
+// universe returns the predeclared names of every module: the standard
+// modules, argv and the builtins.
+func (s *State) universe(builtins starlark.StringDict) starlark.StringDict {
+	argv := make([]starlark.Value, len(s.Args))
+	for i, a := range s.Args {
+		argv[i] = starlark.String(a)
+	}
+	list := starlark.NewList(argv)
+	list.Freeze()
+	u := starlark.StringDict{
+		"json":   json.Module,
+		"time":   starlarktime.Module,
+		"math":   math.Module,
+		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),
+		"argv":   list,
+	}
+	for k, v := range builtins {
+		u[k] = v
+	}
+	return u
+}
+
+// Predeclared returns the names predeclared in every module. The caller
+// must not modify the result.
+func (s *State) Predeclared() starlark.StringDict { return s.predeclared }
+
+// StateOf returns the State of the thread, or an error if the thread was
+// not made by State.NewThread.
+func StateOf(thread *starlark.Thread) (*State, error) {
+	s, ok := thread.Local(stateKeyName).(*State)
+	if !ok || s == nil {
+		return nil, errors.New("this thread has no skein VM state (threads must come from vm.State.NewThread)")
+	}
+	return s, nil
+}
+
+const stateKeyName = "skein.vm.state"
+
+// Extension returns the per-VM value stored under key, creating it with
+// make on first use. Packages use a private key type so values cannot
+// collide.
+func (s *State) Extension(key any, make func() any) any {
+	s.extMu.Lock()
+	defer s.extMu.Unlock()
+	v, ok := s.extensions[key]
+	if !ok && make != nil {
+		v = make()
+		s.extensions[key] = v
+	}
+	return v
+}
+
+// SetExtension stores a per-VM value under key (see Extension).
+func (s *State) SetExtension(key, value any) {
+	s.extMu.Lock()
+	defer s.extMu.Unlock()
+	s.extensions[key] = value
+}
+
+// NewThread returns a new thread of this VM: it carries the State, prints
+// to Stdout, loads through the VM's module cache, has the VM's step limit
+// and clock, and is cancelled with the current run (see Begin).
+func (s *State) NewThread(name string) *starlark.Thread {
+	t := &starlark.Thread{
+		Name:  name,
+		Print: func(_ *starlark.Thread, msg string) { fmt.Fprintln(s.Stdout, msg) },
+		Load:  s.loader.load,
+	}
+	t.SetLocal(stateKeyName, s)
+	if s.MaxSteps > 0 {
+		t.SetMaxExecutionSteps(s.MaxSteps)
+	}
+	starlarktime.SetNow(t, func() (time.Time, error) { return s.Clock(), nil })
+	s.track(t)
+	return t
+}
+
+// Begin starts a run under ctx (a `skein run`, one REPL input, one test).
+// Until the returned end function is called, Context returns ctx and the
+// cancellation of ctx cancels every thread made by NewThread, with the
+// context's cause as the reason.
+func (s *State) Begin(ctx context.Context) (end func()) {
+	s.runMu.Lock()
+	s.ctx = ctx
+	s.threads = map[*starlark.Thread]bool{}
+	s.runMu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		s.runMu.Lock()
+		defer s.runMu.Unlock()
+		for t := range s.threads {
+			t.Cancel(cancelReason(ctx))
+		}
+	})
+	return func() {
+		stop()
+		s.runMu.Lock()
+		s.ctx = context.Background()
+		s.threads = nil
+		s.runMu.Unlock()
+	}
+}
+
+// Context returns the context of the current run: blocking Go code called
+// from Starlark (model calls, tools, sleeps) must honour it.
+func (s *State) Context() context.Context {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	return s.ctx
+}
+
+func (s *State) track(t *starlark.Thread) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.threads == nil {
+		return
+	}
+	if s.ctx.Err() != nil {
+		t.Cancel(cancelReason(s.ctx))
+		return
+	}
+	s.threads[t] = true
+}
+
+// Release stops tracking a thread that has finished (a load or a parallel
+// worker), so long runs do not accumulate threads.
+func (s *State) Release(t *starlark.Thread) {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	delete(s.threads, t)
+}
+
+func cancelReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause.Error()
+	}
+	return "interrupted"
+}
