@@ -49,7 +49,7 @@ func TestStoreEvictionOrder(t *testing.T) {
 		mustOpen(t, s, id)
 	}
 	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "x"}) // a is newest
-	if _, err := s.Length(ctx, "b"); err != nil {                 // reads do not refresh
+	if _, err := s.Length(ctx, "b"); err != nil {             // reads do not refresh
 		t.Fatal(err)
 	}
 	mustOpen(t, s, "d")
