@@ -38,7 +38,7 @@ type Spec struct {
 // Specs returns every builtin, grouped by area in reference order.
 func Specs() []Spec {
 	var all []Spec
-	for _, area := range [][]Spec{sessionSpecs()} {
+	for _, area := range [][]Spec{sessionSpecs(), controlSpecs()} {
 		all = append(all, area...)
 	}
 	return all

@@ -1,0 +1,29 @@
+package builtins
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Reference renders docs/builtins.md: every builtin of Specs with its
+// signature and summary, grouped by area. A test keeps the file in step
+// with the code (go test ./builtins -run TestReference -update rewrites it).
+func Reference() string {
+	var b strings.Builder
+	b.WriteString("# Builtins reference\n\n")
+	b.WriteString("<!-- Generated from builtins.Specs by `go test ./builtins -run TestReference -update`; do not edit. -->\n\n")
+	b.WriteString("Every script also has the standard modules `json`, `time`, `math` and `struct` from go.starlark.net, ")
+	b.WriteString("`argv` (the script's arguments), `fail` and `print` (to stdout). Tests run by `skein test` also have ")
+	b.WriteString("`assert` (starlarktest's module) and `skip(reason)`.\n\n")
+	b.WriteString("Errors start with the builtin's name: `agent_session_trim: ` + \"`keep_last` must be >= 0\". ")
+	b.WriteString("The full contract is API.md; behaviour it leaves open is documented in docs/semantics.md.\n")
+	area := ""
+	for _, s := range Specs() {
+		if s.Area != area {
+			area = s.Area
+			fmt.Fprintf(&b, "\n## %s\n\n| builtin | summary |\n|---|---|\n", area)
+		}
+		fmt.Fprintf(&b, "| `%s%s` | %s |\n", s.Name, s.Signature, strings.ReplaceAll(s.Summary, "|", "\\|"))
+	}
+	return b.String()
+}

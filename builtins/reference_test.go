@@ -1,0 +1,51 @@
+package builtins_test
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/vm"
+)
+
+var update = flag.Bool("update", false, "rewrite docs/builtins.md from the code")
+
+const referencePath = "../docs/builtins.md"
+
+// TestReference keeps docs/builtins.md in step with builtins.Specs.
+func TestReference(t *testing.T) {
+	want := builtins.Reference()
+	if *update {
+		if err := os.WriteFile(referencePath, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(referencePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s is out of date; run: go test ./builtins -run TestReference -update", referencePath)
+	}
+}
+
+// TestEveryPredeclaredBuiltinIsDocumented checks the other direction:
+// every name a script sees is in the reference or is a standard module.
+func TestEveryPredeclaredBuiltinIsDocumented(t *testing.T) {
+	st, err := builtins.NewState(vm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := builtins.Reference()
+	for name := range st.Predeclared() {
+		switch name {
+		case "json", "time", "math", "struct", "argv":
+			continue
+		}
+		if !strings.Contains(ref, "`"+name) {
+			t.Errorf("predeclared %s is not in the reference", name)
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite testscript golden files")
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"skein": func() { os.Exit(skein(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})) },
+	})
+}
+
+// TestScripts runs the CLI tests in testscripts/*.txtar.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testscripts",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// Hermetic: no provider keys or skein settings leak in.
+			for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP"} {
+				env.Setenv(k, "")
+			}
+			return nil
+		},
+	})
+}
