@@ -18,6 +18,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -38,7 +39,7 @@ type Spec struct {
 // Specs returns every builtin, grouped by area in reference order.
 func Specs() []Spec {
 	var all []Spec
-	for _, area := range [][]Spec{sessionSpecs(), controlSpecs()} {
+	for _, area := range [][]Spec{sessionSpecs(), agentSpecs(), mockSpecs(), controlSpecs()} {
 		all = append(all, area...)
 	}
 	return all
@@ -115,14 +116,19 @@ func TestClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) 
 
 // NewTestState returns a VM for one Starlark test: every builtin plus the
 // assert module and skip, an in-memory store (cap opts.Store's or the
-// default), the fixed TestClock and ids seeded by seed. Fields of opts
-// that are set win.
+// default), the fixed TestClock, ids seeded by seed, and the mock as the
+// default provider with an empty environment. Fields of opts that are set
+// win.
 func NewTestState(opts vm.Options, seed uint64) (*vm.State, error) {
 	if opts.Clock == nil {
 		opts.Clock = TestClock
 	}
 	if opts.NewID == nil {
 		opts.NewID = vm.SeededIDs(seed, opts.Clock)
+	}
+	if opts.LLM == nil {
+		// hermetic: the mock by default, no environment
+		opts.LLM = &llm.Settings{Provider: llm.ProviderMock, Getenv: func(string) string { return "" }}
 	}
 	testBuiltins, err := vm.TestBuiltins()
 	if err != nil {

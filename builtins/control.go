@@ -3,18 +3,25 @@ package builtins
 // Control builtins.
 //
 //	catch(fn, *args, **kwargs) -> str or None
+//	sleep(seconds) -> None
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/vm"
 )
 
 func controlSpecs() []Spec {
 	const area = "Control"
 	return []Spec{
 		{"catch", "(fn, *args, **kwargs) -> str or None", "Call fn; return None if it succeeds, else its error message (cancellation and step limits are never caught).", area, catchBuiltin},
+		{"sleep", "(seconds) -> None", "Wait (int or float seconds); Ctrl-C, --timeout and an agent loop's timeout_s interrupt it.", area, sleepBuiltin},
 	}
 }
 
@@ -42,4 +49,22 @@ func catchBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 		return nil, err
 	}
 	return starlark.String(err.Error()), nil
+}
+
+func sleepBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var secs starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "seconds", &secs); err != nil {
+		return nil, err
+	}
+	f, ok := starlark.AsFloat(secs)
+	if _, isBool := secs.(starlark.Bool); isBool || !ok {
+		return nil, fmt.Errorf("%s: for parameter seconds: got %s, want int or float", b.Name(), secs.Type())
+	}
+	if f < 0 {
+		return nil, fmt.Errorf("%s: `seconds` must be >= 0", b.Name())
+	}
+	if err := llm.SleepContext(vm.ContextOf(thread), time.Duration(f*float64(time.Second))); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), context.Cause(vm.ContextOf(thread)))
+	}
+	return starlark.None, nil
 }

@@ -24,6 +24,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
 )
 
 func sessionSpecs() []Spec {
@@ -104,7 +105,7 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if !given {
 		id = st.NewID()
 	}
-	if _, err := st.Store.Open(st.Context(), id, maxTurns); err != nil {
+	if _, err := st.Store.Open(vm.ContextOf(thread), id, maxTurns); err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.String(id), nil
@@ -119,7 +120,7 @@ func sessionExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
-	ok, err := st.Store.Exists(st.Context(), id)
+	ok, err := st.Store.Exists(vm.ContextOf(thread), id)
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
@@ -135,7 +136,7 @@ func sessionLength(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
-	n, err := st.Store.Length(st.Context(), id)
+	n, err := st.Store.Length(vm.ContextOf(thread), id)
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
@@ -151,7 +152,7 @@ func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, err
 	}
-	rec, err := st.Store.Snapshot(st.Context(), id)
+	rec, err := st.Store.Snapshot(vm.ContextOf(thread), id)
 	if isNotFound(err) {
 		return starlark.None, nil
 	}
@@ -173,14 +174,14 @@ func sessionReset(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	_, err = st.Store.Update(st.Context(), id, func(v sessions.View) (*sessions.Change, error) {
+	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
 		return &sessions.Change{Replace: true, SetSummary: true,
 			Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
 	})
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
-	return starlark.None, nil
+	return starlark.None, deliver(thread, st.Store, events)
 }
 
 func sessionFork(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -217,8 +218,12 @@ func fork(thread *starlark.Thread, fn, src string, dstv starlark.Value, opts ses
 	if !given {
 		dst = st.NewID()
 	}
-	if err := st.Store.Fork(st.Context(), src, dst, opts); err != nil {
+	events, err := st.Store.Fork(vm.ContextOf(thread), src, dst, opts)
+	if err != nil {
 		return nil, sessionErr(fn, err)
+	}
+	if err := deliver(thread, st.Store, events); err != nil {
+		return nil, err
 	}
 	return starlark.String(dst), nil
 }
@@ -237,7 +242,7 @@ func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, err
 	}
 	kept := 0
-	_, err = st.Store.Update(st.Context(), id, func(v sessions.View) (*sessions.Change, error) {
+	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
 		drop := sessions.TrimDrop(v, keepLast)
 		kept = v.Len() - drop
 		return &sessions.Change{DropFirst: drop, Events: []sessions.Event{sessions.NewEvent(sessions.EventTrim,
@@ -245,6 +250,9 @@ func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	})
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)
+	}
+	if err := deliver(thread, st.Store, events); err != nil {
+		return nil, err
 	}
 	return starlark.MakeInt(kept), nil
 }
@@ -263,10 +271,11 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
-	if _, err := st.Store.Apply(st.Context(), id, &sessions.Change{Append: []sessions.Message{msg}}); err != nil {
+	events, err := st.Store.Apply(vm.ContextOf(thread), id, &sessions.Change{Append: []sessions.Message{msg}})
+	if err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
-	return starlark.None, nil
+	return starlark.None, deliver(thread, st.Store, events)
 }
 
 func sessionClose(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -278,7 +287,7 @@ func sessionClose(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Store.Close(st.Context(), id); err != nil {
+	if err := st.Store.Close(vm.ContextOf(thread), id); err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.None, nil
@@ -293,7 +302,7 @@ func sessionAncestry(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, err
 	}
-	l, err := st.Store.Ancestry(st.Context(), id)
+	l, err := st.Store.Ancestry(vm.ContextOf(thread), id)
 	if isNotFound(err) {
 		return starlark.None, nil
 	}
@@ -331,7 +340,7 @@ func subscribe(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Store.Subscribe(st.Context(), id, cb); err != nil {
+	if err := st.Store.Subscribe(vm.ContextOf(thread), id, cb); err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.None, nil
@@ -350,7 +359,7 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	msg := sessions.Message{Role: sessions.RoleUser, Text: content, Metadata: map[string]any{"feedback_kind": kind}}
-	if err := st.Store.QueueFeedback(st.Context(), id, msg); err != nil {
+	if err := st.Store.QueueFeedback(vm.ContextOf(thread), id, msg); err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.None, nil

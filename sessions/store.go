@@ -433,16 +433,16 @@ type ForkOptions struct {
 
 // Fork creates dst as a child of src sharing src's messages (all, or the
 // first KeepFirst). It refreshes src before inserting dst, so a fork never
-// evicts its own source.
-func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) error {
+// evicts its own source. It returns the fork event logged on src.
+func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]Event, error) {
 	parent, err := s.get(ctx, src)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ok, err := s.Exists(ctx, dst); err != nil {
-		return wrap(dst, err)
+		return nil, wrap(dst, err)
 	} else if ok {
-		return wrap(dst, ErrExists)
+		return nil, wrap(dst, ErrExists)
 	}
 	now := s.clock()
 	parent.mu.Lock()
@@ -453,11 +453,11 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) err
 	}
 	if keep > n {
 		parent.mu.Unlock()
-		return fmt.Errorf("`keep_first` is %d but session '%s' has only %d messages", keep, src, n)
+		return nil, fmt.Errorf("`keep_first` is %d but session '%s' has only %d messages", keep, src, n)
 	}
 	if open := OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
 		parent.mu.Unlock()
-		return fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
+		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
 	}
 	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
 		Metadata: map[string]any{"parent_session_id": src}, ParentID: src, MaxTurns: parent.rec.MaxTurns}
@@ -478,9 +478,9 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) err
 	if err := s.backend.Fork(ctx, spec); err != nil {
 		parent.mu.Unlock()
 		if errors.Is(err, ErrExists) {
-			return wrap(dst, err)
+			return nil, wrap(dst, err)
 		}
-		return wrap(src, err)
+		return nil, wrap(src, err)
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
 	ApplyToRecord(&parent.rec, &Change{Events: []Event{srcEvent}, UpdatedAt: now})
@@ -490,7 +490,7 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) err
 	s.lru.Get(src) // refresh the source before inserting the child
 	s.lru.Add(dst, childSess)
 	s.mu.Unlock()
-	return nil
+	return []Event{srcEvent}, nil
 }
 
 // Close marks the session completed (durable backends keep it) and evicts
@@ -522,7 +522,7 @@ type Lineage struct {
 // Ancestry returns the session's parent, children and root (found by
 // walking parents while they are known to the store).
 func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
-	rec, err := s.meta(ctx, id)
+	rec, err := s.Meta(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +530,7 @@ func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
 	seen := map[string]bool{id: true}
 	for p := rec.ParentID; p != "" && !seen[p]; {
 		seen[p] = true
-		prec, err := s.meta(ctx, p)
+		prec, err := s.Meta(ctx, p)
 		if err != nil {
 			break // the parent is gone: the oldest known ancestor is the root
 		}
@@ -540,7 +540,9 @@ func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
 	return l, nil
 }
 
-func (s *Store) meta(ctx context.Context, id string) (*Record, error) {
+// Meta returns the session's state without messages and events: status,
+// turns, lineage, summary. It does not refresh recency.
+func (s *Store) Meta(ctx context.Context, id string) (*Record, error) {
 	if sess, ok := s.lru.Peek(id); ok {
 		sess.mu.Lock()
 		defer sess.mu.Unlock()

@@ -65,7 +65,7 @@ func TestStoreForkIsolation(t *testing.T) {
 	s := newTestStore(t, NewMemoryBackend(), 10)
 	mustOpen(t, s, "p")
 	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "0"}, Message{Role: RoleAssistant, Text: "1"})
-	if err := s.Fork(ctx, "p", "c", ForkOptions{KeepFirst: -1}); err != nil {
+	if _, err := s.Fork(ctx, "p", "c", ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "p2"})
@@ -194,7 +194,7 @@ func TestStoreConcurrentUse(t *testing.T) {
 					return
 				}
 				if i%50 == 0 {
-					if err := s.Fork(ctx, id, fmt.Sprintf("%s-f%d-%d", id, g, i), ForkOptions{KeepFirst: -1}); err != nil {
+					if _, err := s.Fork(ctx, id, fmt.Sprintf("%s-f%d-%d", id, g, i), ForkOptions{KeepFirst: -1}); err != nil {
 						t.Error(err)
 					}
 				}

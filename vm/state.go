@@ -25,6 +25,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -56,6 +58,11 @@ type Options struct {
 	// Builtins are predeclared in every module besides the standard ones
 	// (json, time, math, struct, argv); package builtins provides them.
 	Builtins starlark.StringDict
+	// LLM holds the model defaults and provider factories (default: no
+	// defaults, the process environment, no real providers).
+	LLM *llm.Settings
+	// Mock is the VM's mock provider queue (default: empty).
+	Mock *mock.Mock
 }
 
 // State is one VM: everything per-VM that builtins reach through the
@@ -71,6 +78,8 @@ type State struct {
 	MaxTurns int
 	Args     []string
 	Root     string
+	LLM      *llm.Settings
+	Mock     *mock.Mock
 
 	// extensions holds per-VM values of other packages (the mock
 	// provider's queue, provider settings, the workspace policy), keyed
@@ -91,7 +100,13 @@ func New(opts Options) (*State, error) {
 	s := &State{
 		Clock: opts.Clock, NewID: opts.NewID, Stdout: opts.Stdout, Stderr: opts.Stderr,
 		MaxSteps: opts.MaxSteps, MaxTurns: opts.MaxTurns, Args: opts.Args, Root: opts.Root,
-		Store: opts.Store, ctx: context.Background(), extensions: map[any]any{},
+		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, ctx: context.Background(), extensions: map[any]any{},
+	}
+	if s.LLM == nil {
+		s.LLM = &llm.Settings{Getenv: os.Getenv}
+	}
+	if s.Mock == nil {
+		s.Mock = mock.New()
 	}
 	if s.Clock == nil {
 		s.Clock = time.Now
@@ -233,8 +248,9 @@ func (s *State) Begin(ctx context.Context) (end func()) {
 	}
 }
 
-// Context returns the context of the current run: blocking Go code called
-// from Starlark (model calls, tools, sleeps) must honour it.
+// Context returns the context of the current run. Builtins that block
+// should use ContextOf(thread), which also honours a running agent loop's
+// own deadline.
 func (s *State) Context() context.Context {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
@@ -267,4 +283,26 @@ func cancelReason(ctx context.Context) string {
 		return cause.Error()
 	}
 	return "interrupted"
+}
+
+const contextKey = "skein.vm.context"
+
+// ContextOf returns the context blocking Go code called from thread must
+// honour: the innermost one set by WithContext (an agent loop with its
+// own timeout), else the run's.
+func ContextOf(thread *starlark.Thread) context.Context {
+	if ctx, ok := thread.Local(contextKey).(context.Context); ok {
+		return ctx
+	}
+	if s, err := StateOf(thread); err == nil {
+		return s.Context()
+	}
+	return context.Background()
+}
+
+// WithContext makes ctx the thread's context until restore is called.
+func WithContext(thread *starlark.Thread, ctx context.Context) (restore func()) {
+	prev := thread.Local(contextKey)
+	thread.SetLocal(contextKey, ctx)
+	return func() { thread.SetLocal(contextKey, prev) }
 }

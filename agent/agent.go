@@ -1,0 +1,589 @@
+// Package agent is skein's turn loop in pure Go: it loads a session's
+// messages as the prefix, appends the user prompt, calls a model through
+// an llm fallback chain with retries, runs the tools the model asks for,
+// appends the assistant message and one result per call, and repeats
+// until the model answers without tools (or a budget, the persistent-mode
+// nudge limit, a timeout, a callback or an error ends it).
+//
+// Every message is written to the session store as it is appended, never
+// batched at the end, and every event goes to the session's log and then
+// to Hooks.Emit. Whatever ends the loop, the session stays valid provider
+// input: tool calls left without results are healed with error results.
+//
+// The engine knows nothing of Starlark: package builtins adapts Starlark
+// functions to Tool and Starlark callbacks to Hooks.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Status is how a loop ended.
+type Status string
+
+// Loop statuses.
+const (
+	StatusDone            Status = "done"             // the model finished (or a callback stopped the loop)
+	StatusStuck           Status = "stuck"            // persistent mode: too many text-only replies without the sentinel
+	StatusBudgetExhausted Status = "budget_exhausted" // max_iterations model calls were made
+	StatusTimeout         Status = "timeout"          // the loop's own wall-clock limit passed
+	StatusFailed          Status = "failed"           // reported on events; a failed loop returns an error
+)
+
+// DoneSentinel ends a persistent loop when a text-only reply contains it.
+const DoneSentinel = "##DONE##"
+
+// Nudge is the user message a persistent loop sends after a text-only
+// reply without the sentinel.
+const Nudge = "You have not finished yet. Continue working on the task; when it is complete, reply with " + DoneSentinel + " on its own line."
+
+// Event types the loop logs (besides the store's "message").
+const (
+	EventTurnStart        = "turn_start"
+	EventTurnEnd          = "turn_end"
+	EventLLMCall          = "llm_call"
+	EventLLMRetry         = "llm_retry"
+	EventTextDelta        = "text_delta" // delivered to subscribers, never stored
+	EventToolCall         = "tool_call"
+	EventToolResult       = "tool_result"
+	EventFeedbackInjected = "feedback_injected"
+	EventBudgetExhausted  = "budget_exhausted"
+	EventLoopStuck        = "loop_stuck"
+	EventError            = "error"
+	EventCancelled        = "cancelled"
+)
+
+// ToolErrors says what a failing tool does to the loop.
+type ToolErrors string
+
+// Tool error modes.
+const (
+	ToolErrorsReport ToolErrors = "report" // the failure becomes an error result the model sees
+	ToolErrorsRaise  ToolErrors = "raise"  // the failure stops the loop with the tool's error
+)
+
+// Tool is one tool the model may call.
+type Tool interface {
+	Spec() llm.ToolSpec
+	// Run executes a call whose arguments were validated against the
+	// spec's schema. The output is the result text the model sees.
+	Run(ctx context.Context, call sessions.ToolCall) (string, error)
+}
+
+// TurnInfo describes a finished turn to the post-turn callback.
+type TurnInfo struct {
+	SessionID string
+	Iteration int
+	Text      string
+	ToolCalls []string
+	Usage     llm.Usage
+}
+
+// PostTurn is what a post-turn callback asks for.
+type PostTurn struct {
+	Stop     bool
+	Feedback string // queued as a user message for the next turn
+}
+
+// Hooks connect the loop to its host.
+type Hooks struct {
+	// Emit receives every event in order: stored events after they were
+	// written, text deltas as they stream. An error stops the loop and is
+	// returned unchanged.
+	Emit func(sessions.Event) error
+	// PostTurn runs after every turn.
+	PostTurn func(TurnInfo) (PostTurn, error)
+	// BeforeCall may rewrite the session before each model call
+	// (compaction); it returns the messages to send and may return an
+	// error to stop the loop. contextFull is true on the retry after a
+	// context_length error.
+	BeforeCall func(ctx context.Context, contextFull bool) ([]sessions.Message, error)
+	// ToolOutput may shorten a tool's output before it is stored.
+	ToolOutput func(name, output string) (string, error)
+}
+
+// Config is one loop.
+type Config struct {
+	Store     *sessions.Store
+	SessionID string // must exist in Store
+	Prompt    string
+	System    string
+	// Chain is the provider (and fallbacks) each model call goes through.
+	Chain []llm.Target
+	Retry llm.RetryPolicy
+	// Request carries the per-call options (Model, Temperature, MaxTokens,
+	// Stop, Stream, ToolChoice); Messages, System and Tools are filled in.
+	Request       llm.Request
+	Tools         []Tool
+	MaxIterations int
+	Persistent    bool
+	MaxNudges     int
+	Timeout       time.Duration // 0: none
+	// MaxTurns is the session's turn cap for this loop (0: no cap).
+	MaxTurns   int
+	ToolErrors ToolErrors
+	Clock      func() time.Time
+	Hooks      Hooks
+}
+
+// Result is what a loop did.
+type Result struct {
+	Status      Status
+	Text        string // all assistant text of this loop, joined by newlines
+	VisibleText string // the last reply without sentinel lines
+	SessionID   string
+	Iterations  int // model turns
+	Calls       int // provider calls, retries and fallbacks included
+	Usage       llm.Usage
+	Duration    time.Duration
+	ToolCalls   []string // names, in call order
+	Succeeded   []string
+	Failed      []string
+	Messages    []sessions.Message // appended by this loop, in order
+}
+
+// TurnLimitError is returned when the session reached its turn cap.
+type TurnLimitError struct {
+	SessionID string
+	Cap       int
+}
+
+func (e *TurnLimitError) Error() string {
+	return fmt.Sprintf("session '%s' reached its turn cap of %d (turn_limit)", e.SessionID, e.Cap)
+}
+
+// CancelledError is returned when the run's context was cancelled
+// (Ctrl-C, --timeout) while the loop ran.
+type CancelledError struct{ Reason string }
+
+func (e *CancelledError) Error() string { return "cancelled: " + e.Reason }
+
+// loop is the state of one running loop.
+type loop struct {
+	cfg    Config
+	ctx    context.Context // the loop's context (with its timeout)
+	res    *Result
+	clock  func() time.Time
+	start  time.Time
+	texts  []string
+	nudges int
+	reply  *llm.Response // the last reply (Call)
+}
+
+// Run runs the loop. It returns an error when the loop fails (a model
+// call failing after retries and fallbacks, a tool error in raise mode, a
+// failing callback or subscriber, cancellation of ctx); the session is
+// healed and its status and an error or cancelled event are logged first.
+// The loop's own Timeout is not an error: it ends with StatusTimeout.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	_, res, err := execute(ctx, cfg, (*loop).run)
+	return res, err
+}
+
+// Call makes a single model call on the session: it appends the prompt
+// and the reply and returns the reply. Tool calls in the reply are not
+// run; a caller that keeps the session must inject their results. Turns
+// are not counted. Failures are handled as in Run.
+func Call(ctx context.Context, cfg Config) (*llm.Response, *Result, error) {
+	return execute(ctx, cfg, (*loop).once)
+}
+
+func (l *loop) once() error {
+	if err := l.write(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: l.cfg.Prompt}}}); err != nil {
+		return err
+	}
+	l.res.Iterations = 1
+	resp, err := l.call(false)
+	if err != nil {
+		return err
+	}
+	l.reply = resp
+	l.res.Status = StatusDone
+	return l.appendReply(resp)
+}
+
+func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Response, *Result, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	l := &loop{cfg: cfg, clock: cfg.Clock, res: &Result{SessionID: cfg.SessionID}}
+	l.start = l.clock()
+	loopCtx := ctx
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		loopCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	l.ctx = loopCtx
+	err := body(l)
+	l.res.Duration = l.clock().Sub(l.start)
+	l.res.Text = strings.Join(l.texts, "\n")
+	if err == nil {
+		return l.reply, l.res, nil
+	}
+	if ctx.Err() == nil && loopCtx.Err() != nil {
+		// the loop's own timeout: a result, not a failure
+		l.finish("cancelled", sessions.StatusActive, sessions.NewEvent(EventCancelled, map[string]any{"reason": "timeout"}))
+		l.res.Status = StatusTimeout
+		return nil, l.res, nil
+	}
+	if ctx.Err() != nil {
+		reason := "cancelled"
+		if cause := context.Cause(ctx); cause != nil {
+			reason = cause.Error()
+		}
+		l.finish("cancelled", sessions.StatusCancelled, sessions.NewEvent(EventCancelled, map[string]any{"reason": reason}))
+		return nil, l.res, &CancelledError{Reason: reason}
+	}
+	var turnLimit *TurnLimitError
+	if errors.As(err, &turnLimit) {
+		return nil, l.res, err // nothing was written
+	}
+	data := map[string]any{"message": err.Error()}
+	if e, ok := llm.AsError(err); ok {
+		data["category"], data["provider"] = string(e.Category), e.Provider
+	}
+	l.finish("interrupted", sessions.StatusError, sessions.NewEvent(EventError, data))
+	return nil, l.res, err
+}
+
+// finish heals open tool calls and records how the loop ended. It writes
+// with a context that is not cancelled: the run's may be.
+func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Event) {
+	ctx := context.WithoutCancel(l.ctx)
+	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
+	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: []sessions.Event{ev}})
+	if err == nil {
+		for _, e := range events {
+			if l.cfg.Hooks.Emit != nil {
+				_ = l.cfg.Hooks.Emit(e)
+			}
+		}
+	}
+}
+
+// write applies a change and emits its events; appended messages are
+// recorded in the result.
+func (l *loop) write(ch *sessions.Change) error {
+	events, err := l.cfg.Store.Apply(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
+	if err != nil {
+		return err
+	}
+	l.res.Messages = append(l.res.Messages, ch.Append...)
+	return l.emit(events...)
+}
+
+func (l *loop) emit(events ...sessions.Event) error {
+	if l.cfg.Hooks.Emit == nil {
+		return nil
+	}
+	for _, e := range events {
+		if err := l.cfg.Hooks.Emit(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *loop) event(typ string, data map[string]any) error {
+	return l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
+}
+
+func (l *loop) run() error {
+	cfg := l.cfg
+	meta, err := cfg.Store.Meta(l.ctx, cfg.SessionID)
+	if err != nil {
+		return err
+	}
+	if cfg.MaxTurns > 0 && meta.Turns >= cfg.MaxTurns {
+		return &TurnLimitError{SessionID: cfg.SessionID, Cap: cfg.MaxTurns}
+	}
+	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
+	if meta.Status != sessions.StatusActive {
+		start.Status = sessions.StatusActive
+		start.Events = []sessions.Event{sessions.NewEvent(sessions.EventStatus, map[string]any{"status": string(sessions.StatusActive), "previous": string(meta.Status)})}
+	}
+	if err := l.write(start); err != nil {
+		return err
+	}
+	contextFull := false
+	for {
+		if err := l.ctx.Err(); err != nil {
+			return err
+		}
+		if l.res.Iterations >= cfg.MaxIterations {
+			l.res.Status = StatusBudgetExhausted
+			return l.event(EventBudgetExhausted, map[string]any{"max_iterations": int64(cfg.MaxIterations)})
+		}
+		if err := l.deliverFeedback(); err != nil {
+			return err
+		}
+		l.res.Iterations++
+		iteration := int64(l.res.Iterations)
+		if err := l.event(EventTurnStart, map[string]any{"iteration": iteration}); err != nil {
+			return err
+		}
+		resp, err := l.call(contextFull)
+		if e, ok := llm.AsError(err); ok && e.Category == llm.ContextLength && !contextFull && cfg.Hooks.BeforeCall != nil {
+			contextFull = true // compact and retry this turn once
+			l.res.Iterations--
+			continue
+		}
+		contextFull = false
+		if err != nil {
+			return err
+		}
+		if err := l.appendReply(resp); err != nil {
+			return err
+		}
+		names := make([]string, len(resp.ToolCalls))
+		for i, c := range resp.ToolCalls {
+			names[i] = c.Name
+		}
+		for _, c := range resp.ToolCalls {
+			if err := l.runTool(c); err != nil {
+				return err
+			}
+		}
+		stop := false
+		if len(resp.ToolCalls) == 0 {
+			var err error
+			if stop, err = l.textOnly(resp.Text); err != nil {
+				return err
+			}
+		} else {
+			l.nudges = 0
+		}
+		if err := l.event(EventTurnEnd, map[string]any{"iteration": iteration, "tool_calls": int64(len(resp.ToolCalls))}); err != nil {
+			return err
+		}
+		if stop {
+			return nil
+		}
+		if cfg.Hooks.PostTurn != nil {
+			pt, err := cfg.Hooks.PostTurn(TurnInfo{SessionID: cfg.SessionID, Iteration: int(iteration), Text: resp.Text, ToolCalls: names, Usage: resp.Usage})
+			if err != nil {
+				return err
+			}
+			if pt.Feedback != "" {
+				msg := sessions.Message{Role: sessions.RoleUser, Text: pt.Feedback, Metadata: map[string]any{"feedback_kind": "post_turn_callback"}}
+				if err := cfg.Store.QueueFeedback(l.ctx, cfg.SessionID, msg); err != nil {
+					return err
+				}
+			}
+			if pt.Stop {
+				l.res.Status = StatusDone
+				return nil
+			}
+		}
+	}
+}
+
+// textOnly handles a reply without tool calls; it reports whether the
+// loop ends.
+func (l *loop) textOnly(text string) (bool, error) {
+	if !l.cfg.Persistent || strings.Contains(text, DoneSentinel) {
+		l.res.Status = StatusDone
+		return true, nil
+	}
+	if l.nudges >= l.cfg.MaxNudges {
+		l.res.Status = StatusStuck
+		return true, l.event(EventLoopStuck, map[string]any{"nudges": int64(l.nudges)})
+	}
+	l.nudges++
+	return false, l.write(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: Nudge, Metadata: map[string]any{"nudge": int64(l.nudges)}}}})
+}
+
+// deliverFeedback appends queued feedback at the start of a turn.
+func (l *loop) deliverFeedback() error {
+	pending := l.cfg.Store.TakeFeedback(l.cfg.SessionID)
+	for _, m := range pending {
+		kind, _ := m.Metadata["feedback_kind"].(string)
+		ch := &sessions.Change{Append: []sessions.Message{m},
+			Events: []sessions.Event{sessions.NewEvent(EventFeedbackInjected, map[string]any{"kind": kind})}}
+		if err := l.write(ch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// call makes one model call through the chain.
+func (l *loop) call(contextFull bool) (*llm.Response, error) {
+	cfg := l.cfg
+	var msgs []sessions.Message
+	var err error
+	if cfg.Hooks.BeforeCall != nil {
+		msgs, err = cfg.Hooks.BeforeCall(l.ctx, contextFull)
+	} else {
+		msgs, err = cfg.Store.Messages(l.ctx, cfg.SessionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	req := cfg.Request
+	req.System = cfg.System
+	req.Messages = msgs
+	req.Tools = make([]llm.ToolSpec, len(cfg.Tools))
+	for i, t := range cfg.Tools {
+		req.Tools[i] = t.Spec()
+	}
+	var emitErr error
+	if req.Stream && cfg.Hooks.Emit != nil {
+		req.OnDelta = func(d llm.Delta) {
+			if d.Text == "" || emitErr != nil {
+				return
+			}
+			emitErr = cfg.Hooks.Emit(sessions.Event{Type: EventTextDelta, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}})
+		}
+	}
+	retry := cfg.Retry
+	retry.OnRetry = func(attempt int, e *llm.Error, wait time.Duration) {
+		if emitErr == nil {
+			emitErr = l.event(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
+				"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})
+		}
+	}
+	chain := make([]llm.Target, len(cfg.Chain))
+	for i, t := range cfg.Chain {
+		chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
+	}
+	started := l.clock()
+	resp, err := llm.Fallback(l.ctx, chain, retry, &req)
+	if emitErr != nil {
+		return nil, emitErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	l.res.Usage = l.res.Usage.Add(resp.Usage)
+	data := map[string]any{"provider": resp.Provider, "model": resp.Model, "latency_ms": l.clock().Sub(started).Milliseconds(),
+		"stop_reason": resp.StopReason}
+	for k, v := range resp.Usage.Map() {
+		data[k] = v
+	}
+	return resp, l.event(EventLLMCall, data)
+}
+
+// counting counts provider calls.
+type counting struct {
+	llm.Provider
+	calls *int
+}
+
+func (c *counting) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	*c.calls++
+	return c.Provider.Complete(ctx, req)
+}
+
+// appendReply stores the assistant message of a model reply.
+func (l *loop) appendReply(resp *llm.Response) error {
+	msg := sessions.Message{Role: sessions.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model, Usage: resp.Usage.Map()}
+	if len(resp.Thinking) > 0 {
+		msg.Blocks = append(append([]sessions.Block{}, resp.Thinking...), sessions.Block{Type: sessions.BlockText, Text: resp.Text})
+		msg.Text = ""
+	}
+	if resp.Text != "" {
+		l.texts = append(l.texts, resp.Text)
+		l.res.VisibleText = StripSentinel(resp.Text)
+	} else if len(resp.ToolCalls) == 0 {
+		l.res.VisibleText = ""
+	}
+	return l.write(&sessions.Change{Append: []sessions.Message{msg}})
+}
+
+// StripSentinel removes the done sentinel from text, dropping lines left
+// empty by it.
+func StripSentinel(text string) string {
+	if !strings.Contains(text, DoneSentinel) {
+		return text
+	}
+	var kept []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, DoneSentinel) {
+			line = strings.ReplaceAll(line, DoneSentinel, "")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+		}
+		kept = append(kept, line)
+	}
+	return strings.TrimRight(strings.Join(kept, "\n"), "\n ")
+}
+
+// runTool runs one tool call and stores its result.
+func (l *loop) runTool(call sessions.ToolCall) error {
+	callEv := sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": sessions.CloneJSONObject(call.Arguments)})
+	callEv.CorrID = call.ID
+	if err := l.write(&sessions.Change{Events: []sessions.Event{callEv}}); err != nil {
+		return err
+	}
+	l.res.ToolCalls = append(l.res.ToolCalls, call.Name)
+	started := l.clock()
+	output, toolErr := l.invoke(call)
+	if l.ctx.Err() != nil {
+		return l.ctx.Err()
+	}
+	var raised error
+	if toolErr != nil {
+		var bad *badCall
+		if l.cfg.ToolErrors == ToolErrorsRaise && !errors.As(toolErr, &bad) {
+			raised = toolErr
+		}
+		output = toolErr.Error()
+	} else if l.cfg.Hooks.ToolOutput != nil {
+		var err error
+		if output, err = l.cfg.Hooks.ToolOutput(call.Name, output); err != nil {
+			return err
+		}
+	}
+	if raised != nil {
+		return raised
+	}
+	status := "ok"
+	data := map[string]any{"name": call.Name, "duration_ms": l.clock().Sub(started).Milliseconds()}
+	if toolErr != nil {
+		status = "error"
+		data["error"] = toolErr.Error()
+		l.res.Failed = append(l.res.Failed, call.Name)
+	} else {
+		l.res.Succeeded = append(l.res.Succeeded, call.Name)
+	}
+	data["status"] = status
+	result := sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, IsError: toolErr != nil}
+	ev := sessions.NewEvent(EventToolResult, data)
+	ev.CorrID = call.ID
+	return l.write(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
+}
+
+// badCall is an error in the model's call (unknown tool, invalid
+// arguments): always reported to the model, never raised.
+type badCall struct{ msg string }
+
+func (e *badCall) Error() string { return e.msg }
+
+func (l *loop) invoke(call sessions.ToolCall) (string, error) {
+	var tool Tool
+	names := make([]string, 0, len(l.cfg.Tools))
+	for _, t := range l.cfg.Tools {
+		spec := t.Spec()
+		names = append(names, spec.Name)
+		if spec.Name == call.Name {
+			tool = t
+		}
+	}
+	if tool == nil {
+		return "", &badCall{fmt.Sprintf("unknown tool '%s' (available: %s)", call.Name, strings.Join(names, ", "))}
+	}
+	if err := ValidateArgs(call.Arguments, tool.Spec().Parameters); err != nil {
+		return "", &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
+	}
+	return tool.Run(l.ctx, call)
+}

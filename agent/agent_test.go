@@ -1,0 +1,267 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// scripted is a fake provider that replays responses in order.
+type scripted struct {
+	mu    sync.Mutex
+	name  string
+	resps []any // *llm.Response or error
+	reqs  []*llm.Request
+}
+
+func (p *scripted) Name() string { return p.name }
+
+func (p *scripted) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reqs = append(p.reqs, req)
+	if len(p.resps) == 0 {
+		return &llm.Response{Text: "default"}, nil
+	}
+	r := p.resps[0]
+	p.resps = p.resps[1:]
+	if err, ok := r.(error); ok {
+		return nil, err
+	}
+	return r.(*llm.Response), nil
+}
+
+// fakeTool answers with a fixed output or error.
+type fakeTool struct {
+	name  string
+	out   string
+	err   error
+	calls int
+}
+
+func (t *fakeTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: t.name, Parameters: map[string]any{"type": "object", "properties": map[string]any{
+		"n": map[string]any{"type": "integer"}}}}
+}
+
+func (t *fakeTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+	t.calls++
+	return t.out, t.err
+}
+
+func callTool(name string, args map[string]any) *llm.Response {
+	return &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "c-" + name, Name: name, Arguments: args}}}
+}
+
+func newStore(t *testing.T, id string) *sessions.Store {
+	t.Helper()
+	s, err := sessions.NewStore(sessions.NewMemoryBackend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Open(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func config(store *sessions.Store, id string, p llm.Provider, tools ...Tool) Config {
+	return Config{Store: store, SessionID: id, Prompt: "go", Chain: []llm.Target{{Provider: p}}, Tools: tools,
+		MaxIterations: 10, MaxNudges: 2, ToolErrors: ToolErrorsReport}
+}
+
+func TestToolLoop(t *testing.T) {
+	store := newStore(t, "s")
+	tool := &fakeTool{name: "count", out: "42"}
+	p := &scripted{name: "fake", resps: []any{callTool("count", map[string]any{"n": int64(1)}), &llm.Response{Text: "the answer is 42"}}}
+	var events []string
+	cfg := config(store, "s", p, tool)
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		if e.Type != sessions.EventMessage {
+			events = append(events, e.Type)
+		}
+		return nil
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != StatusDone || res.Text != "the answer is 42" || res.Iterations != 2 || tool.calls != 1 {
+		t.Fatalf("result = %+v, tool calls %d", res, tool.calls)
+	}
+	if got := strings.Join(events, ","); got != "turn_start,llm_call,tool_call,tool_result,turn_end,turn_start,llm_call,turn_end" {
+		t.Fatalf("events = %s", got)
+	}
+	msgs, _ := store.Messages(context.Background(), "s")
+	if err := sessions.Validate(msgs); err != nil || len(msgs) != 4 {
+		t.Fatalf("transcript %d messages, %v", len(msgs), err)
+	}
+	// the second request carries the tool result
+	second := p.reqs[1].Messages
+	if second[len(second)-1].Role != sessions.RoleTool || second[len(second)-1].Text != "42" {
+		t.Fatalf("second request ends with %+v", second[len(second)-1])
+	}
+}
+
+func TestMessagesAreWrittenAsTheyHappen(t *testing.T) {
+	store := newStore(t, "s")
+	var lengths []int
+	tool := &fakeTool{name: "count", out: "1"}
+	p := &scripted{name: "fake", resps: []any{callTool("count", nil), &llm.Response{Text: "ok"}}}
+	cfg := config(store, "s", p, tool)
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		if e.Type == EventToolCall {
+			n, _ := store.Length(context.Background(), "s")
+			lengths = append(lengths, n)
+		}
+		return nil
+	}
+	if _, err := Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lengths) != "[2]" { // prompt and assistant call stored before the tool runs
+		t.Fatalf("lengths at tool_call = %v", lengths)
+	}
+}
+
+func TestRaisedToolErrorHealsAndFails(t *testing.T) {
+	store := newStore(t, "s")
+	boom := errors.New("boom")
+	tool := &fakeTool{name: "count", err: boom}
+	p := &scripted{name: "fake", resps: []any{&llm.Response{ToolCalls: []sessions.ToolCall{
+		{ID: "a", Name: "count", Arguments: map[string]any{}}, {ID: "b", Name: "count", Arguments: map[string]any{}}}}}}
+	cfg := config(store, "s", p, tool)
+	cfg.ToolErrors = ToolErrorsRaise
+	_, err := Run(context.Background(), cfg)
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	rec, _ := store.Snapshot(context.Background(), "s")
+	if err := sessions.Validate(rec.Messages); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != sessions.StatusError || rec.Messages[2].Text != "interrupted" || rec.Messages[3].Text != "interrupted" {
+		t.Fatalf("status %s messages %+v", rec.Status, rec.Messages)
+	}
+}
+
+func TestBadArgumentsAreReportedEvenWhenRaising(t *testing.T) {
+	store := newStore(t, "s")
+	tool := &fakeTool{name: "count", out: "x"}
+	p := &scripted{name: "fake", resps: []any{callTool("count", map[string]any{"n": "not a number"}), &llm.Response{Text: "ok"}}}
+	cfg := config(store, "s", p, tool)
+	cfg.ToolErrors = ToolErrorsRaise
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool.calls != 0 || res.Failed[0] != "count" {
+		t.Fatalf("tool ran with bad args: %+v", res)
+	}
+}
+
+func TestContextLengthTriggersOneCompactionAndRetry(t *testing.T) {
+	store := newStore(t, "s")
+	p := &scripted{name: "fake", resps: []any{
+		&llm.Error{Provider: "fake", Category: llm.ContextLength, Message: "too long"},
+		&llm.Response{Text: "fits now"},
+	}}
+	cfg := config(store, "s", p)
+	var fullCalls []bool
+	cfg.Hooks.BeforeCall = func(ctx context.Context, full bool) ([]sessions.Message, error) {
+		fullCalls = append(fullCalls, full)
+		return store.Messages(ctx, "s")
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Text != "fits now" || fmt.Sprint(fullCalls) != "[false true]" || res.Iterations != 1 {
+		t.Fatalf("res %+v, full %v", res, fullCalls)
+	}
+}
+
+func TestStripSentinel(t *testing.T) {
+	for in, want := range map[string]string{
+		"done\n##DONE##":       "done",
+		"##DONE##":             "",
+		"all good ##DONE## ok": "all good  ok",
+		"no sentinel":          "no sentinel",
+	} {
+		if got := StripSentinel(in); got != want {
+			t.Errorf("StripSentinel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestParallelLoops runs loops on different sessions of one store at
+// once (go test -race checks the sharing).
+func TestParallelLoops(t *testing.T) {
+	store, err := sessions.NewStore(sessions.NewMemoryBackend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("s%d", i)
+			if _, err := store.Open(context.Background(), id, 0); err != nil {
+				t.Error(err)
+				return
+			}
+			tool := &fakeTool{name: "count", out: "1"}
+			for turn := 0; turn < 5; turn++ {
+				p := &scripted{name: "fake", resps: []any{callTool("count", nil), callTool("count", nil), &llm.Response{Text: "ok"}}}
+				res, err := Run(context.Background(), config(store, id, p, tool))
+				if err != nil || res.Status != StatusDone {
+					t.Errorf("%s: %v %+v", id, err, res)
+					return
+				}
+			}
+			if n, _ := store.Length(context.Background(), id); n != 30 {
+				t.Errorf("%s has %d messages", id, n)
+			}
+		}(i)
+	}
+	wg.Wait()
+}
+
+func TestValidateArgs(t *testing.T) {
+	schema := map[string]any{"type": "object", "required": []any{"a"}, "additionalProperties": false, "properties": map[string]any{
+		"a": map[string]any{"type": "string", "minLength": int64(2)},
+		"n": map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(10)},
+		"l": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "maxItems": int64(2)},
+		"e": map[string]any{"enum": []any{"x", int64(1)}},
+		"u": map[string]any{"type": []any{"string", "null"}},
+	}}
+	tests := []struct {
+		args map[string]any
+		err  string
+	}{
+		{map[string]any{"a": "ok"}, ""},
+		{map[string]any{"a": "ok", "n": 3.0, "l": []any{1.5, int64(2)}, "e": 1.0, "u": nil}, ""},
+		{map[string]any{}, "arguments: missing required argument 'a'"},
+		{map[string]any{"a": "x"}, "arguments.a: is 1 characters long, want at least 2"},
+		{map[string]any{"a": "ok", "n": int64(11)}, "arguments.n: 11 is more than the maximum 10"},
+		{map[string]any{"a": "ok", "n": 1.5}, "arguments.n: got number, want integer"},
+		{map[string]any{"a": "ok", "l": []any{"s"}}, "arguments.l[0]: got string, want number"},
+		{map[string]any{"a": "ok", "l": []any{1.0, 2.0, 3.0}}, "arguments.l: has 3 items, want at most 2"},
+		{map[string]any{"a": "ok", "e": "y"}, `arguments.e: "y" is not one of the allowed values ["x", 1]`},
+		{map[string]any{"a": "ok", "u": int64(1)}, "arguments.u: got number, want null or string"},
+		{map[string]any{"a": "ok", "z": true}, "arguments: unexpected argument 'z' (expected: a, e, l, n, u)"},
+	}
+	for _, tc := range tests {
+		err := ValidateArgs(tc.args, schema)
+		if (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
+			t.Errorf("ValidateArgs(%v) = %v, want %q", tc.args, err, tc.err)
+		}
+	}
+}

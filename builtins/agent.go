@@ -1,0 +1,426 @@
+package builtins
+
+// Agent builtins (API.md §2).
+//
+//	agent_loop(prompt, system=None, options=None, **kwargs) -> dict
+//	llm_call(prompt, system=None, options=None, **kwargs) -> dict
+
+import (
+	"fmt"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+func agentSpecs() []Spec {
+	const area = "Agents"
+	return append([]Spec{
+		{"agent_loop", "(prompt, system=None, options=None, **kwargs) -> dict",
+			"Run a tool-calling agent loop; options as a dict or keywords (see API.md §2.1).", area, agentLoop},
+		{"llm_call", "(prompt, system=None, options=None, **kwargs) -> dict",
+			"One model call, no tool loop: {text, tool_calls, model, usage, stop_reason}.", area, llmCall},
+	}, toolSpecs()...)
+}
+
+// Option keys.
+var (
+	callKeys = []string{"base_url", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
+		"session_id", "stop", "stream", "temperature", "timeout_s", "tools"}
+	loopKeys = append([]string{"max_iterations", "max_nudges", "max_turns", "persistent", "post_turn_callback", "tool_errors"}, callKeys...)
+)
+
+// callOptions are the options agent_loop and llm_call share.
+type callOptions struct {
+	provider, model, baseURL string
+	sessionID                string // "" for anonymous
+	tools                    []Tool
+	retries                  int
+	backoffMS                int
+	fallback                 []fallbackTarget
+	request                  llm.Request
+	timeout                  time.Duration
+}
+
+type fallbackTarget struct{ provider, model, baseURL string }
+
+func parseCallOptions(o *options) (*callOptions, error) {
+	c := &callOptions{retries: 2, backoffMS: 500, timeout: 600 * time.Second, request: llm.Request{Stream: true}}
+	fn := o.fn
+	if err := o.string("provider", &c.provider); err != nil {
+		return nil, err
+	}
+	if err := o.string("model", &c.model); err != nil {
+		return nil, err
+	}
+	if err := o.string("base_url", &c.baseURL); err != nil {
+		return nil, err
+	}
+	if v, ok := o.get("session_id"); ok {
+		s, isStr := v.(starlark.String)
+		if !isStr {
+			return nil, fmt.Errorf("%s: option 'session_id': got %s, want string or None", fn, v.Type())
+		}
+		if s == "" {
+			return nil, fmt.Errorf("%s: option 'session_id' must not be empty", fn)
+		}
+		c.sessionID = string(s)
+	}
+	if v, ok := o.get("tools"); ok {
+		tools, err := toolsFromStarlark(fn, v)
+		if err != nil {
+			return nil, err
+		}
+		c.tools = tools
+	}
+	if err := o.int("llm_retries", &c.retries, 0); err != nil {
+		return nil, err
+	}
+	if err := o.int("llm_backoff_ms", &c.backoffMS, 0); err != nil {
+		return nil, err
+	}
+	if v, ok := o.get("fallback"); ok {
+		fb, err := parseFallback(fn, v)
+		if err != nil {
+			return nil, err
+		}
+		c.fallback = fb
+	}
+	if err := o.float("temperature", &c.request.Temperature); err != nil {
+		return nil, err
+	}
+	if err := o.int("max_tokens", &c.request.MaxTokens, 1); err != nil {
+		return nil, err
+	}
+	if v, ok := o.get("stop"); ok {
+		if s, isStr := v.(starlark.String); isStr {
+			c.request.Stop = []string{string(s)}
+		} else if err := o.stringList("stop", &c.request.Stop); err != nil {
+			return nil, fmt.Errorf("%s: option 'stop': got %s, want string or list of strings", fn, v.Type())
+		}
+	}
+	if err := o.bool("stream", &c.request.Stream); err != nil {
+		return nil, err
+	}
+	if v, ok := o.get("timeout_s"); ok {
+		f, isNum := starlark.AsFloat(v)
+		if _, isBool := v.(starlark.Bool); isBool || !isNum {
+			return nil, o.typeErr("timeout_s", v, "int or float")
+		}
+		if f <= 0 {
+			return nil, fmt.Errorf("%s: `timeout_s` must be > 0", fn)
+		}
+		c.timeout = time.Duration(f * float64(time.Second))
+	}
+	return c, nil
+}
+
+func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
+	list, ok := v.(*starlark.List)
+	if !ok {
+		return nil, fmt.Errorf("%s: option 'fallback': got %s, want list of {provider, model} dicts", fn, v.Type())
+	}
+	out := make([]fallbackTarget, 0, list.Len())
+	for i := 0; i < list.Len(); i++ {
+		d, ok := list.Index(i).(*starlark.Dict)
+		if !ok {
+			return nil, fmt.Errorf("%s: fallback[%d]: got %s, want dict", fn, i, list.Index(i).Type())
+		}
+		o, err := unpackOptions(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil, []string{"base_url", "model", "provider"})
+		if err != nil {
+			return nil, err
+		}
+		var t fallbackTarget
+		for key, dst := range map[string]*string{"provider": &t.provider, "model": &t.model, "base_url": &t.baseURL} {
+			if err := o.string(key, dst); err != nil {
+				return nil, err
+			}
+		}
+		if t.provider == "" && t.model == "" {
+			return nil, fmt.Errorf("%s: fallback[%d] needs a provider or a model", fn, i)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// chain resolves the primary provider and the fallbacks. Queued mocks
+// answer calls of any provider, so a real provider that cannot be built
+// (no API key) only fails when a call actually reaches it.
+func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
+	model := c.model
+	if model == "" {
+		model = st.LLM.Model
+	}
+	targets := []fallbackTarget{{c.provider, model, c.baseURL}}
+	targets = append(targets, c.fallback...)
+	out := make([]llm.Target, 0, len(targets))
+	for _, t := range targets {
+		name, err := st.LLM.ResolveName(t.provider, t.model)
+		if err != nil {
+			return nil, err
+		}
+		if name == llm.ProviderMock {
+			out = append(out, llm.Target{Provider: st.Mock.Wrap(name, nil, nil), Model: t.model})
+			continue
+		}
+		real, buildErr := st.LLM.Build(name, t.baseURL)
+		out = append(out, llm.Target{Provider: st.Mock.Wrap(name, real, buildErr), Model: t.model})
+	}
+	return out, nil
+}
+
+// engineConfig builds the agent configuration common to both builtins.
+// It opens a named session (creating it if missing) or mints an anonymous
+// one in a private store that is discarded afterwards.
+func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, system starlark.Value, c *callOptions) (*agent.Config, error) {
+	cfg := &agent.Config{Prompt: prompt, Request: c.request, Clock: st.Clock, ToolErrors: agent.ToolErrorsReport}
+	cfg.Request.Model = c.model
+	if cfg.Request.Model == "" {
+		cfg.Request.Model = st.LLM.Model
+	}
+	if system != nil && system != starlark.None {
+		s, ok := system.(starlark.String)
+		if !ok {
+			return nil, fmt.Errorf("%s: for parameter system: got %s, want string or None", fn, system.Type())
+		}
+		cfg.System = string(s)
+	}
+	targets, err := chain(st, c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", fn, err)
+	}
+	cfg.Chain = targets
+	cfg.Retry = llm.RetryPolicy{Retries: c.retries, Backoff: time.Duration(c.backoffMS) * time.Millisecond}
+	cfg.Timeout = c.timeout
+	for _, t := range c.tools {
+		cfg.Tools = append(cfg.Tools, t.Bind(thread))
+	}
+	ctx := vm.ContextOf(thread)
+	if c.sessionID != "" {
+		cfg.Store, cfg.SessionID = st.Store, c.sessionID
+		if _, err := st.Store.Open(ctx, c.sessionID, 0); err != nil {
+			return nil, sessionErr(fn, err)
+		}
+	} else {
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Store, cfg.SessionID = store, st.NewID()
+		if _, err := store.Open(ctx, cfg.SessionID, 0); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Hooks.Emit = func(e sessions.Event) error { return deliver(thread, cfg.Store, []sessions.Event{e}) }
+	return cfg, nil
+}
+
+// deliver calls the session's subscribers with each event, in
+// registration order, on the calling thread. A subscriber's error is
+// returned unchanged (its traceback survives).
+func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.Event) error {
+	for i := range events {
+		for _, sub := range store.Subscribers(events[i].SessionID) {
+			cb, ok := sub.(starlark.Callable)
+			if !ok {
+				continue
+			}
+			if _, err := starlark.Call(thread, cb, starlark.Tuple{eventToStarlark(&events[i])}, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	prompt, system, o, err := unpackCall(b, args, kwargs, loopKeys)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseCallOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	maxIterations, maxNudges, maxTurns := 50, 3, 0
+	persistent := false
+	toolErrors := string(agent.ToolErrorsReport)
+	var postTurn starlark.Callable
+	for _, check := range []error{
+		o.int("max_iterations", &maxIterations, 1),
+		o.int("max_nudges", &maxNudges, 0),
+		o.int("max_turns", &maxTurns, 1),
+		o.bool("persistent", &persistent),
+		o.oneOf("tool_errors", &toolErrors, []string{"raise", "report"}),
+		o.callable("post_turn_callback", &postTurn),
+	} {
+		if check != nil {
+			return nil, check
+		}
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := engineConfig(thread, st, b.Name(), prompt, system, c)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxIterations, cfg.MaxNudges, cfg.Persistent = maxIterations, maxNudges, persistent
+	cfg.ToolErrors = agent.ToolErrors(toolErrors)
+	if c.sessionID != "" {
+		cfg.MaxTurns = maxTurns
+		if cfg.MaxTurns == 0 {
+			meta, err := st.Store.Meta(vm.ContextOf(thread), c.sessionID)
+			if err != nil {
+				return nil, sessionErr(b.Name(), err)
+			}
+			cfg.MaxTurns = meta.MaxTurns
+			if cfg.MaxTurns == 0 {
+				cfg.MaxTurns = st.MaxTurns
+			}
+		}
+	}
+	if postTurn != nil {
+		cfg.Hooks.PostTurn = func(info agent.TurnInfo) (agent.PostTurn, error) {
+			return callPostTurn(thread, b.Name(), postTurn, info)
+		}
+	}
+	pop := pushSession(thread, cfg.SessionID)
+	defer pop()
+	res, err := agent.Run(vm.ContextOf(thread), *cfg)
+	if err != nil {
+		return nil, loopErr(b.Name(), err)
+	}
+	return resultToStarlark(res), nil
+}
+
+// loopErr prefixes engine errors with the builtin's name, but returns a
+// Starlark callback's error (a tool, a subscriber) unchanged so its
+// traceback survives.
+func loopErr(fn string, err error) error {
+	if _, ok := err.(*starlark.EvalError); ok {
+		return err
+	}
+	return fmt.Errorf("%s: %w", fn, err)
+}
+
+func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info agent.TurnInfo) (agent.PostTurn, error) {
+	d := vm.ToStarlark(map[string]any{
+		"session_id": info.SessionID, "iteration": info.Iteration, "text": info.Text,
+		"tool_calls": append([]string{}, info.ToolCalls...), "usage": info.Usage.Map(),
+	})
+	v, err := starlark.Call(thread, cb, starlark.Tuple{d}, nil)
+	if err != nil {
+		return agent.PostTurn{}, err
+	}
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return agent.PostTurn{}, nil
+	case starlark.Bool:
+		return agent.PostTurn{Stop: bool(v)}, nil
+	case starlark.String:
+		return agent.PostTurn{Feedback: string(v)}, nil
+	case *starlark.Dict:
+		o, err := unpackOptions(fn+": post_turn_callback result", v, nil, []string{"feedback", "stop"})
+		if err != nil {
+			return agent.PostTurn{}, err
+		}
+		var pt agent.PostTurn
+		if err := o.bool("stop", &pt.Stop); err != nil {
+			return agent.PostTurn{}, err
+		}
+		if err := o.string("feedback", &pt.Feedback); err != nil {
+			return agent.PostTurn{}, err
+		}
+		return pt, nil
+	}
+	return agent.PostTurn{}, fmt.Errorf("%s: post_turn_callback returned %s, want None, a bool, a string or {stop, feedback}", fn, v.Type())
+}
+
+func resultToStarlark(res *agent.Result) starlark.Value {
+	d := starlark.NewDict(8)
+	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
+	set("status", starlark.String(string(res.Status)))
+	set("text", starlark.String(res.Text))
+	set("visible_text", starlark.String(res.VisibleText))
+	set("session_id", starlark.String(res.SessionID))
+	set("llm", vm.ToStarlark(map[string]any{
+		"iterations": res.Iterations, "duration_ms": res.Duration.Milliseconds(),
+		"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens, "calls": res.Calls,
+	}))
+	set("tools", vm.ToStarlark(map[string]any{
+		"calls": nonNil(res.ToolCalls), "successful": nonNil(res.Succeeded), "failed": nonNil(res.Failed),
+	}))
+	set("messages", messagesToStarlark(res.Messages))
+	return d
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// unpackCall unpacks (prompt, system=None, options=None, **kwargs).
+func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, keys []string) (string, starlark.Value, *options, error) {
+	var prompt string
+	var system, positional starlark.Value = starlark.None, starlark.None
+	var named []starlark.Tuple
+	var rest []starlark.Tuple
+	for _, kv := range kwargs {
+		switch kv[0].(starlark.String) {
+		case "prompt", "system", "options":
+			named = append(named, kv)
+		default:
+			rest = append(rest, kv)
+		}
+	}
+	if err := starlark.UnpackArgs(b.Name(), args, named, "prompt", &prompt, "system?", &system, "options?", &positional); err != nil {
+		return "", nil, nil, err
+	}
+	o, err := unpackOptions(b.Name(), positional, rest, keys)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	return prompt, system, o, nil
+}
+
+func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	prompt, system, o, err := unpackCall(b, args, kwargs, callKeys)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseCallOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := engineConfig(thread, st, b.Name(), prompt, system, c)
+	if err != nil {
+		return nil, err
+	}
+	resp, _, err := agent.Call(vm.ContextOf(thread), *cfg)
+	if err != nil {
+		return nil, loopErr(b.Name(), err)
+	}
+	if resp == nil {
+		return nil, fmt.Errorf("%s: the call timed out after %s", b.Name(), c.timeout)
+	}
+	calls := make([]any, len(resp.ToolCalls))
+	for i, tc := range resp.ToolCalls {
+		calls[i] = map[string]any{"id": tc.ID, "name": tc.Name, "arguments": tc.Arguments}
+	}
+	return vm.ToStarlark(map[string]any{
+		"text": resp.Text, "tool_calls": calls, "model": resp.Model, "usage": resp.Usage.Map(), "stop_reason": resp.StopReason,
+	}), nil
+}

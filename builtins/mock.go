@@ -1,0 +1,97 @@
+package builtins
+
+// Mock provider builtins (API.md §4).
+//
+//	llm_mock(text=None, tool_calls=None, match=None, consume_match=False, error=None,
+//	         input_tokens=None, output_tokens=None, thinking=None, model=None, delay_ms=None) -> None
+//	llm_mock_calls() -> [{provider, model, system, messages, tools}]
+//	llm_mock_clear() -> None
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/vm"
+)
+
+func mockSpecs() []Spec {
+	const area = "Mock provider"
+	return []Spec{
+		{"llm_mock", "(text=None, tool_calls=None, match=None, consume_match=False, error=None, input_tokens=None, output_tokens=None, thinking=None, model=None, delay_ms=None) -> None",
+			"Queue a mock response (a dict positional argument works too); it answers the next matching call of any provider.", area, llmMock},
+		{"llm_mock_calls", "() -> list", "Every model request seen: [{provider, model, system, messages, tools}].", area, llmMockCalls},
+		{"llm_mock_clear", "() -> None", "Empty the mock queue and the request log.", area, llmMockClear},
+	}
+}
+
+func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) > 1 {
+		return nil, fmt.Errorf("%s: got %d positional arguments, want at most 1 (a dict)", b.Name(), len(args))
+	}
+	var positional starlark.Value = starlark.None
+	if len(args) == 1 {
+		positional = args[0]
+	}
+	opts, err := unpackOptions(b.Name(), positional, kwargs, mock.Keys)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]any{}
+	for k, v := range opts.values {
+		x, err := vm.FromStarlark(v, k)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		fields[k] = x
+	}
+	resp, err := mock.ParseResponse(fields)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	st.Mock.Queue(resp)
+	return starlark.None, nil
+}
+
+func llmMockCalls(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	calls := st.Mock.Calls()
+	out := make([]starlark.Value, len(calls))
+	for i, c := range calls {
+		d := starlark.NewDict(5)
+		_ = d.SetKey(starlark.String("provider"), starlark.String(c.Provider))
+		_ = d.SetKey(starlark.String("model"), starlark.String(c.Req.Model))
+		_ = d.SetKey(starlark.String("system"), optionalString(c.Req.System))
+		_ = d.SetKey(starlark.String("messages"), messagesToStarlark(c.Req.Messages))
+		tools := make([]starlark.Value, len(c.Req.Tools))
+		for j, t := range c.Req.Tools {
+			tools[j] = vm.ToStarlark(map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters})
+		}
+		_ = d.SetKey(starlark.String("tools"), starlark.NewList(tools))
+		out[i] = d
+	}
+	return starlark.NewList(out), nil
+}
+
+func llmMockClear(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	st.Mock.Clear()
+	return starlark.None, nil
+}

@@ -1,0 +1,332 @@
+package builtins
+
+// Tool builtins (API.md §2.3).
+//
+//	tool(fn, name=None, description=None, parameters=None) -> tool
+//
+// A plain Starlark function is a tool too: its name is the tool name, the
+// first paragraph of its docstring the description, an "Args:" section
+// (Google style) the parameter descriptions; parameters without defaults
+// are required; a parameter's JSON type comes from its default's type.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+func toolSpecs() []Spec {
+	const area = "Agents"
+	return []Spec{
+		{"tool", "(fn, name=None, description=None, parameters=None) -> tool",
+			"Wrap fn as an agent tool, overriding the name, description or JSON Schema inferred from it.", area, toolBuiltin},
+	}
+}
+
+// Tool is a Starlark value usable in agent_loop(tools=[...]): tool(...)
+// values and the built-in tools implement it. Bind returns the tool as the
+// agent engine runs it on thread.
+type Tool interface {
+	starlark.Value
+	ToolSpec() llm.ToolSpec
+	Bind(thread *starlark.Thread) agent.Tool
+}
+
+// starlarkTool is a Starlark function with its tool spec: the value
+// tool(...) returns, and what a plain function in tools= becomes.
+type starlarkTool struct {
+	fn   starlark.Callable
+	spec llm.ToolSpec
+}
+
+var (
+	_ Tool              = (*starlarkTool)(nil)
+	_ starlark.HasAttrs = (*starlarkTool)(nil)
+)
+
+func (t *starlarkTool) String() string        { return fmt.Sprintf("<tool %s>", t.spec.Name) }
+func (t *starlarkTool) Type() string          { return "tool" }
+func (t *starlarkTool) Freeze()               { t.fn.Freeze() }
+func (t *starlarkTool) Truth() starlark.Bool  { return true }
+func (t *starlarkTool) Hash() (uint32, error) { return starlark.String(t.spec.Name).Hash() }
+
+// ToolSpec returns the tool's name, description and schema.
+func (t *starlarkTool) ToolSpec() llm.ToolSpec { return t.spec }
+
+// Attr exposes name, description and parameters.
+func (t *starlarkTool) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "name":
+		return starlark.String(t.spec.Name), nil
+	case "description":
+		return starlark.String(t.spec.Description), nil
+	case "parameters":
+		return vm.ToStarlark(t.spec.Parameters), nil
+	}
+	return nil, nil
+}
+
+// AttrNames lists the attributes.
+func (t *starlarkTool) AttrNames() []string { return []string{"description", "name", "parameters"} }
+
+// Bind returns the tool as the engine runs it: on thread.
+func (t *starlarkTool) Bind(thread *starlark.Thread) agent.Tool {
+	return &boundTool{tool: t, thread: thread}
+}
+
+type boundTool struct {
+	tool   *starlarkTool
+	thread *starlark.Thread
+}
+
+func (b *boundTool) Spec() llm.ToolSpec { return b.tool.spec }
+
+func (b *boundTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+	kwargs := make([]starlark.Tuple, 0, len(call.Arguments))
+	for _, k := range sessions.SortedKeys(call.Arguments) {
+		kwargs = append(kwargs, starlark.Tuple{starlark.String(k), vm.ToStarlark(call.Arguments[k])})
+	}
+	restore := vm.WithContext(b.thread, ctx)
+	defer restore()
+	v, err := starlark.Call(b.thread, b.tool.fn, nil, kwargs)
+	if err != nil {
+		return "", err
+	}
+	return ToolOutput(b.tool.spec.Name, v)
+}
+
+// ToolOutput renders a tool's return value as the result text: a string
+// as is, None as "", anything else JSON-encoded.
+func ToolOutput(name string, v starlark.Value) (string, error) {
+	switch v := v.(type) {
+	case starlark.String:
+		return string(v), nil
+	case starlark.NoneType:
+		return "", nil
+	}
+	x, err := vm.FromStarlark(v, "result")
+	if err != nil {
+		return "", fmt.Errorf("tool %s returned %s, want a string or a JSON-encodable value", name, v.Type())
+	}
+	data, err := json.Marshal(x)
+	if err != nil {
+		return "", fmt.Errorf("tool %s: %v", name, err)
+	}
+	return string(data), nil
+}
+
+func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var fn starlark.Callable
+	var name, description string
+	var params *starlark.Dict
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "fn", &fn, "name?", &name, "description?", &description, "parameters?", &params); err != nil {
+		return nil, err
+	}
+	var spec llm.ToolSpec
+	if f, ok := fn.(*starlark.Function); ok {
+		spec = inferSpec(f)
+	} else {
+		spec = llm.ToolSpec{Name: fn.Name(), Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+	}
+	if name != "" {
+		spec.Name = name
+	}
+	if description != "" {
+		spec.Description = description
+	}
+	if params != nil {
+		x, err := vm.FromStarlark(params, "parameters")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		schema := x.(map[string]any)
+		if t, ok := schema["type"]; ok && t != "object" {
+			return nil, fmt.Errorf("%s: parameters must be a JSON Schema of type \"object\", got type %v", b.Name(), t)
+		}
+		spec.Parameters = schema
+	}
+	if err := checkToolName(spec.Name); err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	return &starlarkTool{fn: fn, spec: spec}, nil
+}
+
+func checkToolName(name string) error {
+	if name == "" || name == "lambda" {
+		return fmt.Errorf("a tool needs a name (pass name= for a lambda)")
+	}
+	for _, r := range name {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return fmt.Errorf("tool name %q may only have letters, digits, '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// toolsFromStarlark converts the tools option: a list of functions and
+// Tool values. Names must be unique.
+func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); isStr || !ok {
+		return nil, fmt.Errorf("%s: option 'tools': got %s, want list of functions or tools", fn, v.Type())
+	}
+	out := make([]Tool, 0, seq.Len())
+	seen := map[string]bool{}
+	for i := 0; i < seq.Len(); i++ {
+		var t Tool
+		switch x := seq.Index(i).(type) {
+		case Tool:
+			t = x
+		case *starlark.Function:
+			if err := checkToolName(x.Name()); err != nil {
+				return nil, fmt.Errorf("%s: tools[%d]: %v", fn, i, err)
+			}
+			t = &starlarkTool{fn: x, spec: inferSpec(x)}
+		default:
+			return nil, fmt.Errorf("%s: tools[%d]: got %s, want a function or a tool", fn, i, x.Type())
+		}
+		name := t.ToolSpec().Name
+		if seen[name] {
+			return nil, fmt.Errorf("%s: two tools are named %q", fn, name)
+		}
+		seen[name] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// inferSpec builds a tool spec from a function's signature and docstring.
+func inferSpec(fn *starlark.Function) llm.ToolSpec {
+	description, argDocs := parseDocstring(fn.Doc())
+	props := map[string]any{}
+	var required []any
+	n := fn.NumParams()
+	if fn.HasVarargs() {
+		n--
+	}
+	if fn.HasKwargs() {
+		n--
+	}
+	for i := 0; i < n; i++ {
+		name, _ := fn.Param(i)
+		dflt := fn.ParamDefault(i)
+		prop := map[string]any{"type": jsonTypeOf(dflt)}
+		if d := argDocs[name]; d != "" {
+			prop["description"] = d
+		}
+		props[name] = prop
+		if dflt == nil {
+			required = append(required, name)
+		}
+	}
+	schema := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	if !fn.HasKwargs() {
+		schema["additionalProperties"] = false
+	}
+	return llm.ToolSpec{Name: fn.Name(), Description: description, Parameters: schema}
+}
+
+// jsonTypeOf maps a default value to a JSON Schema type (string when
+// there is no default or it is None).
+func jsonTypeOf(v starlark.Value) string {
+	switch v.(type) {
+	case starlark.Int:
+		return "integer"
+	case starlark.Float:
+		return "number"
+	case starlark.Bool:
+		return "boolean"
+	case *starlark.List, starlark.Tuple:
+		return "array"
+	case *starlark.Dict:
+		return "object"
+	}
+	return "string"
+}
+
+// parseDocstring splits a Google-style docstring into its first paragraph
+// and the descriptions of an "Args:" section.
+func parseDocstring(doc string) (string, map[string]string) {
+	lines := strings.Split(strings.TrimSpace(doc), "\n")
+	var first []string
+	i := 0
+	for ; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
+		l := strings.TrimSpace(lines[i])
+		if l == "Args:" || l == "Arguments:" {
+			break
+		}
+		first = append(first, l)
+	}
+	args := map[string]string{}
+	for ; i < len(lines); i++ {
+		if t := strings.TrimSpace(lines[i]); t == "Args:" || t == "Arguments:" {
+			break
+		}
+	}
+	argIndent := -1
+	current := ""
+	for i++; i < len(lines); i++ {
+		line := lines[i]
+		t := strings.TrimSpace(line)
+		if t == "" {
+			current = ""
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " \t"))
+		if argIndent < 0 {
+			argIndent = indent
+		}
+		if indent < argIndent {
+			break // the next section (Returns:, ...)
+		}
+		if indent == argIndent && isArgLine(t) {
+			name, desc, _ := strings.Cut(t, ":")
+			name = strings.TrimSpace(name)
+			if j := strings.Index(name, "("); j > 0 {
+				name = strings.TrimSpace(name[:j])
+			}
+			current = name
+			args[name] = strings.TrimSpace(desc)
+			continue
+		}
+		if indent > argIndent && current != "" {
+			args[current] = strings.TrimSpace(args[current] + " " + t)
+			continue
+		}
+		break
+	}
+	return strings.Join(first, " "), args
+}
+
+// isArgLine reports whether a docstring line starts an argument entry:
+// "name: text" or "name (type): text".
+func isArgLine(t string) bool {
+	name, _, ok := strings.Cut(t, ":")
+	if !ok {
+		return false
+	}
+	name = strings.TrimSpace(name)
+	if j := strings.Index(name, "("); j > 0 && strings.HasSuffix(name, ")") {
+		name = strings.TrimSpace(name[:j])
+	}
+	if name == "" {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '*') {
+			return false
+		}
+	}
+	return true
+}
