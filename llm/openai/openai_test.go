@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/anthropic"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
 	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/sessions"
@@ -392,6 +393,34 @@ func TestQuotaIsNotRetried(t *testing.T) {
 	}
 	if len(srv.Requests()) != 1 || len(sleeper.waits) != 0 {
 		t.Errorf("retried: %d requests, waits %v", len(srv.Requests()), sleeper.waits)
+	}
+}
+
+// TestOverloadedThenFallback: OpenAI stays overloaded through every retry;
+// the fallback chain then asks Anthropic, which answers.
+func TestOverloadedThenFallback(t *testing.T) {
+	overloaded := wiretest.JSON(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`)
+	oai := wiretest.NewServer(t, overloaded, overloaded)
+	ant := wiretest.NewServer(t, wiretest.JSON(200, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5-20250929","content":[{"type":"text","text":"Hello from Anthropic."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":9,"output_tokens":5}}`))
+	second, err := anthropic.New(anthropic.Config{BaseURL: ant.URL, APIKey: "sk-ant-test-not-a-real-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sleeper fakeSleep
+	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.sleep}
+	chain := []llm.Target{{Provider: newProvider(t, oai)}, {Provider: second, Model: "claude-sonnet-4-5"}}
+	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Provider != "anthropic" || resp.Text != "Hello from Anthropic." || resp.Model != "claude-sonnet-4-5-20250929" {
+		t.Errorf("got %+v", resp)
+	}
+	if n := len(oai.Requests()); n != 2 {
+		t.Errorf("openai got %d requests, want 2", n)
+	}
+	if !reflect.DeepEqual(sleeper.waits, []time.Duration{200 * time.Millisecond}) {
+		t.Errorf("waits %v", sleeper.waits)
 	}
 }
 

@@ -150,6 +150,7 @@ var done = []byte("[DONE]")
 func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) {
 	events := wire.NewEventReader(body)
 	var r reply
+	var c chunk
 	for {
 		_, data, err := events.Next()
 		if err == io.EOF {
@@ -162,7 +163,7 @@ func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) 
 		if bytes.Equal(data, done) {
 			return r.response(), nil
 		}
-		var c chunk
+		c = chunk{}
 		if err := json.Unmarshal(data, &c); err != nil {
 			return nil, wire.Malformed("stream chunk", err)
 		}
