@@ -68,7 +68,8 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	return Config{BaseURL: getenv("ANTHROPIC_BASE_URL"), APIKey: getenv("ANTHROPIC_API_KEY")}
 }
 
-// Provider is an llm.Provider speaking Anthropic Messages.
+// Provider is an llm.Provider speaking Anthropic Messages. It is safe for
+// concurrent use.
 type Provider struct {
 	url       string
 	key       string

@@ -582,3 +582,34 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
+
+func TestStreamAskedJSONAnswered(t *testing.T) {
+	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Text != "Hi! My name is Claude." {
+		t.Errorf("got %+v", resp)
+	}
+}
+
+// TestToolInputCutShort: a tool's input cut at the token limit is kept
+// under RawArgumentsKey, and the stop reason stays max_tokens.
+func TestToolInputCutShort(t *testing.T) {
+	stream := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_cut\",\"name\":\"write_file\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"text\\\": \\\"a long te\"}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":64}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	srv := wiretest.NewServer(t, wiretest.SSE(stream))
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{user("write")}, Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sessions.ToolCall{{ID: "toolu_cut", Name: "write_file", Arguments: map[string]any{anthropic.RawArgumentsKey: `{"text": "a long te`}}}
+	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopMaxTokens {
+		t.Errorf("got %+v", resp)
+	}
+}

@@ -86,7 +86,8 @@ func ConfigFromEnv(name string, getenv func(string) string) Config {
 	return cfg
 }
 
-// Provider is an llm.Provider speaking OpenAI Chat Completions.
+// Provider is an llm.Provider speaking OpenAI Chat Completions. It is safe
+// for concurrent use.
 type Provider struct {
 	name    string
 	url     string

@@ -569,3 +569,78 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("empty environment: %+v", got)
 	}
 }
+
+// TestReplyShapes covers reply forms that servers other than OpenAI send,
+// and the documented choices for odd replies.
+func TestReplyShapes(t *testing.T) {
+	tests := []struct {
+		name   string
+		reply  wiretest.Reply
+		stream bool
+		want   *llm.Response
+	}{
+		{
+			name:  "content as parts",
+			reply: wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":[{"type":"text","text":"one "},{"type":"text","text":"two"}]},"finish_reason":"stop"}]}`),
+			want:  &llm.Response{Text: "one two", StopReason: llm.StopEnd, Model: "m", Provider: "openai"},
+		},
+		{
+			name:  "arguments as an object, no call id",
+			reply: wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"get_weather","arguments":{"location":"Oslo"}}}]},"finish_reason":"stop"}]}`),
+			want:  &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
+		},
+		{
+			name:  "refusal",
+			reply: wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`),
+			want:  &llm.Response{Text: "I can't help with that.", StopReason: llm.StopEnd, Model: "m", Provider: "openai"},
+		},
+		{
+			name:  "content filter",
+			reply: wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}]}`),
+			want:  &llm.Response{StopReason: "content_filter", Model: "m", Provider: "openai"},
+		},
+		{
+			name:   "stream asked, json answered",
+			reply:  wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":"whole"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`),
+			stream: true,
+			want:   &llm.Response{Text: "whole", StopReason: llm.StopEnd, Model: "m", Provider: "openai", Usage: llm.Usage{InputTokens: 1, OutputTokens: 1}},
+		},
+		{
+			name:  "json asked, stream answered",
+			reply: wiretest.SSE("data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"streamed\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"),
+			want:  &llm.Response{Text: "streamed", StopReason: llm.StopEnd, Model: "m", Provider: "openai"},
+		},
+		{
+			name:   "calls sent whole at index 0",
+			reply:  wiretest.SSE("data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\ndata: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"g\",\"arguments\":\"{\\\"x\\\":1}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"),
+			stream: true,
+			want:   &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "a", Name: "f", Arguments: map[string]any{}}, {ID: "b", Name: "g", Arguments: map[string]any{"x": int64(1)}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := wiretest.NewServer(t, tt.reply)
+			resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{user("hi")}, Stream: tt.stream})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(resp, tt.want) {
+				t.Errorf("got %+v\nwant %+v", resp, tt.want)
+			}
+		})
+	}
+}
+
+// TestCancelAfterWholeReplyArrived: a call cancelled while its reply is
+// read returns the cancellation, even when the rest of the reply had
+// already arrived.
+func TestCancelAfterWholeReplyArrived(t *testing.T) {
+	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "text_stream.sse")))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp, err := newProvider(t, srv).Complete(ctx, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}, Stream: true,
+		OnDelta: func(llm.Delta) { cancel() }})
+	if resp != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("got %+v, %v; want context.Canceled", resp, err)
+	}
+}

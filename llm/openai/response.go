@@ -141,8 +141,6 @@ func readCompletion(body io.Reader) (*llm.Response, error) {
 	return r.response(), nil
 }
 
-var done = []byte("[DONE]")
-
 // readStream reads a streamed reply: `data:` events of JSON chunks ending
 // with `data: [DONE]`. Text and reasoning pieces go to onDelta as they
 // arrive. A stream that ends before [DONE] is a transient `network` error;
@@ -160,7 +158,7 @@ func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) 
 			return nil, err
 		}
 		data = bytes.TrimSpace(data)
-		if bytes.Equal(data, done) {
+		if string(data) == "[DONE]" {
 			return r.response(), nil
 		}
 		c = chunk{}

@@ -14,10 +14,11 @@ import (
 // it try again.
 const RawArgumentsKey = "_raw"
 
-// DecodeArguments decodes a tool call's arguments: empty text is the empty
-// object; text that is not a JSON object becomes {RawArgumentsKey: text}.
+// DecodeArguments decodes a tool call's arguments: empty text and null are
+// the empty object; text that is not a JSON object becomes
+// {RawArgumentsKey: text}.
 func DecodeArguments(text string) map[string]any {
-	if strings.TrimSpace(text) == "" {
+	if t := strings.TrimSpace(text); t == "" || t == "null" {
 		return map[string]any{}
 	}
 	args, err := sessions.DecodeJSONObject([]byte(text))

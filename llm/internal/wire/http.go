@@ -58,11 +58,13 @@ func Do(ctx context.Context, c *Call) (*llm.Response, error) {
 	}
 	defer cancel()
 	resp, e := c.do(cctx)
+	if ctx.Err() != nil {
+		// Cancelled while the reply was read, even if the rest of it was
+		// already buffered: the partial or late reply is discarded.
+		return nil, ctx.Err()
+	}
 	if e == nil {
 		return resp, nil
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
 	}
 	if errors.Is(context.Cause(cctx), errRequestTimeout) {
 		e = &llm.Error{Category: llm.Timeout, Message: fmt.Sprintf("no complete reply within the request timeout of %s", c.Timeout)}

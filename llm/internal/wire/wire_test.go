@@ -128,6 +128,7 @@ func TestDecodeArguments(t *testing.T) {
 	}{
 		{"", map[string]any{}},
 		{"  ", map[string]any{}},
+		{"null", map[string]any{}},
 		{`{"a":1,"b":[1.5,"x"]}`, map[string]any{"a": int64(1), "b": []any{1.5, "x"}}},
 		{`{"a":`, map[string]any{RawArgumentsKey: `{"a":`}},
 		{`[1]`, map[string]any{RawArgumentsKey: `[1]`}},
