@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -356,15 +355,15 @@ func TestErrors(t *testing.T) {
 		noRetry    bool
 		msg        string
 	}{
-		{name: "rate limit", reply: withHeader(wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`), "Retry-After", "12"), cat: llm.RateLimit, status: 429, retryAfter: 12 * time.Second, msg: "http 429: rate_limit_error: Number of request tokens"},
-		{name: "overloaded 529", reply: withHeader(wiretest.JSON(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), "X-Should-Retry", "true"), cat: llm.Overloaded, status: 529, msg: "http 529: overloaded_error: Overloaded"},
+		{name: "rate limit", reply: wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"},"request_id":"req_011CSHoEeqs5C35K2UUqR7Fy"}`).With("Retry-After", "12"), cat: llm.RateLimit, status: 429, retryAfter: 12 * time.Second, msg: "http 429: rate_limit_error: Number of request tokens"},
+		{name: "overloaded 529", reply: wiretest.JSON(529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`).With("X-Should-Retry", "true"), cat: llm.Overloaded, status: 529, msg: "http 529: overloaded_error: Overloaded"},
 		{name: "overloaded as a 429", reply: wiretest.JSON(429, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`), cat: llm.Overloaded, status: 429},
-		{name: "should not retry", reply: withHeader(wiretest.JSON(500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`), "X-Should-Retry", "false"), cat: llm.ServerError, status: 500, noRetry: true},
-		{name: "retry-after date", reply: withHeader(wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`), "Retry-After", "Thu, 01 Jan 1970 00:00:00 GMT"), cat: llm.RateLimit, status: 429},
+		{name: "should not retry", reply: wiretest.JSON(500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`).With("X-Should-Retry", "false"), cat: llm.ServerError, status: 500, noRetry: true},
+		{name: "retry-after date", reply: wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`).With("Retry-After", "Thu, 01 Jan 1970 00:00:00 GMT"), cat: llm.RateLimit, status: 429},
 		{name: "prompt too long", reply: wiretest.JSON(400, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`), cat: llm.ContextLength, status: 400},
 		{name: "input and max_tokens exceed the window", reply: wiretest.JSON(400, `{"type":"error","error":{"type":"invalid_request_error","message":"input length and `+"`max_tokens`"+` exceed context limit: 187254 + 20000 > 200000, decrease input length or `+"`max_tokens`"+` and try again"}}`), cat: llm.ContextLength, status: 400},
 		{name: "credit balance", reply: wiretest.JSON(400, `{"type":"error","error":{"type":"invalid_request_error","message":"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits."}}`), cat: llm.Auth, status: 400},
-		{name: "billing error", reply: withHeader(wiretest.JSON(402, `{"type":"error","error":{"type":"billing_error","message":"Payment required"}}`), "X-Should-Retry", "true"), cat: llm.Auth, status: 402},
+		{name: "billing error", reply: wiretest.JSON(402, `{"type":"error","error":{"type":"billing_error","message":"Payment required"}}`).With("X-Should-Retry", "true"), cat: llm.Auth, status: 402},
 		{name: "bad key", reply: wiretest.JSON(401, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`), cat: llm.Auth, status: 401},
 		{name: "permission", reply: wiretest.JSON(403, `{"type":"error","error":{"type":"permission_error","message":"Your API key does not have permission to use the specified resource."}}`), cat: llm.Auth, status: 403},
 		{name: "bad request", reply: wiretest.JSON(400, `{"type":"error","error":{"type":"invalid_request_error","message":"messages: roles must alternate between \"user\" and \"assistant\""}}`), cat: llm.InvalidRequest, status: 400},
@@ -401,30 +400,13 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func withHeader(r wiretest.Reply, k, v string) wiretest.Reply {
-	h := map[string]string{k: v}
-	for k, v := range r.Header {
-		h[k] = v
-	}
-	r.Header = h
-	return r
-}
-
-// fakeSleep records the waits a retry policy asks for, without waiting.
-type fakeSleep struct{ waits []time.Duration }
-
-func (f *fakeSleep) sleep(_ context.Context, d time.Duration) error {
-	f.waits = append(f.waits, d)
-	return nil
-}
-
 func TestRetryAfterThenSuccess(t *testing.T) {
 	srv := wiretest.NewServer(t,
-		withHeader(wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`), "Retry-After", "7"),
+		wiretest.JSON(429, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`).With("Retry-After", "7"),
 		wiretest.SSE(file(t, "text_stream.sse")))
 	p := newProvider(t, srv)
-	var sleeper fakeSleep
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.sleep}
+	var sleeper wiretest.Sleeper
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
 	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}, Stream: true}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) { return p.Complete(context.Background(), req) })
 	if err != nil {
@@ -433,8 +415,8 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	if resp.Text != "Hello there! Ça va?" {
 		t.Errorf("text %q", resp.Text)
 	}
-	if !reflect.DeepEqual(sleeper.waits, []time.Duration{7 * time.Second}) {
-		t.Errorf("waits %v, want [7s]", sleeper.waits)
+	if !reflect.DeepEqual(sleeper.Waits, []time.Duration{7 * time.Second}) {
+		t.Errorf("waits %v, want [7s]", sleeper.Waits)
 	}
 }
 
@@ -448,8 +430,8 @@ func TestOverloadedThenFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sleeper fakeSleep
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.sleep}
+	var sleeper wiretest.Sleeper
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
 	chain := []llm.Target{{Provider: newProvider(t, ant)}, {Provider: second, Model: "gpt-4.1"}}
 	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}})
 	if err != nil {
@@ -461,8 +443,8 @@ func TestOverloadedThenFallback(t *testing.T) {
 	if n := len(ant.Requests()); n != 3 {
 		t.Errorf("anthropic got %d requests, want 3", n)
 	}
-	if !reflect.DeepEqual(sleeper.waits, []time.Duration{500 * time.Millisecond, time.Second}) {
-		t.Errorf("waits %v", sleeper.waits)
+	if !reflect.DeepEqual(sleeper.Waits, []time.Duration{500 * time.Millisecond, time.Second}) {
+		t.Errorf("waits %v", sleeper.Waits)
 	}
 	var sent map[string]any
 	json.Unmarshal(oai.Requests()[0].Body, &sent)
@@ -547,17 +529,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 				}
 			})
 			_, err := p.Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}, Stream: tt.stream})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
-				if strings.Contains(s, testKey) {
-					t.Errorf("the key leaked: %s", s)
-				}
-			}
-			if !strings.Contains(err.Error(), "[redacted]") {
-				t.Errorf("the key was not in the server's answer, so the test proves nothing: %v", err)
-			}
+			wiretest.CheckScrubbed(t, err, testKey)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -294,9 +293,9 @@ func TestErrors(t *testing.T) {
 		noRetry    bool
 		msg        string
 	}{
-		{name: "rate limit", reply: withHeader(wiretest.JSON(429, rateLimit), "Retry-After", "2"), cat: llm.RateLimit, status: 429, retryAfter: 2 * time.Second, msg: "http 429: rate_limit_exceeded: Rate limit reached"},
-		{name: "retry-after-ms", reply: withHeader(wiretest.JSON(429, rateLimit), "Retry-After-Ms", "1500"), cat: llm.RateLimit, status: 429, retryAfter: 1500 * time.Millisecond},
-		{name: "quota is terminal", reply: withHeader(wiretest.JSON(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`), "X-Should-Retry", "true"), cat: llm.Auth, status: 429, msg: "insufficient_quota: You exceeded your current quota"},
+		{name: "rate limit", reply: wiretest.JSON(429, rateLimit).With("Retry-After", "2"), cat: llm.RateLimit, status: 429, retryAfter: 2 * time.Second, msg: "http 429: rate_limit_exceeded: Rate limit reached"},
+		{name: "retry-after-ms", reply: wiretest.JSON(429, rateLimit).With("Retry-After-Ms", "1500"), cat: llm.RateLimit, status: 429, retryAfter: 1500 * time.Millisecond},
+		{name: "quota is terminal", reply: wiretest.JSON(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`).With("X-Should-Retry", "true"), cat: llm.Auth, status: 429, msg: "insufficient_quota: You exceeded your current quota"},
 		{name: "context length", reply: wiretest.JSON(400, `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`), cat: llm.ContextLength, status: 400},
 		{name: "vllm context length", reply: wiretest.JSON(400, `{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","param":null,"code":400}`), cat: llm.ContextLength, status: 400},
 		{name: "bad key", reply: wiretest.JSON(401, `{"error":{"message":"Incorrect API key provided: sk-test-****-key.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`), cat: llm.Auth, status: 401},
@@ -305,8 +304,8 @@ func TestErrors(t *testing.T) {
 		{name: "unknown model", reply: wiretest.JSON(404, `{"error":{"message":"The model 'gpt-9' does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`), cat: llm.InvalidRequest, status: 404},
 		{name: "server error", reply: wiretest.JSON(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`), cat: llm.ServerError, status: 500},
 		{name: "overloaded", reply: wiretest.JSON(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`), cat: llm.Overloaded, status: 503},
-		{name: "should not retry", reply: withHeader(wiretest.JSON(503, `{"error":{"message":"busy","type":"server_error"}}`), "X-Should-Retry", "false"), cat: llm.Overloaded, status: 503, noRetry: true},
-		{name: "should retry", reply: withHeader(wiretest.JSON(409, `{"error":{"message":"lock timeout","type":"invalid_request_error"}}`), "X-Should-Retry", "true"), cat: llm.ServerError, status: 409},
+		{name: "should not retry", reply: wiretest.JSON(503, `{"error":{"message":"busy","type":"server_error"}}`).With("X-Should-Retry", "false"), cat: llm.Overloaded, status: 503, noRetry: true},
+		{name: "should retry", reply: wiretest.JSON(409, `{"error":{"message":"lock timeout","type":"invalid_request_error"}}`).With("X-Should-Retry", "true"), cat: llm.ServerError, status: 409},
 		{name: "request timeout", reply: wiretest.JSON(408, `{"error":{"message":"Request timed out.","type":"timeout"}}`), cat: llm.Timeout, status: 408},
 		{name: "html body", reply: wiretest.Reply{Status: 502, Header: map[string]string{"Content-Type": "text/html"}, Body: "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n</body>\r\n</html>\r\n"}, cat: llm.ServerError, status: 502, msg: "http 502: <html> <head><title>502 Bad Gateway</title></head>"},
 		{name: "plain text body", reply: wiretest.Reply{Status: 400, Body: "model is required\n"}, cat: llm.InvalidRequest, status: 400, msg: "http 400: model is required"},
@@ -340,30 +339,13 @@ func TestErrors(t *testing.T) {
 	}
 }
 
-func withHeader(r wiretest.Reply, k, v string) wiretest.Reply {
-	h := map[string]string{k: v}
-	for k, v := range r.Header {
-		h[k] = v
-	}
-	r.Header = h
-	return r
-}
-
-// fakeSleep records the waits a retry policy asks for, without waiting.
-type fakeSleep struct{ waits []time.Duration }
-
-func (f *fakeSleep) sleep(_ context.Context, d time.Duration) error {
-	f.waits = append(f.waits, d)
-	return nil
-}
-
 func TestRetryAfterThenSuccess(t *testing.T) {
 	srv := wiretest.NewServer(t,
-		withHeader(wiretest.JSON(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`), "Retry-After", "3"),
+		wiretest.JSON(429, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`).With("Retry-After", "3"),
 		wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv)
-	var sleeper fakeSleep
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.sleep}
+	var sleeper wiretest.Sleeper
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
 	req := &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) { return p.Complete(context.Background(), req) })
 	if err != nil {
@@ -372,8 +354,8 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	if resp.Text != "Hello! How can I help you today?" {
 		t.Errorf("text %q", resp.Text)
 	}
-	if !reflect.DeepEqual(sleeper.waits, []time.Duration{3 * time.Second}) {
-		t.Errorf("waits %v, want [3s]", sleeper.waits)
+	if !reflect.DeepEqual(sleeper.Waits, []time.Duration{3 * time.Second}) {
+		t.Errorf("waits %v, want [3s]", sleeper.Waits)
 	}
 	if n := len(srv.Requests()); n != 2 {
 		t.Errorf("%d requests, want 2", n)
@@ -383,16 +365,16 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 func TestQuotaIsNotRetried(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`))
 	p := newProvider(t, srv)
-	var sleeper fakeSleep
-	policy := llm.RetryPolicy{Retries: 3, Sleep: sleeper.sleep}
+	var sleeper wiretest.Sleeper
+	policy := llm.RetryPolicy{Retries: 3, Sleep: sleeper.Sleep}
 	_, err := policy.Call(context.Background(), func() (*llm.Response, error) {
 		return p.Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}})
 	})
 	if e, ok := llm.AsError(err); !ok || e.Category != llm.Auth {
 		t.Fatalf("got %v", err)
 	}
-	if len(srv.Requests()) != 1 || len(sleeper.waits) != 0 {
-		t.Errorf("retried: %d requests, waits %v", len(srv.Requests()), sleeper.waits)
+	if len(srv.Requests()) != 1 || len(sleeper.Waits) != 0 {
+		t.Errorf("retried: %d requests, waits %v", len(srv.Requests()), sleeper.Waits)
 	}
 }
 
@@ -406,8 +388,8 @@ func TestOverloadedThenFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sleeper fakeSleep
-	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.sleep}
+	var sleeper wiretest.Sleeper
+	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.Sleep}
 	chain := []llm.Target{{Provider: newProvider(t, oai)}, {Provider: second, Model: "claude-sonnet-4-5"}}
 	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}})
 	if err != nil {
@@ -419,8 +401,8 @@ func TestOverloadedThenFallback(t *testing.T) {
 	if n := len(oai.Requests()); n != 2 {
 		t.Errorf("openai got %d requests, want 2", n)
 	}
-	if !reflect.DeepEqual(sleeper.waits, []time.Duration{200 * time.Millisecond}) {
-		t.Errorf("waits %v", sleeper.waits)
+	if !reflect.DeepEqual(sleeper.Waits, []time.Duration{200 * time.Millisecond}) {
+		t.Errorf("waits %v", sleeper.Waits)
 	}
 }
 
@@ -500,17 +482,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 				}
 			})
 			_, err := p.Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}, Stream: tt.stream})
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
-				if strings.Contains(s, testKey) {
-					t.Errorf("the key leaked: %s", s)
-				}
-			}
-			if !strings.Contains(err.Error(), "[redacted]") {
-				t.Errorf("the key was not in the server's answer, so the test proves nothing: %v", err)
-			}
+			wiretest.CheckScrubbed(t, err, testKey)
 		})
 	}
 }

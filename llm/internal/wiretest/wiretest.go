@@ -6,15 +6,19 @@ package wiretest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -149,5 +153,44 @@ func Golden(t testing.TB, path string, got []byte) {
 	want := canon([]byte(Read(t, path)))
 	if !bytes.Equal(g, want) {
 		t.Errorf("request body differs from %s (run with -update to rewrite)\ngot:\n%s\nwant:\n%s", path, g, want)
+	}
+}
+
+// With returns r with one more response header.
+func (r Reply) With(key, value string) Reply {
+	h := map[string]string{key: value}
+	for k, v := range r.Header {
+		h[k] = v
+	}
+	r.Header = h
+	return r
+}
+
+// Sleeper stands in for llm.RetryPolicy.Sleep: it records the waits asked
+// for and returns at once.
+type Sleeper struct{ Waits []time.Duration }
+
+// Sleep records d.
+func (s *Sleeper) Sleep(_ context.Context, d time.Duration) error {
+	s.Waits = append(s.Waits, d)
+	return nil
+}
+
+// CheckScrubbed fails the test if err, printed in any of the usual ways,
+// contains secret, or if it does not show the redaction marker (the
+// server's answer must have carried the secret for the check to mean
+// anything).
+func CheckScrubbed(t testing.TB, err error, secret string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+		if strings.Contains(s, secret) {
+			t.Errorf("the key leaked: %s", s)
+		}
+	}
+	if !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("the key was not in the server's answer, so the check proves nothing: %v", err)
 	}
 }
