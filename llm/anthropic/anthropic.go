@@ -1,0 +1,158 @@
+// Package anthropic is skein's client for the Anthropic Messages API
+// (POST {base}/v1/messages), written on net/http and encoding/json. It
+// implements llm.Provider.
+//
+// A Provider maps an llm.Request onto the wire format (request.go): the
+// system prompt outside the messages, content blocks, thinking blocks sent
+// back with their signatures, tool results merged into user turns. It
+// reads the reply as one JSON body or as a stream of named server-sent
+// events (response.go) and reports failures as categorised *llm.Error
+// values (errors.go). The API key is sent in the x-api-key header only and
+// never appears in an error.
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
+)
+
+// Name is the provider's name as scripts write it.
+const Name = "anthropic"
+
+// DefaultBaseURL is the API root the path /v1/messages is appended to.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// APIVersion is the anthropic-version header sent with every request.
+const APIVersion = "2023-06-01"
+
+// DefaultMaxTokens is the max_tokens sent when neither the request nor the
+// configuration sets one (the API requires the field).
+const DefaultMaxTokens = 4096
+
+// RawArgumentsKey is the only key of a tool call's arguments when the
+// model's streamed input is not a JSON object (cut short at the token
+// limit): the call is returned with the text under this key rather than
+// failing the model call, so that the agent loop can answer it with an
+// error result and the model can try again.
+const RawArgumentsKey = wire.RawArgumentsKey
+
+// Config configures a Provider.
+type Config struct {
+	// BaseURL is the API root (default DefaultBaseURL); the path
+	// /v1/messages is appended to it.
+	BaseURL string
+	// APIKey is sent in the x-api-key header when not empty.
+	APIKey string
+	// HTTPClient makes the requests (default: a client with no timeout of
+	// its own, on http.DefaultTransport).
+	HTTPClient *http.Client
+	// Timeout bounds each call, the whole streamed reply included (0: no
+	// limit beyond the caller's context). Expiry is a `timeout` error.
+	Timeout time.Duration
+	// DefaultMaxTokens is max_tokens for requests that do not set
+	// MaxTokens (0: the package's DefaultMaxTokens).
+	DefaultMaxTokens int
+}
+
+// ConfigFromEnv returns the configuration from the environment, read
+// through getenv: the base URL from ANTHROPIC_BASE_URL (default
+// DefaultBaseURL), the key from ANTHROPIC_API_KEY.
+func ConfigFromEnv(getenv func(string) string) Config {
+	return Config{BaseURL: getenv("ANTHROPIC_BASE_URL"), APIKey: getenv("ANTHROPIC_API_KEY")}
+}
+
+// Provider is an llm.Provider speaking Anthropic Messages. It is safe for
+// concurrent use.
+type Provider struct {
+	url       string
+	key       string
+	client    *http.Client
+	timeout   time.Duration
+	maxTokens int
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider for cfg. It fails when the base URL is not an
+// http(s) URL.
+func New(cfg Config) (*Provider, error) {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", Name, wire.Scrub(base, cfg.APIKey))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	maxTokens := cfg.DefaultMaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return &Provider{
+		url:       strings.TrimRight(base, "/") + "/v1/messages",
+		key:       cfg.APIKey,
+		client:    client,
+		timeout:   cfg.Timeout,
+		maxTokens: maxTokens,
+	}, nil
+}
+
+// Name returns "anthropic".
+func (p *Provider) Name() string { return Name }
+
+// Complete performs one Messages call, streaming when req.Stream is set
+// (text and thinking deltas go to req.OnDelta as they arrive). Cancelling
+// ctx aborts the call and returns ctx's error; every other failure is an
+// *llm.Error.
+func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if req.Model == "" {
+		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: "no model given"}
+	}
+	body, err := p.encodeRequest(req)
+	if err != nil {
+		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Anthropic-Version", APIVersion)
+	if req.Stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if p.key != "" {
+		h.Set("X-Api-Key", p.key)
+	}
+	resp, err := wire.Do(ctx, &wire.Call{
+		Provider: Name,
+		Client:   p.client,
+		URL:      p.url,
+		Header:   h,
+		Body:     body,
+		Timeout:  p.timeout,
+		Secret:   p.key,
+		Fail:     failure,
+		Parse: func(r *http.Response) (*llm.Response, error) {
+			if wire.IsEventStream(r) {
+				return readStream(r.Body, req.OnDelta)
+			}
+			return readMessage(r.Body)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Provider = Name
+	return resp, nil
+}

@@ -1,0 +1,207 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// The request body of POST /v1/messages.
+type messagesRequest struct {
+	Model         string      `json:"model"`
+	MaxTokens     int         `json:"max_tokens"`
+	System        string      `json:"system,omitempty"`
+	Messages      []message   `json:"messages"`
+	Tools         []tool      `json:"tools,omitempty"`
+	ToolChoice    *toolChoice `json:"tool_choice,omitempty"`
+	Temperature   *float64    `json:"temperature,omitempty"`
+	StopSequences []string    `json:"stop_sequences,omitempty"`
+	Stream        bool        `json:"stream,omitempty"`
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content []any  `json:"content"`
+}
+
+type textBlock struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type imageBlock struct {
+	Type   string      `json:"type"` // "image"
+	Source imageSource `json:"source"`
+}
+
+type imageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+type thinkingBlock struct {
+	Type      string `json:"type"` // "thinking"
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
+type toolUseBlock struct {
+	Type  string         `json:"type"` // "tool_use"
+	ID    string         `json:"id"`
+	Name  string         `json:"name"`
+	Input map[string]any `json:"input"`
+}
+
+type toolResultBlock struct {
+	Type      string `json:"type"` // "tool_result"
+	ToolUseID string `json:"tool_use_id"`
+	// Content is a string or a list of text and image blocks.
+	Content any  `json:"content,omitempty"`
+	IsError bool `json:"is_error,omitempty"`
+}
+
+type tool struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	InputSchema map[string]any `json:"input_schema"`
+}
+
+type toolChoice struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+}
+
+// encodeRequest maps req onto the wire format:
+//
+//   - the system prompt is the `system` field; system messages of the
+//     transcript are appended to it in order (the API has no system role);
+//   - user and assistant messages become content blocks: text, image
+//     (base64 source), and on assistant messages thinking blocks with
+//     their signatures, unchanged, then one tool_use block per tool call;
+//     empty text and thinking blocks without a signature (which the API
+//     would refuse) are left out, and a message left with no block is
+//     dropped;
+//   - each tool message is a tool_result block (is_error when the tool
+//     failed) in a user turn; consecutive messages of the same role are
+//     merged into one turn, so all the results of one assistant turn
+//     (and any user text after them) form one user message;
+//   - max_tokens is always sent: MaxTokens, else the configured default;
+//   - a tool without a parameter schema gets the empty object schema;
+//   - tool_choice is sent only with tools: "auto" → auto, "required" →
+//     any, "none" → none, any other value → that tool.
+func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
+	out := messagesRequest{
+		Model:         req.Model,
+		MaxTokens:     req.MaxTokens,
+		Temperature:   req.Temperature,
+		StopSequences: req.Stop,
+		Stream:        req.Stream,
+		Messages:      make([]message, 0, len(req.Messages)),
+	}
+	if out.MaxTokens <= 0 {
+		out.MaxTokens = p.maxTokens
+	}
+	var system []string
+	if req.System != "" {
+		system = append(system, req.System)
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role == sessions.RoleSystem {
+			if s := m.TextContent(); s != "" {
+				system = append(system, s)
+			}
+			continue
+		}
+		role, blocks := encodeMessage(m)
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
+			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
+			continue
+		}
+		out.Messages = append(out.Messages, message{Role: role, Content: blocks})
+	}
+	out.System = strings.Join(system, "\n\n")
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if schema == nil {
+			schema = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out.Tools = append(out.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if len(req.Tools) > 0 {
+		switch req.ToolChoice {
+		case "":
+		case "auto", "none":
+			out.ToolChoice = &toolChoice{Type: req.ToolChoice}
+		case "required":
+			out.ToolChoice = &toolChoice{Type: "any"}
+		default:
+			out.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
+		}
+	}
+	return json.Marshal(out)
+}
+
+// encodeMessage returns the role and the content blocks of a user,
+// assistant or tool message.
+func encodeMessage(m *sessions.Message) (role string, blocks []any) {
+	if m.Role == sessions.RoleTool {
+		r := toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
+		if m.Blocks == nil {
+			if m.Text != "" {
+				r.Content = m.Text
+			}
+		} else if c := contentBlocks(m.Blocks, false); len(c) > 0 {
+			r.Content = c
+		}
+		return sessions.RoleUser, []any{r}
+	}
+	assistant := m.Role == sessions.RoleAssistant
+	if m.Blocks == nil {
+		if m.Text != "" {
+			blocks = append(blocks, textBlock{Type: "text", Text: m.Text})
+		}
+	} else {
+		blocks = contentBlocks(m.Blocks, assistant)
+	}
+	if assistant {
+		for _, c := range m.ToolCalls {
+			args := c.Arguments
+			if args == nil {
+				args = map[string]any{}
+			}
+			blocks = append(blocks, toolUseBlock{Type: "tool_use", ID: c.ID, Name: c.Name, Input: args})
+		}
+	}
+	return m.Role, blocks
+}
+
+// contentBlocks maps blocks: text (when not empty), images except in an
+// assistant's content, thinking with a signature in an assistant's
+// content only.
+func contentBlocks(blocks []sessions.Block, assistant bool) []any {
+	var out []any
+	for _, b := range blocks {
+		switch b.Type {
+		case sessions.BlockText:
+			if b.Text != "" {
+				out = append(out, textBlock{Type: "text", Text: b.Text})
+			}
+		case sessions.BlockImage:
+			if !assistant {
+				out = append(out, imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}})
+			}
+		case sessions.BlockThinking:
+			if assistant && b.Signature != "" {
+				out = append(out, thinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+			}
+		}
+	}
+	return out
+}

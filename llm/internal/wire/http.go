@@ -1,0 +1,140 @@
+// Package wire holds what skein's HTTP provider clients (llm/openai and
+// llm/anthropic) share: sending one JSON request under a per-request
+// timeout, reading server-sent events, turning transport and HTTP failures
+// into categorised *llm.Error values, and keeping the API key out of every
+// error.
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+)
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// Call is one HTTP model call.
+type Call struct {
+	Provider string // the provider's name, for errors
+	Client   *http.Client
+	URL      string
+	Header   http.Header
+	Body     []byte // the JSON request body
+	// Timeout bounds the whole call, reading the reply included (0: none).
+	Timeout time.Duration
+	// Secret is the API key; it is scrubbed from every error message.
+	Secret string
+	// Fail turns a non-2xx response (status, headers, at most 64 KiB of
+	// body) into an error; HTTPError does the common part.
+	Fail func(status int, h http.Header, body []byte) *llm.Error
+	// Parse reads a 2xx response into the reply. It returns *llm.Error
+	// for failures the protocol reports (a stream's error event, a
+	// truncated stream, a malformed body) and read errors as they come.
+	Parse func(resp *http.Response) (*llm.Response, error)
+}
+
+// errRequestTimeout is the cause of the per-request context when
+// Call.Timeout expires.
+var errRequestTimeout = errors.New("request timeout")
+
+// Do performs the call. Cancellation of ctx returns ctx's error, never an
+// *llm.Error, and discards any partial reply. Every other failure is an
+// *llm.Error naming c.Provider, whose message never contains c.Secret:
+// the Timeout expiring is `timeout`, a connection that cannot be made or
+// breaks is `network`, and an error response is whatever c.Fail decides.
+func Do(ctx context.Context, c *Call) (*llm.Response, error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		cctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errRequestTimeout)
+	}
+	defer cancel()
+	resp, e := c.do(cctx)
+	if ctx.Err() != nil {
+		// Cancelled while the reply was read, even if the rest of it was
+		// already buffered: the partial or late reply is discarded.
+		return nil, ctx.Err()
+	}
+	if e == nil {
+		return resp, nil
+	}
+	if errors.Is(context.Cause(cctx), errRequestTimeout) {
+		e = &llm.Error{Category: llm.Timeout, Message: fmt.Sprintf("no complete reply within the request timeout of %s", c.Timeout)}
+	}
+	e.Provider = c.Provider
+	e.Message = Scrub(e.Message, c.Secret)
+	return nil, e
+}
+
+func (c *Call) do(ctx context.Context) (*llm.Response, *llm.Error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
+	if err != nil {
+		return nil, &llm.Error{Category: llm.InvalidRequest, Message: Describe("building the request", err.Error())}
+	}
+	for k, v := range c.Header {
+		req.Header[k] = v
+	}
+	client := c.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, transportError("connection failed", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if err != nil && len(body) == 0 {
+			return nil, transportError("reading the error response", err)
+		}
+		return nil, c.Fail(resp.StatusCode, resp.Header, body)
+	}
+	r, err := c.Parse(resp)
+	if err != nil {
+		if e, ok := llm.AsError(err); ok {
+			return nil, e
+		}
+		return nil, transportError("reading the reply", err)
+	}
+	return r, nil
+}
+
+// transportError categorises an error of the HTTP client or of reading a
+// body: timeouts (the client's own Timeout, a dial timeout) are
+// `timeout`, everything else (refused, reset, broken connections) is
+// `network`.
+func transportError(doing string, err error) *llm.Error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return &llm.Error{Category: llm.Timeout, Message: Describe(doing, err.Error())}
+	}
+	return &llm.Error{Category: llm.Network, Message: Describe(doing, err.Error())}
+}
+
+// Truncated is the error for a stream that ended before its terminator:
+// the connection closed early, so the reply is incomplete. It is transient.
+func Truncated(terminator string) *llm.Error {
+	return &llm.Error{Category: llm.Network, Message: fmt.Sprintf("stream ended before %s: the reply is incomplete", terminator)}
+}
+
+// Malformed is the error for a reply that cannot be decoded: a
+// server_error, since the server broke the protocol.
+func Malformed(what string, err error) *llm.Error {
+	return &llm.Error{Category: llm.ServerError, Message: Describe("malformed "+what, err.Error())}
+}
+
+// IsEventStream reports whether a response carries server-sent events;
+// a server asked to stream may still answer with one JSON body.
+func IsEventStream(resp *http.Response) bool {
+	ct := strings.ToLower(resp.Header.Get("Content-Type"))
+	return strings.HasPrefix(strings.TrimSpace(ct), "text/event-stream")
+}

@@ -1,0 +1,182 @@
+// Package openai is skein's client for the OpenAI Chat Completions API
+// (POST {base}/chat/completions), written on net/http and encoding/json.
+// It implements llm.Provider for OpenAI itself and for every server that
+// speaks the same protocol: Ollama, vLLM, llama.cpp, LM Studio and
+// gateways.
+//
+// A Provider maps an llm.Request onto the wire format (request.go), reads
+// the reply as one JSON body or as a stream of server-sent events
+// (response.go), and reports failures as categorised *llm.Error values
+// (errors.go). The API key is sent in the Authorization header only and
+// never appears in an error.
+package openai
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
+)
+
+// Provider names with defaults of their own.
+const (
+	NameOpenAI     = "openai"
+	NameOllama     = "ollama"
+	NameCompatible = "openai_compatible"
+)
+
+// Default base URLs.
+const (
+	DefaultBaseURL = "https://api.openai.com/v1"
+	OllamaBaseURL  = "http://localhost:11434/v1"
+)
+
+// RawArgumentsKey is the only key of a tool call's arguments when the
+// model sent arguments that are not a JSON object (invalid JSON, or JSON
+// cut short at the token limit): the call is returned with the text under
+// this key rather than failing the model call, so that the agent loop can
+// answer it with an error result and the model can try again.
+const RawArgumentsKey = wire.RawArgumentsKey
+
+// Config configures a Provider.
+type Config struct {
+	// Name is the provider's name as scripts write it: "openai" (the
+	// default), "ollama", "openai_compatible" or another name given to an
+	// OpenAI-compatible server.
+	Name string
+	// BaseURL is the API root the path /chat/completions is appended to.
+	// Empty: DefaultBaseURL for "openai", OllamaBaseURL for "ollama"; any
+	// other name requires it.
+	BaseURL string
+	// APIKey is sent as a bearer token when not empty.
+	APIKey string
+	// HTTPClient makes the requests (default: a client with no timeout of
+	// its own, on http.DefaultTransport).
+	HTTPClient *http.Client
+	// Timeout bounds each call, the whole streamed reply included (0: no
+	// limit beyond the caller's context). Expiry is a `timeout` error.
+	Timeout time.Duration
+}
+
+// ConfigFromEnv returns the configuration of the named provider from the
+// environment, read through getenv:
+//
+//   - "openai": base URL from OPENAI_BASE_URL (default DefaultBaseURL),
+//     key from OPENAI_API_KEY;
+//   - "ollama": base URL from SKEIN_OLLAMA_BASE_URL (default
+//     OllamaBaseURL), no key;
+//   - any other name ("openai_compatible", ...): nothing is read; the
+//     caller must set BaseURL (and APIKey if the server needs one).
+//     OPENAI_API_KEY is deliberately not used, so that the OpenAI key is
+//     never sent to another server.
+func ConfigFromEnv(name string, getenv func(string) string) Config {
+	cfg := Config{Name: name}
+	switch name {
+	case NameOpenAI:
+		cfg.BaseURL = getenv("OPENAI_BASE_URL")
+		cfg.APIKey = getenv("OPENAI_API_KEY")
+	case NameOllama:
+		cfg.BaseURL = getenv("SKEIN_OLLAMA_BASE_URL")
+	}
+	return cfg
+}
+
+// Provider is an llm.Provider speaking OpenAI Chat Completions. It is safe
+// for concurrent use.
+type Provider struct {
+	name    string
+	url     string
+	key     string
+	client  *http.Client
+	timeout time.Duration
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider for cfg. It fails when the base URL is missing
+// (for names without a default) or is not an http(s) URL.
+func New(cfg Config) (*Provider, error) {
+	name := cfg.Name
+	if name == "" {
+		name = NameOpenAI
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		switch name {
+		case NameOpenAI:
+			base = DefaultBaseURL
+		case NameOllama:
+			base = OllamaBaseURL
+		default:
+			return nil, fmt.Errorf("%s: a base url is required for an openai-compatible provider", name)
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", name, wire.Scrub(base, cfg.APIKey))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Provider{
+		name:    name,
+		url:     strings.TrimRight(base, "/") + "/chat/completions",
+		key:     cfg.APIKey,
+		client:  client,
+		timeout: cfg.Timeout,
+	}, nil
+}
+
+// Name returns the provider's configured name.
+func (p *Provider) Name() string { return p.name }
+
+// Complete performs one chat completion, streaming when req.Stream is set
+// (text and reasoning deltas go to req.OnDelta as they arrive).
+// Cancelling ctx aborts the call and returns ctx's error; every other
+// failure is an *llm.Error.
+func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if req.Model == "" {
+		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: "no model given"}
+	}
+	body, err := p.encodeRequest(req)
+	if err != nil {
+		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
+	}
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	if req.Stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if p.key != "" {
+		h.Set("Authorization", "Bearer "+p.key)
+	}
+	resp, err := wire.Do(ctx, &wire.Call{
+		Provider: p.name,
+		Client:   p.client,
+		URL:      p.url,
+		Header:   h,
+		Body:     body,
+		Timeout:  p.timeout,
+		Secret:   p.key,
+		Fail:     failure,
+		Parse: func(r *http.Response) (*llm.Response, error) {
+			if wire.IsEventStream(r) {
+				return readStream(r.Body, req.OnDelta)
+			}
+			return readCompletion(r.Body)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Provider = p.name
+	return resp, nil
+}

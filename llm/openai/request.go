@@ -1,0 +1,187 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// The request body of POST /chat/completions.
+type chatRequest struct {
+	Model               string         `json:"model"`
+	Messages            []chatMessage  `json:"messages"`
+	Tools               []chatTool     `json:"tools,omitempty"`
+	ToolChoice          any            `json:"tool_choice,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is a string, a list of content parts, or nil (null: an
+	// assistant message that only calls tools).
+	Content    any            `json:"content"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type textPart struct {
+	Type string `json:"type"` // "text"
+	Text string `json:"text"`
+}
+
+type imagePart struct {
+	Type     string   `json:"type"` // "image_url"
+	ImageURL imageURL `json:"image_url"`
+}
+
+type imageURL struct {
+	URL string `json:"url"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name string `json:"name"`
+	// Arguments is the arguments object encoded as a JSON string.
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function functionSpec `json:"function"`
+}
+
+type functionSpec struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
+// encodeRequest maps req onto the wire format:
+//
+//   - the system prompt is a first `system` message; system messages of the
+//     transcript stay where they are;
+//   - string content stays a string; block content becomes content parts
+//     (text blocks `{"type":"text"}`, image blocks `image_url` with a data:
+//     URL), thinking blocks are dropped; an assistant's block content is
+//     sent as its text (Chat Completions takes no images or reasoning from
+//     the assistant);
+//   - assistant tool calls carry their arguments as a JSON string, and
+//     content null when the message has no text;
+//   - tool results are `tool` messages with tool_call_id; the protocol has
+//     no error flag, so is_error is not sent (the result text says it);
+//   - a tool without a parameter schema gets the empty object schema;
+//   - tool_choice is sent only with tools: "auto", "none", "required", or
+//     a named function for any other value;
+//   - MaxTokens > 0 is max_completion_tokens for "openai" and max_tokens
+//     for every other server (older compatible servers know only that);
+//   - streaming asks for the usage chunk (stream_options.include_usage).
+func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
+	out := chatRequest{
+		Model:       req.Model,
+		Temperature: req.Temperature,
+		Stop:        req.Stop,
+		Messages:    make([]chatMessage, 0, len(req.Messages)+1),
+	}
+	if req.System != "" {
+		out.Messages = append(out.Messages, chatMessage{Role: sessions.RoleSystem, Content: req.System})
+	}
+	for i := range req.Messages {
+		m, err := encodeMessage(&req.Messages[i])
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %v", i, err)
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out.Tools = append(out.Tools, chatTool{Type: "function", Function: functionSpec{Name: t.Name, Description: t.Description, Parameters: params}})
+	}
+	if len(req.Tools) > 0 {
+		switch req.ToolChoice {
+		case "":
+		case "auto", "none", "required":
+			out.ToolChoice = req.ToolChoice
+		default:
+			out.ToolChoice = map[string]any{"type": "function", "function": map[string]any{"name": req.ToolChoice}}
+		}
+	}
+	if req.MaxTokens > 0 {
+		if p.name == NameOpenAI {
+			out.MaxCompletionTokens = req.MaxTokens
+		} else {
+			out.MaxTokens = req.MaxTokens
+		}
+	}
+	if req.Stream {
+		out.Stream = true
+		out.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	return json.Marshal(out)
+}
+
+func encodeMessage(m *sessions.Message) (chatMessage, error) {
+	out := chatMessage{Role: m.Role, ToolCallID: m.ToolCallID}
+	switch {
+	case m.Blocks == nil:
+		out.Content = m.Text
+	case m.Role == sessions.RoleAssistant:
+		out.Content = m.TextContent()
+	default:
+		out.Content = contentParts(m.Blocks)
+	}
+	if m.Role != sessions.RoleAssistant || len(m.ToolCalls) == 0 {
+		return out, nil
+	}
+	if out.Content == "" {
+		out.Content = nil
+	}
+	for _, c := range m.ToolCalls {
+		args := c.Arguments
+		if args == nil {
+			args = map[string]any{}
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return out, fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+		}
+		out.ToolCalls = append(out.ToolCalls, chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: string(b)}})
+	}
+	return out, nil
+}
+
+// contentParts maps blocks onto content parts, dropping thinking blocks.
+// With nothing left the content is the empty string.
+func contentParts(blocks []sessions.Block) any {
+	var parts []any
+	for _, b := range blocks {
+		switch b.Type {
+		case sessions.BlockText:
+			parts = append(parts, textPart{Type: "text", Text: b.Text})
+		case sessions.BlockImage:
+			parts = append(parts, imagePart{Type: "image_url", ImageURL: imageURL{URL: "data:" + b.MediaType + ";base64," + b.Data}})
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return parts
+}
