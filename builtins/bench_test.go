@@ -5,7 +5,9 @@ import (
 	"io"
 	"runtime"
 	"testing"
+	"time"
 
+	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/builtins"
@@ -125,4 +127,53 @@ for i in range(5000):
 	for i := 0; i < b.N; i++ {
 		call(b, th, st, "agent_session_snapshot", id)
 	}
+}
+
+// BenchmarkAgentLoop runs a 1,000-iteration agent_loop with the mock
+// provider and one trivial Starlark tool on a named session, and reports
+// the runtime's cost per iteration, and the cost of iterations 900-1000
+// against iterations 1-100 (history must not make iterations slower).
+// Timestamps come from a post_turn_callback, whose small cost is in every
+// iteration alike.
+func BenchmarkAgentLoop(b *testing.B) {
+	const iterations = 1000
+	var perIter, early, late float64
+	for i := 0; i < b.N; i++ {
+		st, _ := benchVM(b)
+		globals, err := st.ExecFile("bench.star", fmt.Sprintf(`
+def noop(n = 0):
+    """Does nothing."""
+    return "ok"
+
+for i in range(%d):
+    llm_mock(tool_calls = [{"name": "noop", "arguments": {"n": i}}])
+llm_mock(text = "done")
+marks = []
+s = agent_session_open("bench")
+start = time.now()
+r = agent_loop("go", provider = "mock", session_id = s, tools = [noop], max_iterations = %d,
+               post_turn_callback = lambda info: marks.append(time.now()))
+if r["status"] != "done":
+    fail(r["status"])
+`, iterations-1, iterations))
+		if err != nil {
+			b.Fatal(vm.FormatError(err))
+		}
+		start := time.Time(globals["start"].(starlarktime.Time))
+		list := globals["marks"].(*starlark.List)
+		marks := make([]time.Time, list.Len())
+		for j := range marks {
+			marks[j] = time.Time(list.Index(j).(starlarktime.Time))
+		}
+		if len(marks) != iterations-1 { // the final text-only turn ends the loop before the callback
+			b.Fatalf("%d turns ran", len(marks))
+		}
+		perIter += float64(marks[len(marks)-1].Sub(start).Nanoseconds()) / float64(len(marks)) / 1000
+		early += float64(marks[99].Sub(marks[0]).Nanoseconds()) / 99 / 1000
+		late += float64(marks[len(marks)-1].Sub(marks[len(marks)-100]).Nanoseconds()) / 99 / 1000
+	}
+	b.ReportMetric(perIter/float64(b.N), "µs/iteration")
+	b.ReportMetric(early/float64(b.N), "µs/iter-1-100")
+	b.ReportMetric(late/float64(b.N), "µs/iter-900-1000")
+	b.ReportMetric(late/early, "late/early")
 }

@@ -11,6 +11,7 @@ package builtins
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -97,8 +98,9 @@ func fail(fn string, err error) error {
 	return fmt.Errorf("%s: %w", fn, err)
 }
 
-// NewState returns a VM with every builtin predeclared. opts.Builtins, if
-// set, adds to them.
+// NewState returns a VM with every builtin predeclared and, unless
+// opts.LLM is set, the real providers of DefaultLLM reading the process
+// environment. opts.Builtins, if set, adds to them.
 func NewState(opts vm.Options) (*vm.State, error) {
 	predeclared, err := Predeclared()
 	if err != nil {
@@ -108,6 +110,9 @@ func NewState(opts vm.Options) (*vm.State, error) {
 		predeclared[k] = v
 	}
 	opts.Builtins = predeclared
+	if opts.LLM == nil {
+		opts.LLM = DefaultLLM(os.Getenv)
+	}
 	return vm.New(opts)
 }
 
@@ -128,7 +133,8 @@ func NewTestState(opts vm.Options, seed uint64) (*vm.State, error) {
 	}
 	if opts.LLM == nil {
 		// hermetic: the mock by default, no environment
-		opts.LLM = &llm.Settings{Provider: llm.ProviderMock, Getenv: func(string) string { return "" }}
+		opts.LLM = DefaultLLM(func(string) string { return "" })
+		opts.LLM.Provider = llm.ProviderMock
 	}
 	testBuiltins, err := vm.TestBuiltins()
 	if err != nil {

@@ -43,6 +43,9 @@ type Settings struct {
 	// "ollama", and OpenAICompatible for every other name.
 	Factories        map[string]Factory
 	OpenAICompatible Factory
+	// Middleware, if set, wraps every real provider Build returns (the
+	// --llm-record recorder).
+	Middleware func(Provider) Provider
 }
 
 var openAIModel = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`)
@@ -86,8 +89,17 @@ func (s *Settings) getenv(k string) string {
 	return s.Getenv(k)
 }
 
-// Build constructs the real provider name (not the mock).
+// Build constructs the real provider name (not the mock), wrapped in
+// Middleware.
 func (s *Settings) Build(name, baseURL string) (Provider, error) {
+	p, err := s.build(name, baseURL)
+	if err != nil || s.Middleware == nil {
+		return p, err
+	}
+	return s.Middleware(p), nil
+}
+
+func (s *Settings) build(name, baseURL string) (Provider, error) {
 	cfg := ProviderConfig{Name: name, BaseURL: baseURL, Getenv: s.Getenv, HTTPClient: s.HTTPClient}
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }

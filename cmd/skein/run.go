@@ -30,19 +30,22 @@ func runCommand(args []string, io stdio) int {
 	if err != nil {
 		return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", file, underlying(err)))
 	}
-	st, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
+	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
 	if err != nil {
-		fmt.Fprintf(io.err, "skein run: %v\n", err)
-		return exitFailed
+		return usageError(io, fs.Name(), err.Error())
 	}
-	defer st.Store.Shutdown()
 	ctx, stopRun := runContext(vf.timeout)
 	end := st.Begin(ctx)
 	_, err = st.ExecFile(file, src)
 	end()
 	stopRun()
+	closeErr := closeVM()
 	if err != nil {
 		fmt.Fprintln(io.err, vm.FormatError(err))
+		return exitFailed
+	}
+	if closeErr != nil {
+		fmt.Fprintf(io.err, "skein run: %v\n", closeErr)
 		return exitFailed
 	}
 	return exitOK

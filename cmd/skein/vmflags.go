@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -23,6 +24,10 @@ type vmFlags struct {
 	maxSteps   uint64
 	timeout    time.Duration
 	maxTurns   int
+	provider   string
+	model      string
+	replay     string
+	record     string
 }
 
 func (f *vmFlags) register(fs *flag.FlagSet) {
@@ -34,6 +39,10 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.maxSteps, "max-steps", 0, "bound on Starlark execution steps per thread (0: none)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "cancel the run after this long, e.g. 30s (0: none)")
 	fs.IntVar(&f.maxTurns, "max-turns", vm.DefaultMaxTurns, "default hard cap on agent_loop turns per session")
+	fs.StringVar(&f.provider, "provider", os.Getenv("SKEIN_PROVIDER"), "default model provider: mock, openai, anthropic, ollama, ...; env SKEIN_PROVIDER")
+	fs.StringVar(&f.model, "model", "", "default model id")
+	fs.StringVar(&f.replay, "llm-replay", "", "answer model calls from this JSONL fixture only (offline, deterministic)")
+	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay")
 }
 
 // check validates flag values, returning a usage message.
@@ -47,6 +56,9 @@ func (f *vmFlags) check() error {
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
 	}
+	if f.replay != "" && f.record != "" {
+		return fmt.Errorf("--llm-replay and --llm-record cannot be used together")
+	}
 	return nil
 }
 
@@ -58,20 +70,72 @@ type vmConfig struct {
 	ids   func() string
 }
 
-// newState builds a VM from the flags.
-func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, error) {
+// newState builds a VM from the flags. The returned close function
+// flushes the --llm-record file and releases the store.
+func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error) {
 	clock := c.clock
 	if clock == nil {
 		clock = time.Now
 	}
 	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return builtins.NewState(vm.Options{
+	settings := builtins.DefaultLLM(os.Getenv)
+	settings.Provider, settings.Model = f.provider, f.model
+	queue := mock.New()
+	closers := []func() error{store.Shutdown}
+	closeAll := func() error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i]())
+		}
+		return errors.Join(errs...)
+	}
+	if f.replay != "" {
+		if err := loadReplay(queue, f.replay); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+	}
+	if f.record != "" {
+		file, err := os.OpenFile(f.record, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--llm-record: %v", err)
+		}
+		rec := mock.NewRecorder(file)
+		settings.Middleware = rec.Wrap
+		closers = append(closers, func() error { return errors.Join(rec.Err(), file.Close()) })
+	}
+	st, err := builtins.NewState(vm.Options{
 		Store: store, Clock: clock, NewID: c.ids, Stdout: io.out, Stderr: io.err,
-		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root,
+		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
 	})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return st, closeAll, nil
+}
+
+// loadReplay queues a fixture's responses and puts the mock in replay
+// mode: a request the fixture does not answer fails.
+func loadReplay(queue *mock.Mock, path string) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("--llm-replay: %v", err)
+	}
+	defer file.Close()
+	resps, err := mock.LoadFixture(file, path)
+	if err != nil {
+		return fmt.Errorf("--llm-replay: %v", err)
+	}
+	for _, r := range resps {
+		queue.Queue(r)
+	}
+	queue.SetReplay(path)
+	return nil
 }
 
 // errInterrupted is the cancellation cause of a run stopped by Ctrl-C.

@@ -17,6 +17,10 @@ import (
 // line's fields), sorted.
 var Keys = []string{"consume_match", "delay_ms", "error", "input_tokens", "match", "model", "output_tokens", "text", "thinking", "tool_calls"}
 
+// RequestKey is a fixture line's summary of the recorded request
+// ({provider, model, prompt}); replay ignores it.
+const RequestKey = "request"
+
 // ParseResponse builds a Response from its JSON-value form: the keys of
 // llm_mock. Unknown keys and wrong types are errors.
 func ParseResponse(m map[string]any) (Response, error) {
@@ -184,6 +188,7 @@ func LoadFixture(r io.Reader, name string) ([]Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
+		delete(m, RequestKey)
 		resp, err := ParseResponse(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
