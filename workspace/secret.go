@@ -15,15 +15,20 @@ import (
 // values and command environments. Code that needs the value calls
 // Reveal, which is easy to search for.
 //
-// The value is held behind a pointer, so that even printing a struct that
-// holds a Secret in an unexported field (which fmt does by reflection,
-// bypassing String) shows an address, not the value.
+// The value is held in a closure, out of reach of reflection: fmt prints
+// a struct that holds a Secret in an unexported field by reflection,
+// bypassing every method, and then shows a function address, not the
+// value. (A plain string field would be printed as it is.)
 type Secret struct {
 	name string
 	v    *secretValue
 }
 
-type secretValue struct{ s string }
+type secretValue struct{ get func() string }
+
+func newSecretValue(s string) *secretValue {
+	return &secretValue{get: func() string { return s }}
+}
 
 var (
 	_ fmt.Formatter  = Secret{}
@@ -50,13 +55,13 @@ func LookupSecret(name string, getenv func(string) (string, bool)) (Secret, erro
 	case v == "":
 		return Secret{}, fmt.Errorf("environment variable %q is empty", name)
 	}
-	return Secret{name: name, v: &secretValue{s: v}}, nil
+	return Secret{name: name, v: newSecretValue(v)}, nil
 }
 
 // NewSecret returns a Secret holding value under name, for secrets that do
 // not come from the environment (and for tests).
 func NewSecret(name, value string) Secret {
-	return Secret{name: name, v: &secretValue{s: value}}
+	return Secret{name: name, v: newSecretValue(value)}
 }
 
 func validEnvName(name string) bool {
@@ -80,7 +85,7 @@ func (s Secret) Reveal() string {
 	if s.v == nil {
 		return ""
 	}
-	return s.v.s
+	return s.v.get()
 }
 
 // IsZero reports whether s is the zero Secret (holding nothing).
