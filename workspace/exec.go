@@ -92,8 +92,14 @@ type RunResult struct {
 // The fs scope does not confine what an allowed command does once
 // started; the working directory check is about intent, not a sandbox.
 func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunResult, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("empty command")
+	}
+	if err := p.allowCmd(argv[0]); err != nil {
+		return nil, err
 	}
 	dir := p.root
 	if opts.Dir != "" {
@@ -236,19 +242,28 @@ func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunR
 	return res, nil
 }
 
-// lookCmd checks name against the allowlist and returns the path to run.
-func (p *Policy) lookCmd(name, dir string) (string, error) {
-	hasPath := strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator)
+func hasPathSep(name string) bool {
+	return strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator)
+}
+
+// allowCmd checks name (argv[0]) against the allowlist.
+func (p *Policy) allowCmd(name string) error {
+	hasPath := hasPathSep(name)
 	if !slices.Contains(p.cmds, name) {
 		switch {
 		case len(p.cmds) == 0:
-			return "", refusef("command %q is not allowed (no commands are allowed; use --allow-cmd)", name)
+			return refusef("command %q is not allowed (no commands are allowed; use --allow-cmd)", name)
 		case hasPath && slices.Contains(p.cmds, filepath.Base(name)):
-			return "", refusef("command %q is not allowed (allowed: %s; a command with a path must be allowed as written)", name, strings.Join(p.cmds, ", "))
+			return refusef("command %q is not allowed (allowed: %s; a command with a path must be allowed as written)", name, strings.Join(p.cmds, ", "))
 		}
-		return "", refusef("command %q is not allowed (allowed: %s)", name, strings.Join(p.cmds, ", "))
+		return refusef("command %q is not allowed (allowed: %s)", name, strings.Join(p.cmds, ", "))
 	}
-	if hasPath {
+	return nil
+}
+
+// lookCmd returns the path to run for an allowed name, in directory dir.
+func (p *Policy) lookCmd(name, dir string) (string, error) {
+	if hasPathSep(name) {
 		path := name
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(dir, path)

@@ -99,6 +99,11 @@ func TestRunAllowlist(t *testing.T) {
 			t.Errorf("Run(missing) = %v", err)
 		}
 	})
+	t.Run("allowlist before working directory", func(t *testing.T) {
+		p := mustNew(t, Config{Root: root, AllowCmds: []string{"sh"}})
+		_, err := p.Run(ctx, []string{"rm"}, RunOptions{Dir: "/"})
+		wantRefusal(t, err, `command "rm" is not allowed`)
+	})
 	t.Run("empty", func(t *testing.T) {
 		p := mustNew(t, Config{Root: root, AllowCmds: []string{"sh"}})
 		if _, err := p.Run(ctx, nil, RunOptions{}); err == nil || err.Error() != "empty command" {

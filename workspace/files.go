@@ -131,6 +131,9 @@ func (p *Policy) writeTarget(t *target, data []byte, flag int) error {
 func (p *Policy) Exists(path string) (bool, error) {
 	t, err := p.resolve(path, accessRead)
 	if err != nil {
+		if !errors.Is(err, ErrNotAllowed) && errors.Is(err, fs.ErrNotExist) {
+			return false, nil // a dangling link in scope
+		}
 		return false, err
 	}
 	if !t.exists {

@@ -63,7 +63,16 @@ type HTTPResponse struct {
 // address the host resolves to when dialling. It has no timeout: use the
 // request's context.
 func (p *Policy) HTTPClient() *http.Client {
-	return &http.Client{Transport: p.transport, CheckRedirect: p.checkRedirect(nil)}
+	return &http.Client{Transport: p.roundTripper(), CheckRedirect: p.checkRedirect(nil)}
+}
+
+// roundTripper returns p's transport, or for a Policy New did not build
+// one that refuses everything (never http.DefaultTransport).
+func (p *Policy) roundTripper() http.RoundTripper {
+	if p.transport == nil {
+		return &guardedTransport{p: p}
+	}
+	return p.transport
 }
 
 // Do sends r under the network policy (see HTTPClient) and returns the
@@ -71,6 +80,9 @@ func (p *Policy) HTTPClient() *http.Client {
 // first request as for a redirect; a timeout or ctx being done is an
 // error.
 func (p *Policy) Do(ctx context.Context, r HTTPRequest) (*HTTPResponse, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	method := r.Method
 	if method == "" {
 		method = http.MethodGet
@@ -210,7 +222,11 @@ type guardedTransport struct {
 }
 
 func (g *guardedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := g.p.checkURL(req.URL); err != nil {
+	err := g.p.checkURL(req.URL)
+	if err == nil && g.rt == nil {
+		err = g.p.check()
+	}
+	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}

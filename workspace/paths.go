@@ -69,6 +69,9 @@ func (p *Policy) scopeDir(a access) string {
 // resolve cleans path, makes it absolute against Root, resolves its
 // symbolic links and checks the result against the scope of a.
 func (p *Policy) resolve(path string, a access) (*target, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
 	if path == "" {
 		return nil, errors.New("empty path")
 	}
@@ -83,6 +86,9 @@ func (p *Policy) resolve(path string, a access) (*target, error) {
 	}
 	scope := p.scopeDir(a)
 	real, exists, err := evalExisting(abs)
+	if err == nil && p.tier == Full {
+		scope = filepath.VolumeName(real) + string(filepath.Separator)
+	}
 	if err != nil {
 		if !within(abs, scope) {
 			// Do not tell what is wrong with a path out of scope.

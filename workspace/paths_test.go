@@ -226,8 +226,14 @@ func TestPathErrors(t *testing.T) {
 	}
 	// A dangling symbolic link in scope cannot be resolved.
 	symlink(t, "nowhere", filepath.Join(tr.ws, "dangling"))
-	if err := p.WriteFile("dangling", []byte("x")); err == nil {
-		t.Error("WriteFile(dangling) succeeded")
+	if err := p.WriteFile("dangling", []byte("x")); err == nil || errors.Is(err, ErrNotAllowed) {
+		t.Errorf("WriteFile(dangling) = %v, want an error", err)
+	}
+	if ok, err := p.Exists("dangling"); ok || err != nil {
+		t.Errorf("Exists(dangling) = %v, %v, want false", ok, err)
+	}
+	if _, err := p.ReadFile("in.txt/x"); err == nil || err.Error() != `cannot resolve "in.txt/x": not a directory` {
+		t.Errorf("ReadFile(file/x) = %v", err)
 	}
 	if _, err := p.ReadFile("sub"); err == nil || !strings.Contains(err.Error(), "is a directory") {
 		t.Errorf("ReadFile(dir) = %v, want is a directory", err)

@@ -153,6 +153,15 @@ func New(c Config) (*Policy, error) {
 	return p, nil
 }
 
+// check refuses to use a Policy that New did not build: the zero Policy
+// would otherwise have an empty root, which every path is "inside".
+func (p *Policy) check() error {
+	if p.root == "" || !p.tier.valid() {
+		return errors.New("workspace policy not initialised (use workspace.New)")
+	}
+	return nil
+}
+
 // finish derives the fields that follow from the others.
 func (p *Policy) finish() {
 	p.net = make([]string, len(p.netRules))

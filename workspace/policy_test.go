@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -59,6 +60,28 @@ func TestNew(t *testing.T) {
 		if _, err := New(b.c); err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("New(%+v) = %v, want %q", b.c, err, b.want)
 		}
+	}
+}
+
+// A Policy that New did not build refuses everything rather than allowing
+// everything (its empty root would contain every path).
+func TestZeroPolicy(t *testing.T) {
+	var p Policy
+	const want = "workspace policy not initialised (use workspace.New)"
+	if _, err := p.ReadFile("/etc/hostname"); err == nil || err.Error() != want {
+		t.Errorf("ReadFile = %v", err)
+	}
+	if err := p.WriteFile("x", nil); err == nil || err.Error() != want {
+		t.Errorf("WriteFile = %v", err)
+	}
+	if _, err := p.Run(t.Context(), []string{"sh"}, RunOptions{}); err == nil || err.Error() != want {
+		t.Errorf("Run = %v", err)
+	}
+	if _, err := p.Do(t.Context(), HTTPRequest{URL: "http://127.0.0.1/"}); err == nil || err.Error() != want {
+		t.Errorf("Do = %v", err)
+	}
+	if _, err := p.HTTPClient().Get("http://127.0.0.1:1/"); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("HTTPClient().Get = %v", err)
 	}
 }
 
