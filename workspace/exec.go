@@ -85,9 +85,11 @@ type RunResult struct {
 // few others from skein's environment (never API keys or other secrets),
 // plus opts.Env and opts.SecretEnv. It runs in its own process group,
 // which is killed when the command exits (no process it started
-// outlives Run), when the timeout expires (TimedOut, Code -1, a nil
-// error) and when ctx is done (Code -1 and an error wrapping ctx.Err(),
-// with the output so far). A nonzero exit is a result, not an error.
+// outlives Run, unless it left the group with setsid), when the timeout
+// expires (TimedOut, Code -1, a nil error) and when ctx is done (Code -1
+// and an error wrapping ctx.Err(), with the output so far). Where there
+// are no process groups (Windows) only the command itself is killed. A
+// nonzero exit is a result, not an error.
 //
 // The fs scope does not confine what an allowed command does once
 // started; the working directory check is about intent, not a sandbox.

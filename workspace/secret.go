@@ -18,7 +18,8 @@ import (
 // The value is held in a closure, out of reach of reflection: fmt prints
 // a struct that holds a Secret in an unexported field by reflection,
 // bypassing every method, and then shows a function address, not the
-// value. (A plain string field would be printed as it is.)
+// value. (A plain string field would be printed as it is.) Secrets
+// compare equal (==) only when they come from the same lookup.
 type Secret struct {
 	name string
 	v    *secretValue
