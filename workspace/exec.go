@@ -1,0 +1,363 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Defaults of RunOptions.
+const (
+	DefaultTimeout   = 60 * time.Second
+	DefaultMaxOutput = 1 << 20 // bytes per stream
+)
+
+// outputGrace is how long Run waits, after the process group is gone, for
+// the output pipes to close. A process that left the group (setsid) and
+// kept them open does not hold Run up longer than this.
+const outputGrace = 2 * time.Second
+
+// inheritedEnv are the environment variables a command inherits from
+// skein's environment. Nothing else is passed unless given in
+// RunOptions.Env or RunOptions.SecretEnv.
+var inheritedEnv = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR",
+	"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME",
+	// Windows needs these to start most programs.
+	"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE",
+}
+
+// RunOptions are the options of Run. The zero value is usable.
+type RunOptions struct {
+	// Stdin is written to the command's standard input; "" gives it an
+	// empty input (/dev/null).
+	Stdin string
+	// Timeout bounds the run (DefaultTimeout if 0 or negative).
+	Timeout time.Duration
+	// Env are environment variables added to the minimal inherited
+	// environment, overriding it.
+	Env map[string]string
+	// SecretEnv are environment variables whose values are secrets,
+	// revealed only in the command's environment. They override Env.
+	SecretEnv map[string]Secret
+	// Dir is the working directory: "" for Root, otherwise a directory
+	// in write scope (a relative path is relative to Root).
+	Dir string
+	// MaxOutput caps what is kept of stdout and of stderr, each
+	// (DefaultMaxOutput if 0 or negative). The rest is read and dropped.
+	MaxOutput int
+}
+
+// RunResult is the outcome of a command that ran.
+type RunResult struct {
+	// Code is the exit status; 128+n when the command died of signal n;
+	// -1 when Run killed it (timeout or cancellation).
+	Code int
+	// Stdout and Stderr are the captured output, each ending with a
+	// "[truncated: N more bytes]" line when it went over MaxOutput.
+	Stdout, Stderr string
+	// Truncated reports that some output was dropped.
+	Truncated bool
+	// TimedOut reports that the command was killed at its timeout.
+	TimedOut bool
+}
+
+// Run executes argv (no shell) in the working directory, after checking
+// argv[0] against the command allowlist. An allowlist entry without a
+// slash ("go") allows argv[0] written exactly so, resolved in skein's
+// PATH (a PATH set in opts.Env affects the command's children, not this
+// lookup); an entry with a slash allows exactly that path as written, a
+// relative one being relative to the working directory. So "go" does not
+// allow "/tmp/go" or "./go": a path could name any binary, one the run
+// just wrote included. Nothing runs when the allowlist is empty.
+//
+// The command gets a minimal environment: PATH, HOME, the locale and a
+// few others from skein's environment (never API keys or other secrets),
+// plus opts.Env and opts.SecretEnv. It runs in its own process group,
+// which is killed when the command exits (no process it started
+// outlives Run, unless it left the group with setsid), when the timeout
+// expires (TimedOut, Code -1, a nil error) and when ctx is done (Code -1
+// and an error wrapping ctx.Err(), with the output so far). Where there
+// are no process groups (Windows) only the command itself is killed. A
+// nonzero exit is a result, not an error.
+//
+// The fs scope does not confine what an allowed command does once
+// started; the working directory check is about intent, not a sandbox.
+func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunResult, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("empty command")
+	}
+	if err := p.allowCmd(argv[0]); err != nil {
+		return nil, err
+	}
+	dir := p.root
+	if opts.Dir != "" {
+		t, err := p.resolve(opts.Dir, accessWrite)
+		if err != nil {
+			return nil, err
+		}
+		if !t.exists {
+			return nil, ioError("working directory", t, fs.ErrNotExist)
+		}
+		if fi, err := os.Stat(t.abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("working directory %q is not a directory", opts.Dir)
+		}
+		dir = t.abs
+	}
+	path, err := p.lookCmd(argv[0], dir)
+	if err != nil {
+		return nil, err
+	}
+	env, err := commandEnv(opts.Env, opts.SecretEnv)
+	if err != nil {
+		return nil, err
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	maxOut := opts.MaxOutput
+	if maxOut <= 0 {
+		maxOut = DefaultMaxOutput
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%q not started: %w", argv[0], err)
+	}
+
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Dir = dir
+	cmd.Env = env
+	setProcessGroup(cmd)
+
+	// Own the pipes rather than letting exec copy through them, so that
+	// Wait returns when the command exits even if a child holds them.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	var inR, inW *os.File
+	if opts.Stdin != "" {
+		if inR, inW, err = os.Pipe(); err != nil {
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, err
+		}
+		cmd.Stdin = inR
+	}
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if inR != nil {
+		inR.Close()
+	}
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if inW != nil {
+			inW.Close()
+		}
+		return nil, fmt.Errorf("start %q: %w", argv[0], errorCause(err))
+	}
+
+	stdout, stderr := &capped{max: maxOut}, &capped{max: maxOut}
+	var copies sync.WaitGroup
+	copies.Go(func() { io.Copy(stdout, outR) })
+	copies.Go(func() { io.Copy(stderr, errR) })
+	if inW != nil {
+		go func() {
+			io.WriteString(inW, opts.Stdin) // EPIPE if the command does not read it all
+			inW.Close()
+		}()
+	}
+
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var werr error
+	killed := false
+	select {
+	case werr = <-waited:
+	case <-runCtx.Done():
+		killGroup(cmd)
+		killed = true
+		werr = <-waited
+	}
+	// Kill what the command left running in its group. (The leader is
+	// reaped by now; its id names the group until the group is empty.)
+	killGroup(cmd)
+	if inW != nil {
+		inW.Close()
+	}
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(outputGrace):
+		outR.Close()
+		errR.Close()
+		<-copied
+	}
+	outR.Close()
+	errR.Close()
+
+	res := &RunResult{
+		Stdout:    stdout.String(),
+		Stderr:    stderr.String(),
+		Truncated: stdout.dropped > 0 || stderr.dropped > 0,
+	}
+	var exitErr *exec.ExitError
+	if werr != nil && !errors.As(werr, &exitErr) {
+		return nil, fmt.Errorf("wait for %q: %w", argv[0], werr)
+	}
+	res.Code = exitCode(cmd.ProcessState)
+	if killed {
+		res.Code = -1
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("%q cancelled: %w", argv[0], ctx.Err())
+		}
+		res.TimedOut = true
+	}
+	return res, nil
+}
+
+func hasPathSep(name string) bool {
+	return strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator)
+}
+
+// allowCmd checks name (argv[0]) against the allowlist.
+func (p *Policy) allowCmd(name string) error {
+	hasPath := hasPathSep(name)
+	if !slices.Contains(p.cmds, name) {
+		switch {
+		case len(p.cmds) == 0:
+			return refusef("command %q is not allowed (no commands are allowed; use --allow-cmd)", name)
+		case hasPath && slices.Contains(p.cmds, filepath.Base(name)):
+			return refusef("command %q is not allowed (allowed: %s; a command with a path must be allowed as written)", name, strings.Join(p.cmds, ", "))
+		}
+		return refusef("command %q is not allowed (allowed: %s)", name, strings.Join(p.cmds, ", "))
+	}
+	return nil
+}
+
+// lookCmd returns the path to run for an allowed name, in directory dir.
+func (p *Policy) lookCmd(name, dir string) (string, error) {
+	if hasPathSep(name) {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		found, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("command %q: %w", name, errorCause(err))
+		}
+		return found, nil
+	}
+	found, err := exec.LookPath(name)
+	if err != nil {
+		var ee *exec.Error
+		if errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrDot) {
+			return "", fmt.Errorf("command %q resolves to a relative PATH entry; refusing to run it", name)
+		}
+		return "", fmt.Errorf("command %q not found in PATH", name)
+	}
+	return found, nil
+}
+
+// commandEnv builds a command's environment, sorted by name.
+func commandEnv(extra map[string]string, secrets map[string]Secret) ([]string, error) {
+	env := map[string]string{}
+	for _, k := range inheritedEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range extra {
+		if err := checkEnvVar(k, v); err != nil {
+			return nil, err
+		}
+		env[k] = v
+	}
+	for k, s := range secrets {
+		if err := checkEnvVar(k, s.Reveal()); err != nil {
+			return nil, err
+		}
+		env[k] = s.Reveal()
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// checkEnvVar checks a variable; its message never includes the value.
+func checkEnvVar(name, value string) error {
+	if name == "" || strings.ContainsAny(name, "=\x00") {
+		return fmt.Errorf("invalid environment variable name %q", name)
+	}
+	if strings.ContainsRune(value, 0) {
+		return fmt.Errorf("environment variable %q: value contains a NUL byte", name)
+	}
+	return nil
+}
+
+// capped keeps the first max bytes written to it and counts the rest.
+type capped struct {
+	buf     []byte
+	max     int
+	dropped int64
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	n := len(b)
+	if room := c.max - len(c.buf); room < len(b) {
+		c.dropped += int64(len(b) - max(room, 0))
+		b = b[:max(room, 0)]
+	}
+	c.buf = append(c.buf, b...)
+	return n, nil
+}
+
+// String returns what was kept, with a truncation marker if anything was
+// dropped. A character cut by the cap is dropped too.
+func (c *capped) String() string {
+	if c.dropped == 0 {
+		return string(c.buf)
+	}
+	buf, dropped := c.buf, c.dropped
+	for i := len(buf) - 1; i >= 0 && i >= len(buf)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(buf[i]) {
+			if !utf8.FullRune(buf[i:]) {
+				dropped += int64(len(buf) - i)
+				buf = buf[:i]
+			}
+			break
+		}
+	}
+	return fmt.Sprintf("%s\n[truncated: %d more bytes]", buf, dropped)
+}

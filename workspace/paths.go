@@ -1,0 +1,262 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// access is the kind of access a path is resolved for.
+type access int
+
+const (
+	accessRead access = iota
+	accessWrite
+)
+
+// target is a path resolved and checked against the policy: the result of
+// the check step, consumed by the open step (openTarget and friends).
+type target struct {
+	given  string // as the caller wrote it, for messages
+	abs    string // absolute, clean, symbolic links resolved
+	scope  string // the scope directory abs was checked against
+	rel    string // abs relative to scope: "." or "a/b"
+	exists bool   // whether abs existed when resolved
+	access access
+}
+
+// ResolveRead returns the absolute path, symbolic links resolved, that a
+// read of path would use, or an error if the policy refuses it. A relative
+// path is relative to Root. The path need not exist: the links of its
+// nearest existing parent are resolved and the rest appended.
+func (p *Policy) ResolveRead(path string) (string, error) {
+	t, err := p.resolve(path, accessRead)
+	if err != nil {
+		return "", err
+	}
+	return t.abs, nil
+}
+
+// ResolveWrite is ResolveRead for a write: the path must be in write
+// scope (Root, or anywhere for the full tier).
+func (p *Policy) ResolveWrite(path string) (string, error) {
+	t, err := p.resolve(path, accessWrite)
+	if err != nil {
+		return "", err
+	}
+	return t.abs, nil
+}
+
+// ResolveList is ResolveRead for listing a directory; listing is a read.
+func (p *Policy) ResolveList(dir string) (string, error) {
+	return p.ResolveRead(dir)
+}
+
+// scopeDir returns the directory accesses of kind a are confined to.
+func (p *Policy) scopeDir(a access) string {
+	switch {
+	case p.tier == Full:
+		return string(filepath.Separator)
+	case p.tier == Project && a == accessRead && p.gitRoot != "":
+		return p.gitRoot
+	}
+	return p.root
+}
+
+// resolve cleans path, makes it absolute against Root, resolves its
+// symbolic links and checks the result against the scope of a.
+func (p *Policy) resolve(path string, a access) (*target, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	if strings.ContainsRune(path, 0) {
+		return nil, fmt.Errorf("path %q contains a NUL byte", path)
+	}
+	abs := path
+	if filepath.IsAbs(abs) {
+		abs = filepath.Clean(abs)
+	} else {
+		abs = filepath.Join(p.root, abs)
+	}
+	scope := p.scopeDir(a)
+	real, exists, err := evalExisting(abs)
+	if err == nil && p.tier == Full {
+		scope = filepath.VolumeName(real) + string(filepath.Separator)
+	}
+	if err != nil {
+		if !within(abs, scope) {
+			// Do not tell what is wrong with a path out of scope.
+			return nil, p.outside(path, a, "")
+		}
+		return nil, fmt.Errorf("cannot resolve %q: %w", path, errorCause(err))
+	}
+	if !within(real, scope) {
+		how := ""
+		if within(abs, scope) {
+			how = "resolves through a symbolic link to"
+		}
+		return nil, p.outside(path, a, how)
+	}
+	rel, err := filepath.Rel(scope, real)
+	if err != nil {
+		return nil, fmt.Errorf("cannot resolve %q: %w", path, err)
+	}
+	return &target{given: path, abs: real, scope: scope, rel: rel, exists: exists, access: a}, nil
+}
+
+// outside returns the refusal of path for an access of kind a. how
+// replaces "is" in "path %q is outside ...".
+func (p *Policy) outside(path string, a access, how string) error {
+	if how == "" {
+		how = "is"
+	}
+	switch {
+	case p.tier == Project && a == accessRead && p.gitRoot != "":
+		return refusef("path %q %s outside the git project (fs scope project: reads only under %s)", path, how, p.gitRoot)
+	case p.tier == Project && a == accessRead:
+		return refusef("path %q %s outside the workspace (fs scope project, no git root: reads only inside %s)", path, how, p.root)
+	case p.tier == Project:
+		return refusef("path %q %s outside the workspace (fs scope project: writes only inside %s)", path, how, p.root)
+	}
+	return refusef("path %q %s outside the workspace (fs scope %s: %s)", path, how, p.tier, p.root)
+}
+
+// evalExisting resolves the symbolic links of abs (absolute and clean).
+// When abs does not exist, it resolves its nearest existing parent and
+// appends the remaining components, and reports exists false.
+func evalExisting(abs string) (real string, exists bool, err error) {
+	real, err = filepath.EvalSymlinks(abs)
+	if err == nil {
+		return real, true, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	dir, rest := abs, []string(nil)
+	for {
+		_, lerr := os.Lstat(dir)
+		if lerr == nil {
+			break
+		}
+		if !errors.Is(lerr, fs.ErrNotExist) {
+			return "", false, lerr
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false, err
+		}
+		rest = append(rest, filepath.Base(dir))
+		dir = parent
+	}
+	if len(rest) == 0 {
+		// abs itself exists (Lstat) but does not resolve: a dangling
+		// symbolic link somewhere along it.
+		return "", false, fmt.Errorf("dangling symbolic link: %w", errorCause(err))
+	}
+	real, err = filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", false, fmt.Errorf("dangling symbolic link: %w", errorCause(err))
+	}
+	parts := make([]string, 0, len(rest)+1)
+	parts = append(parts, real)
+	for i := len(rest) - 1; i >= 0; i-- {
+		parts = append(parts, rest[i])
+	}
+	return filepath.Join(parts...), false, nil
+}
+
+// within reports whether path is dir or below it. Both are absolute and
+// clean.
+func within(path, dir string) bool {
+	if path == dir {
+		return true
+	}
+	if !strings.HasSuffix(dir, string(filepath.Separator)) {
+		dir += string(filepath.Separator)
+	}
+	return strings.HasPrefix(path, dir)
+}
+
+// errorCause strips the *fs.PathError and *os.LinkError wrappers (which
+// repeat an absolute path) from err.
+func errorCause(err error) error {
+	for {
+		var pe *fs.PathError
+		var le *os.LinkError
+		switch {
+		case errors.As(err, &pe):
+			err = pe.Err
+		case errors.As(err, &le):
+			err = le.Err
+		default:
+			return err
+		}
+	}
+}
+
+// ioError reports err from operation op on the path the caller wrote.
+func ioError(op string, t *target, err error) error {
+	return fmt.Errorf("%s %q: %w", op, t.given, errorCause(err))
+}
+
+// isEscape reports whether err is os.Root's refusal of a path that leads
+// out of the root. (os does not export that error; the tests would catch
+// a change of its text.)
+func isEscape(err error) bool {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	cause := errorCause(err)
+	return cause != nil && cause.Error() == "path escapes from parent"
+}
+
+// withRoot opens t's scope directory as an os.Root and calls fn with it
+// and t's path relative to it. A refusal by os.Root (the path changed
+// since it was checked and now leads out of scope) becomes a refusal
+// naming t; any other error from fn is returned as it is.
+func (p *Policy) withRoot(t *target, fn func(r *os.Root, rel string) error) error {
+	r, err := os.OpenRoot(t.scope)
+	if err != nil {
+		return fmt.Errorf("open scope directory %s: %w", t.scope, errorCause(err))
+	}
+	defer r.Close()
+	err = fn(r, t.rel)
+	if isEscape(err) {
+		return p.outside(t.given, t.access, "changed while being opened and now leads")
+	}
+	return err
+}
+
+// openTarget opens t with flag and perm through its scope's os.Root, so
+// that the file opened is beneath the scope directory even if the path
+// was changed after the check. This is the open step of every file
+// operation.
+func (p *Policy) openTarget(t *target, flag int, perm fs.FileMode) (*os.File, error) {
+	var f *os.File
+	err := p.withRoot(t, func(r *os.Root, rel string) error {
+		if flag&os.O_CREATE != 0 {
+			if dir := filepath.Dir(rel); dir != "." {
+				if err := r.MkdirAll(dir, 0o755); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		f, err = r.OpenFile(rel, flag, perm)
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotAllowed) {
+			return nil, err
+		}
+		return nil, ioError("open", t, err)
+	}
+	return f, nil
+}
