@@ -175,6 +175,9 @@ type loop struct {
 	texts  []string
 	nudges int
 	reply  *llm.Response // the last reply (Call)
+	// lastSeq is the seq of the latest stored event: text deltas, which
+	// are not stored, carry it so subscribers see seq never decrease.
+	lastSeq int64
 }
 
 // Run runs the loop. It returns an error when the loop fails (a model
@@ -277,6 +280,9 @@ func (l *loop) write(ch *sessions.Change) error {
 		return err
 	}
 	l.res.Messages = append(l.res.Messages, ch.Append...)
+	if n := len(events); n > 0 {
+		l.lastSeq = events[n-1].Seq
+	}
 	return l.emit(events...)
 }
 
@@ -441,7 +447,7 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 			if d.Text == "" || emitErr != nil {
 				return
 			}
-			emitErr = cfg.Hooks.Emit(sessions.Event{Type: EventTextDelta, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}})
+			emitErr = cfg.Hooks.Emit(sessions.Event{Type: EventTextDelta, Seq: l.lastSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}})
 		}
 	}
 	retry := cfg.Retry

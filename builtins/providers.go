@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -24,7 +25,8 @@ const requestTimeout = 5 * time.Minute
 // SKEIN_OLLAMA_BASE_URL, ANTHROPIC_BASE_URL.
 func DefaultLLM(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
-		Getenv: getenv,
+		Getenv:     getenv,
+		HTTPClient: providerClient(),
 		Factories: map[string]llm.Factory{
 			llm.ProviderOpenAI:    openAIFactory,
 			llm.ProviderOllama:    openAIFactory,
@@ -62,6 +64,16 @@ func anthropicFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 	}
 	cfg.HTTPClient, cfg.Timeout = pc.HTTPClient, requestTimeout
 	return anthropic.New(cfg)
+}
+
+// providerClient is the HTTP client of a VM's real providers: the default
+// transport, keeping enough idle connections per host that many
+// concurrent agent loops against one provider reuse their connections
+// instead of reconnecting for every call (Go's default keeps two).
+func providerClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
 }
 
 // keyVar is the environment variable holding the key of an

@@ -24,9 +24,15 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			// Hermetic: no provider keys or skein settings leak in.
-			for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP"} {
+			for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+				"SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP", "SKEIN_OLLAMA_BASE_URL"} {
 				env.Setenv(k, "")
 			}
+			// a fake OpenAI-compatible server for provider tests
+			fake := newFakeOpenAI(0)
+			env.Defer(fake.Close)
+			env.Setenv("FAKE_OPENAI_URL", fake.URL+"/v1")
+			env.Setenv("FAKE_KEY", fakeKey)
 			return nil
 		},
 	})

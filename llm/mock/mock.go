@@ -8,7 +8,9 @@
 // unless ConsumeMatch. With nothing matching, the "mock" provider itself
 // answers "Mock response to N-word prompt: <first 100 chars of the last
 // user message>"; other providers fall through to the real one, except in
-// replay mode, where a request with no fixture fails loudly.
+// replay mode, where a request with no fixture fails loudly. A text reply
+// to a streaming request is delivered to Request.OnDelta in one piece, as
+// a real provider would stream it.
 package mock
 
 import (
@@ -223,6 +225,9 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 	if r.Thinking != "" {
 		resp.Thinking = []sessions.Block{{Type: sessions.BlockThinking, Thinking: r.Thinking, Signature: "mock-signature"}}
 	}
+	if req.Stream && req.OnDelta != nil && r.Text != "" {
+		req.OnDelta(llm.Delta{Text: r.Text}) // like a real provider streaming, in one piece
+	}
 	resp.Usage.InputTokens = r.InputTokens
 	if r.InputTokens < 0 {
 		resp.Usage.InputTokens = estimate(RequestText(req))
@@ -249,6 +254,9 @@ func defaultReply(req *llm.Request) *llm.Response {
 		prefix = string(r[:100])
 	}
 	text := fmt.Sprintf("Mock response to %d-word prompt: %s", words, prefix)
+	if req.Stream && req.OnDelta != nil {
+		req.OnDelta(llm.Delta{Text: text})
+	}
 	return &llm.Response{Text: text, Model: modelOf(req), StopReason: llm.StopEnd,
 		Usage: llm.Usage{InputTokens: estimate(RequestText(req)), OutputTokens: estimate(text)}}
 }

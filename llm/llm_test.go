@@ -1,0 +1,143 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestResolveName(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	tests := []struct {
+		name              string
+		def, explicit, md string
+		getenv            func(string) string
+		want, err         string
+	}{
+		{"explicit wins", "anthropic", "mock", "gpt-4o", env(), "mock", ""},
+		{"vm default", "ollama", "", "claude-3", env(), "ollama", ""},
+		{"claude model", "", "", "claude-sonnet-4-5", env(), "anthropic", ""},
+		{"gpt model", "", "", "gpt-4.1-mini", env(), "openai", ""},
+		{"o-series", "", "", "o3-mini", env(), "openai", ""},
+		{"o1", "", "", "o1", env(), "openai", ""},
+		{"chatgpt", "", "", "chatgpt-4o-latest", env(), "openai", ""},
+		{"not o-series", "", "", "olmo-2", env("OPENAI_API_KEY", "k"), "openai", ""},
+		{"anthropic key first", "", "", "llama3", env("ANTHROPIC_API_KEY", "a", "OPENAI_API_KEY", "o"), "anthropic", ""},
+		{"openai key", "", "", "", env("OPENAI_API_KEY", "o"), "openai", ""},
+		{"nothing", "", "", "llama3", env(), "", "no provider configured"},
+	}
+	for _, tc := range tests {
+		s := &Settings{Provider: tc.def, Getenv: tc.getenv}
+		got, err := s.ResolveName(tc.explicit, tc.md)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), `provider="mock"`) {
+				t.Errorf("%s: err = %v", tc.name, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+type flaky struct {
+	name  string
+	errs  []error
+	calls int
+}
+
+func (f *flaky) Name() string { return f.name }
+
+func (f *flaky) Complete(ctx context.Context, req *Request) (*Response, error) {
+	f.calls++
+	if len(f.errs) > 0 {
+		err := f.errs[0]
+		f.errs = f.errs[1:]
+		return nil, err
+	}
+	return &Response{Text: "ok from " + f.name}, nil
+}
+
+func TestRetryDelays(t *testing.T) {
+	var waits []time.Duration
+	p := RetryPolicy{Retries: 4, Backoff: 500 * time.Millisecond, Sleep: func(ctx context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		return nil
+	}}
+	f := &flaky{name: "p", errs: []error{
+		&Error{Category: RateLimit}, &Error{Category: Overloaded},
+		&Error{Category: RateLimit, RetryAfter: 3 * time.Second}, &Error{Category: Network, RetryAfter: 5 * time.Minute},
+	}}
+	resp, err := p.Call(context.Background(), func() (*Response, error) { return f.Complete(context.Background(), &Request{}) })
+	if err != nil || resp.Text != "ok from p" {
+		t.Fatal(resp, err)
+	}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 3 * time.Second, MaxRetryDelay}
+	if len(waits) != len(want) {
+		t.Fatalf("waits = %v", waits)
+	}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Errorf("wait %d = %v, want %v", i, waits[i], want[i])
+		}
+	}
+}
+
+func TestRetryStopsOnTerminalAndNoRetry(t *testing.T) {
+	p := RetryPolicy{Retries: 3, Sleep: func(context.Context, time.Duration) error { return nil }}
+	for _, e := range []*Error{{Category: Auth}, {Category: ServerError, NoRetry: true}} {
+		f := &flaky{errs: []error{e, e}}
+		_, err := p.Call(context.Background(), func() (*Response, error) { return f.Complete(context.Background(), &Request{}) })
+		if err == nil || f.calls != 1 {
+			t.Errorf("%+v: calls %d err %v", e, f.calls, err)
+		}
+	}
+}
+
+func TestRetrySleepIsCancellable(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := RetryPolicy{Retries: 3, Backoff: time.Hour}
+	f := &flaky{errs: []error{&Error{Category: RateLimit}}}
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err := p.Call(ctx, func() (*Response, error) { return f.Complete(ctx, &Request{}) })
+	if !errors.Is(err, context.Canceled) || time.Since(start) > 5*time.Second {
+		t.Fatalf("err = %v after %v", err, time.Since(start))
+	}
+}
+
+func TestFallback(t *testing.T) {
+	noSleep := RetryPolicy{Retries: 1, Sleep: func(context.Context, time.Duration) error { return nil }}
+	a := &flaky{name: "a", errs: []error{&Error{Provider: "a", Category: Overloaded, Message: "busy"}, &Error{Provider: "a", Category: Overloaded, Message: "busy"}}}
+	b := &flaky{name: "b"}
+	resp, err := Fallback(context.Background(), []Target{{Provider: a}, {Provider: b, Model: "m2"}}, noSleep, &Request{Model: "m1"})
+	if err != nil || resp.Provider != "b" || resp.Model != "m2" || a.calls != 2 {
+		t.Fatalf("resp %+v err %v a.calls %d", resp, err, a.calls)
+	}
+	// context_length is returned at once: another provider would fail too
+	c := &flaky{name: "c", errs: []error{&Error{Provider: "c", Category: ContextLength}}}
+	d := &flaky{name: "d"}
+	_, err = Fallback(context.Background(), []Target{{Provider: c}, {Provider: d}}, noSleep, &Request{})
+	if e, ok := AsError(err); !ok || e.Category != ContextLength || d.calls != 0 {
+		t.Fatalf("err %v d.calls %d", err, d.calls)
+	}
+	// everything failing names every attempt and unwraps to the last
+	e1 := &flaky{name: "e1", errs: []error{&Error{Provider: "e1", Category: Auth, Message: "no"}}}
+	e2 := &flaky{name: "e2", errs: []error{&Error{Provider: "e2", Category: InvalidRequest, Message: "bad"}}}
+	_, err = Fallback(context.Background(), []Target{{Provider: e1}, {Provider: e2}}, noSleep, &Request{})
+	if err == nil || err.Error() != "every provider failed: e1: auth: no; then e2: invalid_request: bad" {
+		t.Fatalf("err = %v", err)
+	}
+	if e, ok := AsError(err); !ok || e.Provider != "e2" {
+		t.Fatalf("does not unwrap to the last: %v", err)
+	}
+}
