@@ -19,12 +19,13 @@ import (
 // lines unless a single line is longer than their share, which is then cut
 // (never inside a UTF-8 sequence).
 //
-// The result never exceeds maxChars: the budget is split into a third for
-// the head, a third for the tail and a third for diagnostic lines, after
-// reserving room for two markers (each reserved at its largest possible
-// size, with the whole text's line and byte counts); every further marker
-// is paid from the diagnostics' third before its line is taken, and what
-// the diagnostics leave unused goes to the head and the tail. A last check
+// The result never exceeds maxChars: after reserving room for two markers
+// (each at its largest possible size, with the whole text's line and byte
+// counts), a quarter of the budget goes to the head, a quarter to the tail
+// and half to diagnostic lines, taken in order while they fit; every
+// further marker is paid from the diagnostics' half before its line is
+// taken, and what the diagnostics leave unused goes to the head and the
+// tail. A last check
 // falls back to a plain cut. When maxChars is too small to hold two
 // markers, the result is the first maxChars bytes.
 func Microcompact(text string, maxChars int) string {
@@ -40,7 +41,7 @@ func Microcompact(text string, maxChars int) string {
 		return text[:cutPrefix(text, maxChars)]
 	}
 	avail := maxChars - reserve
-	headBudget, tailBudget := avail/3, avail/3
+	headBudget, tailBudget := avail/4, avail/4
 	diagBudget := avail - headBudget - tailBudget
 	h := headEnd(text, headBudget)
 	t := tailStart(text, tailBudget)
@@ -107,7 +108,9 @@ func Microcompact(text string, maxChars int) string {
 type span struct{ start, end int }
 
 // assemble writes the kept spans of text in order, with a marker line for
-// each gap between them.
+// each gap between them. A gap no longer than its marker line is written
+// as it is. After a cut line, the gap's leading newline is kept (or, when it
+// has none, a newline is added) so the marker starts a line.
 func assemble(text string, segs []span, size int) string {
 	var b strings.Builder
 	b.Grow(size)
@@ -115,11 +118,22 @@ func assemble(text string, segs []span, size int) string {
 	for i, s := range segs {
 		if i > 0 && s.start > prev {
 			gap := text[prev:s.start]
-			if b.Len() > 0 && text[prev-1] != '\n' {
+			marker := omitted(lineCount(gap), len(gap))
+			switch {
+			case len(gap) <= len(marker)+1:
+				b.WriteString(gap)
+				gap = ""
+			case b.Len() > 0 && text[prev-1] != '\n':
+				b.WriteByte('\n')
+				if gap[0] == '\n' {
+					gap = gap[1:]
+					marker = omitted(lineCount(gap), len(gap))
+				}
+			}
+			if gap != "" {
+				b.WriteString(marker)
 				b.WriteByte('\n')
 			}
-			b.WriteString(omitted(lineCount(gap), len(gap)))
-			b.WriteByte('\n')
 		}
 		b.WriteString(text[s.start:s.end])
 		prev = s.end
