@@ -73,16 +73,17 @@ func Compact(ctx context.Context, msgs []sessions.Message, prevSummary *string, 
 				return false, nil
 			}
 		}
-		b, declined, err := summarize(ctx, strategy, archived, &opts)
+		head := header(standsFor(archived), strategy) + "\n"
+		text, declined, err := summarize(ctx, strategy, archived, &opts, head)
 		if err != nil || declined {
 			return false, err
 		}
 		out := make([]sessions.Message, 0, lo+1+len(res.Messages)-cut)
 		out = append(out, res.Messages[:lo]...)
-		out = append(out, SummaryMessage(standsFor(archived), strategy, b))
+		out = append(out, sessions.Message{Role: sessions.RoleUser, Text: text})
 		out = append(out, res.Messages[cut:]...)
 		prevArchived = prevArchived || holdsSummary(archived, prevSummary)
-		body = b
+		body = text[len(head):]
 		res.Messages = out
 		res.Strategy = strategy
 		res.TokensAfter = EstimateTokens(out)

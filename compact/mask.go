@@ -15,8 +15,8 @@ const (
 	maskPreviewChars = 200 // the shown first line is cut to this
 )
 
-// maskSummary renders the observation_mask strategy's summary body: one
-// entry per archived message, separated by newlines.
+// maskSummary appends the observation_mask strategy's summary body to buf:
+// one entry per archived message, separated by newlines.
 //
 //   - An earlier summary message contributes its body verbatim (it is
 //     already compacted), with no label; an empty body contributes nothing.
@@ -30,8 +30,13 @@ const (
 //     message: "LABEL OVERRIDE", for any role.
 //
 // A message with nothing to show renders as its label alone.
-func maskSummary(archived []sessions.Message, overrides []*string) string {
-	var buf []byte
+func maskSummary(buf []byte, archived []sessions.Message, overrides []*string) []byte {
+	start := len(buf)
+	sep := func() {
+		if len(buf) > start {
+			buf = append(buf, '\n')
+		}
+	}
 	for i := range archived {
 		m := &archived[i]
 		var override *string
@@ -41,12 +46,12 @@ func maskSummary(archived []sessions.Message, overrides []*string) string {
 		info, isSummary := ParseSummary(m)
 		if isSummary && override == nil {
 			if info.Body != "" {
-				buf = appendEntrySep(buf)
+				sep()
 				buf = append(buf, info.Body...)
 			}
 			continue
 		}
-		buf = appendEntrySep(buf)
+		sep()
 		buf = appendLabel(buf, m, isSummary)
 		mark := len(buf)
 		buf = append(buf, ' ')
@@ -62,14 +67,25 @@ func maskSummary(archived []sessions.Message, overrides []*string) string {
 			buf = buf[:mark]
 		}
 	}
-	return string(buf)
+	return buf
 }
 
-func appendEntrySep(buf []byte) []byte {
-	if len(buf) > 0 {
-		buf = append(buf, '\n')
+// maskSize estimates the size of maskSummary's output, to size its buffer.
+func maskSize(archived []sessions.Message) int {
+	n := 0
+	for i := range archived {
+		m := &archived[i]
+		n += 24 + len(m.Name)
+		switch {
+		case m.Role == sessions.RoleAssistant:
+			n += len(m.Text) + 96*len(m.ToolCalls)
+		case len(m.Text) <= maskMaxChars:
+			n += len(m.Text)
+		default:
+			n += maskPreviewChars/2 + 32
+		}
 	}
-	return buf
+	return n
 }
 
 // appendMasked appends text unchanged when it is not long, else its first

@@ -8,14 +8,16 @@ import (
 	"github.com/skein-dev/skein/sessions"
 )
 
-// summarize runs the named strategy over archived and returns the summary
-// body. declined is set when a custom Compactor returned ErrNoSummary.
-// Errors of the Compactor and the MaskFunc are returned unchanged, so a
-// Starlark error keeps its traceback.
-func summarize(ctx context.Context, strategy string, archived []sessions.Message, opts *Options) (body string, declined bool, err error) {
+// summarize runs the named strategy over archived and returns the text of
+// the summary message: head (its header line and a newline) followed by
+// the summary body. declined is set when a custom Compactor returned
+// ErrNoSummary. Errors of the Compactor and the MaskFunc are returned
+// unchanged, so a Starlark error keeps its traceback.
+func summarize(ctx context.Context, strategy string, archived []sessions.Message, opts *Options, head string) (text string, declined bool, err error) {
 	switch strategy {
 	case StrategyTruncate:
-		return truncateSummary(archived), false, nil
+		buf := append(make([]byte, 0, len(head)+truncateMaxEntries*(truncateMaxChars+40)), head...)
+		return string(truncateSummary(buf, archived)), false, nil
 	case StrategyObservationMask:
 		var overrides []*string
 		if opts.Mask != nil {
@@ -26,16 +28,17 @@ func summarize(ctx context.Context, strategy string, archived []sessions.Message
 				return "", false, fmt.Errorf("mask_callback: got %d entries for %d messages, want one per message", len(overrides), len(archived))
 			}
 		}
-		return maskSummary(archived, overrides), false, nil
+		buf := append(make([]byte, 0, len(head)+maskSize(archived)), head...)
+		return string(maskSummary(buf, archived, overrides)), false, nil
 	case StrategyLLM:
 		body, err := llmSummary(ctx, shortenToolOutputs(archived, opts.ToolOutputMaxChars), opts)
-		return body, false, err
+		return head + body, false, err
 	case StrategyCustom:
 		body, err := opts.Custom.Compact(ctx, shortenToolOutputs(archived, opts.ToolOutputMaxChars))
 		if errors.Is(err, ErrNoSummary) {
 			return "", true, nil
 		}
-		return body, false, err
+		return head + body, false, err
 	}
 	return "", false, fmt.Errorf("unknown strategy '%s'", strategy) // Options.Validate prevents this
 }

@@ -12,15 +12,15 @@ const (
 	truncateMaxChars   = 500 // per entry, after its label
 )
 
-// truncateSummary renders the truncate strategy's summary body: one line
+// truncateSummary appends the truncate strategy's summary body to buf: one line
 // per archived message, "LABEL TEXT", for the first truncateMaxEntries
 // messages, then "... and N more" when there were more. TEXT is the
 // message's body (see appendBody; an earlier summary message contributes
 // its body under the label "[summary]") with every run of whitespace
 // turned into one space; when longer than truncateMaxChars it is cut there
 // and ends with "...".
-func truncateSummary(archived []sessions.Message) string {
-	var buf, body []byte
+func truncateSummary(buf []byte, archived []sessions.Message) []byte {
+	var body []byte
 	for i := range archived[:min(len(archived), truncateMaxEntries)] {
 		if i > 0 {
 			buf = append(buf, '\n')
@@ -40,7 +40,7 @@ func truncateSummary(archived []sessions.Message) string {
 		buf = strconv.AppendInt(buf, int64(more), 10)
 		buf = append(buf, " more"...)
 	}
-	return string(buf)
+	return buf
 }
 
 // appendFlat appends a space and s with every run of ASCII whitespace
