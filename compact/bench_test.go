@@ -55,7 +55,7 @@ func BenchmarkCompactObservationMask100k(b *testing.B) {
 	o := DefaultOptions()
 	b.ReportAllocs()
 	for b.Loop() {
-		res, err := Compact(context.Background(), msgs, nil, o)
+		res, err := Compact(context.Background(), msgs, o)
 		if err != nil || !res.Compacted {
 			b.Fatalf("compact: %v", err)
 		}

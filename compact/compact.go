@@ -2,6 +2,8 @@ package compact
 
 import (
 	"context"
+	"reflect"
+	"strings"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -12,8 +14,8 @@ type Result struct {
 	// message, the kept suffix. When Compacted is false it is the input
 	// slice itself.
 	Messages []sessions.Message
-	// Summary is the new running summary (see the package doc); when
-	// Compacted is false, the previous one ("" if none).
+	// Summary is RunningSummary(Messages): normally the body of the
+	// summary message Compact wrote (see the package doc).
 	Summary string
 	// Archived counts the input messages the summary message replaced
 	// (an earlier summary message among them counts as one).
@@ -32,19 +34,19 @@ type Result struct {
 
 // Compact runs the compaction engine over msgs, a valid transcript (as the
 // session store keeps them), and returns the new view; msgs itself is never
-// modified. prevSummary is the session's running summary before this call
-// (nil if none). See the package doc for the split rule, the strategies,
-// the summary message, the running summary and tier 2.
+// modified. See the package doc for the split rule, the strategies, the
+// summary message, the running summary and tier 2.
 //
 // Nothing is compacted (Compacted false, Messages is msgs) when the
 // estimate is below opts.TokenThreshold, when the split rule finds nothing
-// to archive, when the only message to archive is the previous summary
-// message (tier 1), or when a custom Compactor declines with ErrNoSummary.
+// to archive, when the only message tier 1 would archive is an earlier
+// summary message, when a custom Compactor declines with ErrNoSummary, or
+// when tier 2 would only replace a summary message by an identical one.
 //
 // Errors: invalid options (see Options.Validate), ctx's error, a failed or
 // empty llm summary, a MaskFunc returning the wrong number of entries, and
 // the errors of a Compactor or MaskFunc, returned unchanged.
-func Compact(ctx context.Context, msgs []sessions.Message, prevSummary *string, opts Options) (*Result, error) {
+func Compact(ctx context.Context, msgs []sessions.Message, opts Options) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -53,14 +55,10 @@ func Compact(ctx context.Context, msgs []sessions.Message, prevSummary *string, 
 	}
 	before := EstimateTokens(msgs)
 	res := &Result{Messages: msgs, TokensBefore: before, TokensAfter: before}
-	if prevSummary != nil {
-		res.Summary = *prevSummary
-	}
 	if opts.TokenThreshold > 0 && before < opts.TokenThreshold {
+		res.Summary = RunningSummary(msgs)
 		return res, nil
 	}
-	prevArchived := false
-	var body string
 	// tier compacts res.Messages once more; it reports whether it did.
 	tier := func(strategy string, preferUser, skipLoneSummary bool) (bool, error) {
 		lo, cut, ok := split(res.Messages, opts.KeepFirst, opts.KeepLast, preferUser)
@@ -78,12 +76,14 @@ func Compact(ctx context.Context, msgs []sessions.Message, prevSummary *string, 
 		if err != nil || declined {
 			return false, err
 		}
+		summary := sessions.Message{Role: sessions.RoleUser, Text: text}
+		if len(archived) == 1 && reflect.DeepEqual(archived[0], summary) {
+			return false, nil // re-summarising a summary changed nothing
+		}
 		out := make([]sessions.Message, 0, lo+1+len(res.Messages)-cut)
 		out = append(out, res.Messages[:lo]...)
-		out = append(out, sessions.Message{Role: sessions.RoleUser, Text: text})
+		out = append(out, summary)
 		out = append(out, res.Messages[cut:]...)
-		prevArchived = prevArchived || holdsSummary(archived, prevSummary)
-		body = text[len(head):]
 		res.Messages = out
 		res.Strategy = strategy
 		res.TokensAfter = EstimateTokens(out)
@@ -99,27 +99,23 @@ func Compact(ctx context.Context, msgs []sessions.Message, prevSummary *string, 
 		}
 	}
 	res.Compacted = done || res.Tier2
-	if !res.Compacted {
-		return res, nil
+	if res.Compacted {
+		res.Archived = len(msgs) - len(res.Messages) + 1
 	}
-	res.Archived = len(msgs) - len(res.Messages) + 1
-	res.Summary = body
-	if prevSummary != nil && !prevArchived {
-		res.Summary = *prevSummary + "\n\n" + body
-	}
+	res.Summary = RunningSummary(res.Messages)
 	return res, nil
 }
 
-// holdsSummary reports whether msgs include a summary message whose body is
-// *summary.
-func holdsSummary(msgs []sessions.Message, summary *string) bool {
-	if summary == nil {
-		return false
-	}
+// RunningSummary returns the running summary of msgs: the bodies of its
+// summary messages (see ParseSummary), in order, separated by blank lines;
+// "" when it has none. After a compaction that is the new summary's body,
+// preceded by any earlier summary still kept in the prefix.
+func RunningSummary(msgs []sessions.Message) string {
+	var bodies []string
 	for i := range msgs {
-		if s, ok := ParseSummary(&msgs[i]); ok && s.Body == *summary {
-			return true
+		if s, ok := ParseSummary(&msgs[i]); ok {
+			bodies = append(bodies, s.Body)
 		}
 	}
-	return false
+	return strings.Join(bodies, "\n\n")
 }

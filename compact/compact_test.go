@@ -23,11 +23,11 @@ func TestCompactNoOp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := DefaultOptions()
 			tt.opts(&o)
-			res := compactWith(t, msgs, ptr("prev"), o)
+			res := compactWith(t, msgs, o)
 			if res.Compacted || res.Tier2 || len(res.Messages) != len(msgs) || &res.Messages[0] != &msgs[0] {
 				t.Errorf("compacted: %+v", res)
 			}
-			if res.Summary != "prev" || res.Archived != 0 || res.TokensBefore != res.TokensAfter || res.TokensBefore != EstimateTokens(msgs) {
+			if res.Summary != "" || res.Archived != 0 || res.TokensBefore != res.TokensAfter || res.TokensBefore != EstimateTokens(msgs) {
 				t.Errorf("result = %+v", res)
 			}
 		})
@@ -38,7 +38,7 @@ func TestCompactThresholdReached(t *testing.T) {
 	msgs := session()
 	o := opts(StrategyTruncate, 2)
 	o.TokenThreshold = EstimateTokens(msgs)
-	if res := compactWith(t, msgs, nil, o); !res.Compacted {
+	if res := compactWith(t, msgs, o); !res.Compacted {
 		t.Errorf("not compacted at the threshold")
 	}
 }
@@ -54,7 +54,7 @@ func TestCompactKeepsToolPairAtCut(t *testing.T) {
 		result("c", "cat", "Y"),
 		result("b", "cat", "X"),
 	}
-	res := compactWith(t, msgs, nil, opts(StrategyObservationMask, 2))
+	res := compactWith(t, msgs, opts(StrategyObservationMask, 2))
 	if len(res.Messages) != 4 || !reflect.DeepEqual(res.Messages[1:], msgs[3:]) {
 		t.Fatalf("kept %d messages: %+v", len(res.Messages)-1, res.Messages)
 	}
@@ -68,7 +68,7 @@ func TestCompactKeepFirstAndSystem(t *testing.T) {
 	msgs := append([]sessions.Message{system("be brief")}, session()...)
 	o := opts(StrategyTruncate, 2)
 	o.KeepFirst = 1
-	res := compactWith(t, msgs, nil, o)
+	res := compactWith(t, msgs, o)
 	if res.Messages[0].Role != sessions.RoleSystem || !strings.HasPrefix(res.Messages[1].Text, "[auto-compacted 7 older messages via truncate]\n[user] Fix") {
 		t.Errorf("prefix not kept: %+v", res.Messages[:2])
 	}
@@ -79,13 +79,13 @@ func TestCompactKeepFirstAndSystem(t *testing.T) {
 
 func TestCompactRunningSummary(t *testing.T) {
 	msgs := session()
-	first := compactWith(t, msgs, nil, opts(StrategyObservationMask, 2))
+	first := compactWith(t, msgs, opts(StrategyObservationMask, 2))
 
 	// Later: more turns, then a second compaction archives the first
 	// summary message, carries its body over verbatim and counts its N.
 	later := append(append([]sessions.Message(nil), first.Messages...),
 		user("Now add a test."), asst("Added TestParseUnicode."), user("Thanks"), asst("You're welcome."))
-	second := compactWith(t, later, &first.Summary, opts(StrategyObservationMask, 2))
+	second := compactWith(t, later, opts(StrategyObservationMask, 2))
 	body := first.Summary + "\n[user] Go ahead and fix it.\n" +
 		`[assistant] Done. called write_file(content="` + strings.Repeat("x", 199) + `..., path="parser.go")` + "\n" +
 		"[tool write_file] ok\n[assistant] Fixed.\n[user] Now add a test.\n[assistant] Added TestParseUnicode."
@@ -100,7 +100,7 @@ func TestCompactRunningSummary(t *testing.T) {
 	// keeps it and appends the new body.
 	o := opts(StrategyTruncate, 2)
 	o.KeepFirst = 1
-	third := compactWith(t, later, &first.Summary, o)
+	third := compactWith(t, later, o)
 	if third.Messages[0].Text != later[0].Text {
 		t.Fatalf("prefix not kept")
 	}
@@ -110,7 +110,7 @@ func TestCompactRunningSummary(t *testing.T) {
 	}
 
 	// Nothing new to compact: only the summary message would be archived.
-	again := compactWith(t, first.Messages, &first.Summary, opts(StrategyObservationMask, 4))
+	again := compactWith(t, first.Messages, opts(StrategyObservationMask, 4))
 	if again.Compacted {
 		t.Errorf("re-compacted a lone summary message: %q", again.Messages[0].Text)
 	}
@@ -131,13 +131,13 @@ func TestTier2(t *testing.T) {
 	}
 	o := opts(StrategyObservationMask, 3)
 
-	tier1 := compactWith(t, msgs, nil, o)
+	tier1 := compactWith(t, msgs, o)
 	if tier1.Tier2 || len(tier1.Messages) != 10 {
 		t.Fatalf("tier 1 kept %d messages, want summary + 9", len(tier1.Messages))
 	}
 
 	o.HardLimitTokens = tier1.TokensAfter - 1
-	res := compactWith(t, msgs, nil, o)
+	res := compactWith(t, msgs, o)
 	if !res.Tier2 || !res.Compacted || res.Strategy != StrategyTruncate {
 		t.Fatalf("tier 2 did not run: %+v", res)
 	}
@@ -163,7 +163,7 @@ func TestTier2(t *testing.T) {
 	// re-summarises the tier-1 summary alone.
 	o.KeepLast = 9
 	o.HardLimitTokens = 1
-	res = compactWith(t, msgs, nil, o)
+	res = compactWith(t, msgs, o)
 	if !res.Tier2 || len(res.Messages) != 10 || !strings.HasPrefix(res.Messages[0].Text, "[auto-compacted 10 older messages via truncate]\n[summary] [user] old question") {
 		t.Errorf("tier 2 over the summary alone: %q", res.Messages[0].Text)
 	}
@@ -196,7 +196,7 @@ func TestOptionsValidate(t *testing.T) {
 		if got := errString(err); got != tt.want {
 			t.Errorf("Validate() = %q, want %q", got, tt.want)
 		}
-		if _, err := Compact(context.Background(), session(), nil, o); errString(err) != tt.want {
+		if _, err := Compact(context.Background(), session(), o); errString(err) != tt.want {
 			t.Errorf("Compact error = %q, want %q", errString(err), tt.want)
 		}
 	}
@@ -205,7 +205,7 @@ func TestOptionsValidate(t *testing.T) {
 func TestCompactCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Compact(ctx, session(), nil, DefaultOptions()); err != context.Canceled {
+	if _, err := Compact(ctx, session(), DefaultOptions()); err != context.Canceled {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
@@ -215,4 +215,23 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestRunningSummary(t *testing.T) {
+	for _, tt := range []struct {
+		msgs []sessions.Message
+		want string
+	}{
+		{nil, ""},
+		{session(), ""},
+		{[]sessions.Message{SummaryMessage(3, StrategyLLM, "one"), user("x"), SummaryMessage(2, StrategyTruncate, "two")}, "one\n\ntwo"},
+		{[]sessions.Message{user("[auto-compacted 3 older messages via llm]")}, ""},
+		{[]sessions.Message{user("[auto-compacted x older messages via llm]\nno")}, ""},
+		{[]sessions.Message{user("[auto-compacted 3 older messages via LLM]\nno")}, ""},
+		{[]sessions.Message{asst("[auto-compacted 3 older messages via llm]\nno")}, ""},
+	} {
+		if got := RunningSummary(tt.msgs); got != tt.want {
+			t.Errorf("RunningSummary(%s) = %q, want %q", shape(tt.msgs, -1, -1), got, tt.want)
+		}
+	}
 }

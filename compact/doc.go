@@ -107,15 +107,17 @@
 //
 // # The running summary
 //
-// Result.Summary, which the session stores as its summary, is the body of
-// the newest summary message. When a previous running summary exists and
-// its summary message was not archived by this call (it is kept, because
-// KeepFirst grew, or it is no longer in the transcript), the new running
-// summary is the previous one, a blank line, and the new body, so it still
-// covers everything compacted so far. An earlier summary message is
-// normally the first archived message, so the new summary subsumes it.
-// Tier 1 does nothing when the only message it would archive is an earlier
-// summary message.
+// The running summary of a transcript (RunningSummary, Result.Summary,
+// what the session stores as its summary) is derived from it: the bodies
+// of its summary messages, in order, separated by blank lines. After a
+// compaction that is normally just the new body, because an earlier
+// summary message is the first archived message and the new summary
+// subsumes it (observation_mask carries it over verbatim, truncate cuts it
+// like any entry, llm folds it in, custom sees it among the archived
+// messages). Only when an earlier summary message is still kept (KeepFirst
+// grew since) does the running summary hold both bodies. Tier 1 does
+// nothing when the only message it would archive is an earlier summary
+// message.
 //
 // # Tier 2
 //

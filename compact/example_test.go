@@ -20,7 +20,7 @@ func ExampleCompact() {
 	}
 	opts := compact.DefaultOptions()
 	opts.KeepLast = 1 // the cut snaps back to the last user message
-	res, err := compact.Compact(context.Background(), msgs, nil, opts)
+	res, err := compact.Compact(context.Background(), msgs, opts)
 	if err != nil {
 		panic(err)
 	}

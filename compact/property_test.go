@@ -161,11 +161,7 @@ func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats
 	}
 	for _, strategy := range Strategies {
 		o := genOptions(c, strategy, msgs)
-		var prev *string
-		if c.Intn(2) == 0 {
-			prev = ptr("an earlier summary")
-		}
-		res, err := Compact(context.Background(), msgs, prev, o)
+		res, err := Compact(context.Background(), msgs, o)
 		if err != nil {
 			fail("%s: Compact: %v", strategy, err)
 		}
@@ -193,7 +189,7 @@ func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats
 			lo++
 		}
 		if lo == len(out) {
-			fail("%s: compacted output has no summary message", strategy)
+			fail("%s: compacted output has no summary message (keep_first %d, keep_last %d, hard limit %d %s): %s", strategy, o.KeepFirst, o.KeepLast, o.HardLimitTokens, o.HardLimitStrategy, shape(out, -1, -1))
 		}
 		if _, ok := ParseSummary(&out[lo]); !ok {
 			fail("%s: message %d is not a summary message: %q", strategy, lo, out[lo].Text)

@@ -48,9 +48,9 @@ func session() []sessions.Message {
 	}
 }
 
-func compactWith(t *testing.T, msgs []sessions.Message, prev *string, opts Options) *Result {
+func compactWith(t *testing.T, msgs []sessions.Message, opts Options) *Result {
 	t.Helper()
-	res, err := Compact(context.Background(), msgs, prev, opts)
+	res, err := Compact(context.Background(), msgs, opts)
 	if err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
@@ -69,7 +69,7 @@ func opts(strategy string, keepLast int) Options {
 
 func TestObservationMaskGolden(t *testing.T) {
 	msgs := session()
-	res := compactWith(t, msgs, nil, opts(StrategyObservationMask, 2))
+	res := compactWith(t, msgs, opts(StrategyObservationMask, 2))
 	const want = `[auto-compacted 7 older messages via observation_mask]
 [user] Fix the failing test in parser.go
 [assistant] I'll look at the test output first. called run(cmd="go test ./...")
@@ -96,7 +96,7 @@ func TestObservationMaskGolden(t *testing.T) {
 }
 
 func TestTruncateGolden(t *testing.T) {
-	res := compactWith(t, session(), nil, opts(StrategyTruncate, 2))
+	res := compactWith(t, session(), opts(StrategyTruncate, 2))
 	const want = `[auto-compacted 7 older messages via truncate]
 [user] Fix the failing test in parser.go
 [assistant] I'll look at the test output first. called run(cmd="go test ./...")
@@ -120,7 +120,7 @@ func TestTruncateLimits(t *testing.T) {
 	msgs[3] = asst("", call("c1", "write_file", map[string]any{"path": "a.txt", "content": strings.Repeat("é", 150), "n": int64(3), "f": 1.5, "ok": true, "tags": []any{"x", nil}}))
 	msgs[4] = result("c1", "", "line one\n\n   line two\t\tend")
 	msgs[4].IsError = true
-	res := compactWith(t, msgs, nil, opts(StrategyTruncate, 0))
+	res := compactWith(t, msgs, opts(StrategyTruncate, 0))
 	lines := strings.Split(res.Messages[0].Text, "\n")
 	if len(lines) != 1+15+1 {
 		t.Fatalf("got %d lines, want header, 15 entries and the count:\n%s", len(lines), res.Messages[0].Text)
@@ -155,7 +155,7 @@ func TestMaskOverrides(t *testing.T) {
 		out[4] = ptr("func Parse(s string) []string")
 		return out, nil
 	}
-	res := compactWith(t, msgs, nil, o)
+	res := compactWith(t, msgs, o)
 	if !reflect.DeepEqual(seen, msgs[:7]) {
 		t.Errorf("mask callback saw %d messages, want the 7 archived ones", len(seen))
 	}
@@ -168,13 +168,13 @@ func TestMaskOverrides(t *testing.T) {
 	}
 
 	o.Mask = func(archived []sessions.Message) ([]*string, error) { return make([]*string, 2), nil }
-	_, err := Compact(context.Background(), msgs, nil, o)
+	_, err := Compact(context.Background(), msgs, o)
 	if err == nil || err.Error() != "mask_callback: got 2 entries for 7 messages, want one per message" {
 		t.Errorf("wrong length: err = %v", err)
 	}
 	boom := errors.New("boom")
 	o.Mask = func([]sessions.Message) ([]*string, error) { return nil, boom }
-	if _, err := Compact(context.Background(), msgs, nil, o); err != boom {
+	if _, err := Compact(context.Background(), msgs, o); err != boom {
 		t.Errorf("callback error = %v, want it unchanged", err)
 	}
 }
@@ -184,7 +184,7 @@ func TestLLMStrategy(t *testing.T) {
 	p := &fakeProvider{text: "  The user wants parser.go fixed; Parse has an off-by-one.\n"}
 	o := opts(StrategyLLM, 2)
 	o.Provider, o.Model = p, "claude-test"
-	res := compactWith(t, msgs, nil, o)
+	res := compactWith(t, msgs, o)
 	if len(p.reqs) != 1 {
 		t.Fatalf("%d model calls, want 1", len(p.reqs))
 	}
@@ -216,17 +216,17 @@ func TestLLMStrategy(t *testing.T) {
 	}
 
 	o.SummarizePrompt = "Summarise briefly."
-	compactWith(t, msgs, nil, o)
+	compactWith(t, msgs, o)
 	if got := p.reqs[1].System; got != "Summarise briefly." {
 		t.Errorf("SummarizePrompt not used: system %q", got)
 	}
 
 	p.text = " \n"
-	if _, err := Compact(context.Background(), msgs, nil, o); err == nil || err.Error() != "llm summary: the model returned no text" {
+	if _, err := Compact(context.Background(), msgs, o); err == nil || err.Error() != "llm summary: the model returned no text" {
 		t.Errorf("empty reply: err = %v", err)
 	}
 	p.err = errors.New("overloaded")
-	if _, err := Compact(context.Background(), msgs, nil, o); !errors.Is(err, p.err) || !strings.HasPrefix(err.Error(), "llm summary: ") {
+	if _, err := Compact(context.Background(), msgs, o); !errors.Is(err, p.err) || !strings.HasPrefix(err.Error(), "llm summary: ") {
 		t.Errorf("provider error: err = %v", err)
 	}
 }
@@ -239,7 +239,7 @@ func TestCustomStrategy(t *testing.T) {
 		seen = archived
 		return "custom summary", nil
 	})
-	res := compactWith(t, msgs, nil, o)
+	res := compactWith(t, msgs, o)
 	if !reflect.DeepEqual(seen, msgs[:7]) {
 		t.Errorf("compactor saw %d messages, want the 7 archived ones", len(seen))
 	}
@@ -249,14 +249,14 @@ func TestCustomStrategy(t *testing.T) {
 
 	// None: the transcript stays as it is.
 	o.Custom = CompactorFunc(func(context.Context, []sessions.Message) (string, error) { return "", ErrNoSummary })
-	res, err := Compact(context.Background(), msgs, ptr("old"), o)
-	if err != nil || res.Compacted || &res.Messages[0] != &msgs[0] || res.Summary != "old" || res.Strategy != "" {
+	res, err := Compact(context.Background(), msgs, o)
+	if err != nil || res.Compacted || &res.Messages[0] != &msgs[0] || res.Summary != "" || res.Strategy != "" {
 		t.Errorf("declined: err %v, result %+v", err, res)
 	}
 
 	boom := errors.New("boom")
 	o.Custom = CompactorFunc(func(context.Context, []sessions.Message) (string, error) { return "", boom })
-	if _, err := Compact(context.Background(), msgs, nil, o); err != boom {
+	if _, err := Compact(context.Background(), msgs, o); err != boom {
 		t.Errorf("compactor error = %v, want it unchanged", err)
 	}
 
@@ -267,7 +267,7 @@ func TestCustomStrategy(t *testing.T) {
 		seen = archived
 		return "s", nil
 	})
-	compactWith(t, msgs, nil, o)
+	compactWith(t, msgs, o)
 	if seen[2].Text != Microcompact(testOutput, 100) || seen[4].Text != Microcompact(parserSource, 100) || seen[5].Text != msgs[5].Text {
 		t.Errorf("tool outputs not microcompacted: %q", seen[2].Text)
 	}

@@ -66,3 +66,17 @@ func window(msgs []sessions.Message, budget int) int {
 	}
 	return start
 }
+
+// holdsSummary reports whether msgs include a summary message whose body is
+// *summary.
+func holdsSummary(msgs []sessions.Message, summary *string) bool {
+	if summary == nil {
+		return false
+	}
+	for i := range msgs {
+		if s, ok := ParseSummary(&msgs[i]); ok && s.Body == *summary {
+			return true
+		}
+	}
+	return false
+}
