@@ -83,9 +83,9 @@ func BenchmarkMicrocompact1MB(b *testing.B) {
 
 func BenchmarkViewport100k(b *testing.B) {
 	msgs := benchSession(100_000)
-	summary := "an earlier summary"
+	msgs[0] = SummaryMessage(5000, StrategyObservationMask, "an earlier summary")
 	b.ReportAllocs()
 	for b.Loop() {
-		Viewport(msgs, &summary, 48_000)
+		Viewport(msgs, 48_000)
 	}
 }

@@ -235,3 +235,22 @@ func TestRunningSummary(t *testing.T) {
 		}
 	}
 }
+
+func TestTier2ReproducingASummaryDoesNothing(t *testing.T) {
+	// Tier 1 skips the lone summary; tier 2 (observation_mask) would carry
+	// its body over into an identical message.
+	msgs := []sessions.Message{user("task"), asst("done"), SummaryMessage(5, StrategyObservationMask, "earlier work")}
+	o := opts(StrategyObservationMask, 0)
+	o.KeepFirst = 2
+	o.HardLimitTokens, o.HardLimitStrategy = 1, StrategyObservationMask
+	res := compactWith(t, msgs, o)
+	if res.Compacted || res.Tier2 || &res.Messages[0] != &msgs[0] || res.Summary != "earlier work" {
+		t.Errorf("result = %+v", res)
+	}
+	// With truncate as the hard-limit strategy the summary is re-rendered.
+	o.HardLimitStrategy = StrategyTruncate
+	res = compactWith(t, msgs, o)
+	if !res.Tier2 || res.Messages[2].Text != "[auto-compacted 5 older messages via truncate]\n[summary] earlier work" {
+		t.Errorf("tier 2 over a lone summary: %+v", res)
+	}
+}

@@ -130,6 +130,14 @@
 // messages, tier 2 thus re-summarises the tier-1 summary alone. Tier 2
 // does not repeat: Result.TokensAfter may still be above the limit.
 //
+// # Viewport
+//
+// Viewport is the read-only counterpart for agent_loop's context_budget and
+// agent_session_viewport: the newest whole units (a tool pair, or one
+// message) that fit a token budget, preceded by the running summary of the
+// messages it leaves out, as a "[auto-compacted N older messages via
+// viewport]" message, when there is one and it fits beside the newest unit.
+//
 // # Token estimates
 //
 // EstimateText, EstimateMessage and EstimateTokens give fast, additive,

@@ -70,7 +70,7 @@ func ExampleViewport() {
 	}
 	fmt.Println(compact.EstimateTokens(msgs[:1]), compact.EstimateTokens(msgs[1:]))
 	// 45 tokens hold the tool pair but not the user message before it.
-	for _, m := range compact.Viewport(msgs, nil, 45) {
+	for _, m := range compact.Viewport(msgs, 45) {
 		fmt.Println(strings.TrimSpace(m.Role + " " + m.ToolCallID))
 	}
 	// Output:

@@ -1,6 +1,10 @@
 package compact
 
-import "github.com/skein-dev/skein/sessions"
+import (
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
 
 // ViewportStrategy is the strategy named in the header of the summary
 // message Viewport puts first.
@@ -13,26 +17,27 @@ const ViewportStrategy = "viewport"
 // together with all its results, or any other single message, so the
 // window never starts on a tool result and never splits a tool pair.
 //
-// When summary is non-nil and the window does not already hold the summary
-// message carrying it, the window is preceded by
-// SummaryMessage(N, ViewportStrategy, *summary), N counting the messages
-// left out (an earlier summary message among them counts as the N of its
-// header). The summary is reserved first, so the window gets the budget
-// minus its estimate; but the newest messages win: when not even the
-// newest unit fits beside the summary, the summary is left out and the
+// When messages left out of the window hold a running summary (summary
+// messages, see RunningSummary), the window is preceded by
+// SummaryMessage(N, ViewportStrategy, RunningSummary(left out)), N counting
+// the messages left out (a summary message among them counts as the N of
+// its header). Room for it is reserved first, but the newest messages win:
+// when not even the newest unit fits beside it, it is left out and the
 // window uses the whole budget. With nothing that fits, the result is
 // empty.
 //
 // Without a summary message first the result shares msgs' storage
 // (clipped, so appending to it copies); callers must not modify it.
-func Viewport(msgs []sessions.Message, summary *string, budget int) []sessions.Message {
+func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
 	full := window(msgs, budget)
-	if summary == nil || holdsSummary(msgs[full:], summary) {
-		return msgs[full:len(msgs):len(msgs)]
+	sums := indexSummaries(msgs)
+	if len(sums) == 0 || sums[0].pos >= full {
+		return msgs[full:len(msgs):len(msgs)] // no summary left out
 	}
-	// The header's count is at most standsFor(msgs): estimate with that.
+	// Reserve for the largest summary message the window could need: every
+	// summary body and the count of every message.
 	reserve := EstimateMessage(&sessions.Message{Role: sessions.RoleUser,
-		Text: header(standsFor(msgs), ViewportStrategy) + "\n" + *summary})
+		Text: header(sums.standsFor(len(msgs)), ViewportStrategy) + "\n" + sums.running(len(msgs))})
 	if reserve > budget {
 		return msgs[full:len(msgs):len(msgs)]
 	}
@@ -41,8 +46,49 @@ func Viewport(msgs []sessions.Message, summary *string, budget int) []sessions.M
 		return msgs[full:len(msgs):len(msgs)]
 	}
 	out := make([]sessions.Message, 0, 1+len(msgs)-start)
-	out = append(out, SummaryMessage(standsFor(msgs[:start]), ViewportStrategy, *summary))
+	out = append(out, SummaryMessage(sums.standsFor(start), ViewportStrategy, sums.running(start)))
 	return append(out, msgs[start:]...)
+}
+
+// summaryIndex lists the summary messages of a transcript, in order.
+type summaryIndex []struct {
+	pos  int
+	info SummaryInfo
+}
+
+func indexSummaries(msgs []sessions.Message) summaryIndex {
+	var idx summaryIndex
+	for i := range msgs {
+		if s, ok := ParseSummary(&msgs[i]); ok {
+			idx = append(idx, struct {
+				pos  int
+				info SummaryInfo
+			}{i, s})
+		}
+	}
+	return idx
+}
+
+// standsFor is standsFor(msgs[:n]).
+func (idx summaryIndex) standsFor(n int) int {
+	total := n
+	for _, s := range idx {
+		if s.pos < n {
+			total += s.info.Count - 1
+		}
+	}
+	return total
+}
+
+// running is RunningSummary(msgs[:n]).
+func (idx summaryIndex) running(n int) string {
+	var bodies []string
+	for _, s := range idx {
+		if s.pos < n {
+			bodies = append(bodies, s.info.Body)
+		}
+	}
+	return strings.Join(bodies, "\n\n")
 }
 
 // window returns the start of the newest whole units of msgs whose
@@ -65,18 +111,4 @@ func window(msgs []sessions.Message, budget int) int {
 		start = u
 	}
 	return start
-}
-
-// holdsSummary reports whether msgs include a summary message whose body is
-// *summary.
-func holdsSummary(msgs []sessions.Message, summary *string) bool {
-	if summary == nil {
-		return false
-	}
-	for i := range msgs {
-		if s, ok := ParseSummary(&msgs[i]); ok && s.Body == *summary {
-			return true
-		}
-	}
-	return false
 }

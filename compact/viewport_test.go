@@ -28,7 +28,7 @@ func TestViewport(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := slices.Clone(msgs)
-			got := Viewport(msgs, nil, tt.budget)
+			got := Viewport(msgs, tt.budget)
 			if s := shape(got, -1, -1); s != tt.want {
 				t.Errorf("Viewport(%d) = %q, want %q", tt.budget, s, tt.want)
 			}
@@ -46,50 +46,52 @@ func TestViewport(t *testing.T) {
 }
 
 func TestViewportSummary(t *testing.T) {
-	msgs := build("U A U A*2 T T A")
-	summary := "the user asked twice"
-	summaryCost := EstimateMessage(&sessions.Message{Role: sessions.RoleUser,
-		Text: header(7, ViewportStrategy) + "\n" + summary})
-	tail := EstimateTokens(msgs[3:])
+	msgs := append([]sessions.Message{SummaryMessage(9, StrategyLLM, "the user asked twice")}, build("U A U A*2 T T A")...)
+	want := func(n int, body string) string { return header(n, ViewportStrategy) + "\n" + body }
+	reserve := EstimateMessage(&sessions.Message{Role: sessions.RoleUser, Text: want(16, "the user asked twice")})
+	tail := EstimateTokens(msgs[4:])
 
-	got := Viewport(msgs, &summary, summaryCost+tail)
-	if len(got) != 5 || got[0].Text != "[auto-compacted 3 older messages via viewport]\n"+summary || !reflect.DeepEqual(got[1:], msgs[3:]) {
-		t.Errorf("with room for the summary: %q", shape(got, -1, -1))
+	// The summary message and three more are left out: 12 messages.
+	got := Viewport(msgs, reserve+tail)
+	if len(got) != 5 || got[0].Text != want(12, "the user asked twice") || !reflect.DeepEqual(got[1:], msgs[4:]) {
+		t.Errorf("with room for the summary: %s", shape(got, -1, -1))
 	}
 	if err := sessions.Validate(got); err != nil {
 		t.Errorf("invalid viewport: %v", err)
 	}
 
 	// Not even the newest unit beside the summary: the newest messages win.
-	got = Viewport(msgs, &summary, EstimateMessage(&msgs[6]))
-	if len(got) != 1 || got[0].Text != msgs[6].Text {
-		t.Errorf("newest message must win over the summary: %q", shape(got, -1, -1))
+	got = Viewport(msgs, EstimateMessage(&msgs[7]))
+	if len(got) != 1 || got[0].Text != msgs[7].Text {
+		t.Errorf("newest message must win over the summary: %s", shape(got, -1, -1))
 	}
 
-	// Everything fits with the summary: it comes first, counting nothing.
-	got = Viewport(msgs, &summary, 1<<20)
-	if len(got) != 8 || got[0].Text != "[auto-compacted 0 older messages via viewport]\n"+summary {
-		t.Errorf("everything and the summary: %q", got[0].Text)
+	// The window holds the summary message: nothing to add.
+	if got := Viewport(msgs, 1<<20); !reflect.DeepEqual(got, msgs) {
+		t.Errorf("everything fits: %s", shape(got, -1, -1))
 	}
 
-	// The window already holds the summary message: no second copy.
-	withSummary := append([]sessions.Message{SummaryMessage(9, StrategyLLM, summary)}, msgs[2:]...)
-	got = Viewport(withSummary, &summary, 1<<20)
-	if !reflect.DeepEqual(got, withSummary) {
-		t.Errorf("summary duplicated: %q", shape(got, -1, -1))
+	// No summary among the messages left out: nothing to add.
+	if got := Viewport(msgs[1:], tail); !reflect.DeepEqual(got, msgs[4:]) {
+		t.Errorf("no summary: %s", shape(got, -1, -1))
 	}
 
-	// A hidden summary message counts its N in the header.
-	got = Viewport(withSummary, &summary, summaryCost+tail)
-	if got[0].Text != "[auto-compacted 10 older messages via viewport]\n"+summary || !reflect.DeepEqual(got[1:], msgs[3:]) {
-		t.Errorf("hidden summary message: %q", got[0].Text)
+	// Two summaries left out: both bodies, counts added up.
+	two := append([]sessions.Message{SummaryMessage(3, StrategyTruncate, "first")}, msgs...)
+	both := want(3+9+7, "first\n\nthe user asked twice")
+	got = Viewport(two, EstimateMessage(&sessions.Message{Role: sessions.RoleUser, Text: both})+tail)
+	if got[0].Text != want(3+9+3, "first\n\nthe user asked twice") || len(got) != 5 {
+		t.Errorf("two summaries: %q", got[0].Text)
 	}
 
-	// A summary alone over the budget is left out.
-	if got := Viewport(nil, &summary, 1); len(got) != 0 {
-		t.Errorf("summary over budget: %q", shape(got, -1, -1))
+	// Only the summary fits.
+	if got := Viewport(msgs[:1], reserve); !reflect.DeepEqual(got, msgs[:1]) {
+		t.Errorf("a lone summary message that fits: %s", shape(got, -1, -1))
 	}
-	if got := Viewport(nil, &summary, summaryCost); len(got) != 1 {
-		t.Errorf("empty transcript with a summary: %d messages", len(got))
+	if got := Viewport(msgs[:1], 1); len(got) != 0 {
+		t.Errorf("a summary over the budget: %s", shape(got, -1, -1))
+	}
+	if got := Viewport(msgs[:2], EstimateMessage(&msgs[0])); !reflect.DeepEqual(got, msgs[1:2]) {
+		t.Errorf("the newest message wins over a summary message: %s", shape(got, -1, -1))
 	}
 }
