@@ -50,16 +50,16 @@ func ContextWindow(model string) (tokens int, ok bool) {
 	return tokens, best >= 0
 }
 
-// ThresholdFraction is the share of a model's context window (in percent)
+// thresholdPercent is the share of a model's context window, in percent,
 // that EffectiveThreshold lowers a compaction threshold to.
-const ThresholdFraction = 65
+const thresholdPercent = 65
 
 // EffectiveThreshold returns threshold lowered to 65% of the model's
 // context window when the window is known and smaller: min(threshold,
 // window*65/100). An unknown model leaves threshold unchanged.
 func EffectiveThreshold(threshold int, model string) int {
 	if w, ok := ContextWindow(model); ok {
-		return min(threshold, w*ThresholdFraction/100)
+		return min(threshold, w*thresholdPercent/100)
 	}
 	return threshold
 }

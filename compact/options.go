@@ -39,18 +39,17 @@ type Options struct {
 	// Strategy (compact_strategy) is the tier-1 strategy, one of Strategies.
 	// "" means StrategyObservationMask.
 	Strategy string
-	// HardLimitTokens (hard_limit_tokens): when > 0 and the tier-1 result is
-	// still estimated above it, tier 2 runs (see the package doc). 0: no
-	// tier 2.
+	// HardLimitTokens (hard_limit_tokens): when > 0 and the estimate after
+	// tier 1 is above it, tier 2 runs (see the package doc). 0: no tier 2.
 	HardLimitTokens int
 	// HardLimitStrategy (hard_limit_strategy) is the tier-2 strategy. ""
 	// means StrategyTruncate.
 	HardLimitStrategy string
 	// ToolOutputMaxChars (tool_output_max_chars): when > 0, archived tool
-	// results longer than this are shortened with Microcompact before a
-	// strategy sees them (this matters to llm and custom; truncate and
-	// observation_mask shorten far more anyway). The agent loop uses the
-	// same value for new tool results. 0: off.
+	// results longer than this are shortened with Microcompact before the
+	// llm and custom strategies see them (truncate and observation_mask
+	// shorten far more on their own). The agent loop uses the same value
+	// for new tool results. 0: off.
 	ToolOutputMaxChars int
 	// Custom (custom_compactor) produces the summary for StrategyCustom.
 	Custom Compactor
