@@ -1,0 +1,114 @@
+package compact
+
+import (
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// ViewportStrategy is the strategy named in the header of the summary
+// message Viewport puts first.
+const ViewportStrategy = "viewport"
+
+// Viewport returns what fits a token budget of msgs (a valid transcript),
+// leaving msgs unchanged: the newest messages whose EstimateTokens fits in
+// budget, taken in whole units, newest first, stopping at the first unit
+// that does not fit. A unit is an assistant message that calls tools
+// together with all its results, or any other single message, so the
+// window never starts on a tool result and never splits a tool pair.
+//
+// When messages left out of the window hold a running summary (summary
+// messages, see RunningSummary), the window is preceded by
+// SummaryMessage(N, ViewportStrategy, RunningSummary(left out)), N counting
+// the messages left out (a summary message among them counts as the N of
+// its header). Room for it is reserved first, but the newest messages win:
+// when not even the newest unit fits beside it, it is left out and the
+// window uses the whole budget. With nothing that fits, the result is
+// empty.
+//
+// Without a summary message first the result shares msgs' storage
+// (clipped, so appending to it copies); callers must not modify it.
+func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
+	full := window(msgs, budget)
+	sums := indexSummaries(msgs)
+	if len(sums) == 0 || sums[0].pos >= full {
+		return msgs[full:len(msgs):len(msgs)] // no summary left out
+	}
+	// Reserve for the largest summary message the window could need: every
+	// summary body and the count of every message.
+	reserve := EstimateMessage(&sessions.Message{Role: sessions.RoleUser,
+		Text: header(sums.standsFor(len(msgs)), ViewportStrategy) + "\n" + sums.running(len(msgs))})
+	if reserve > budget {
+		return msgs[full:len(msgs):len(msgs)]
+	}
+	start := window(msgs, budget-reserve)
+	if start == len(msgs) && full < len(msgs) {
+		return msgs[full:len(msgs):len(msgs)]
+	}
+	out := make([]sessions.Message, 0, 1+len(msgs)-start)
+	out = append(out, SummaryMessage(sums.standsFor(start), ViewportStrategy, sums.running(start)))
+	return append(out, msgs[start:]...)
+}
+
+// summaryIndex lists the summary messages of a transcript, in order.
+type summaryIndex []struct {
+	pos  int
+	info SummaryInfo
+}
+
+func indexSummaries(msgs []sessions.Message) summaryIndex {
+	var idx summaryIndex
+	for i := range msgs {
+		if s, ok := ParseSummary(&msgs[i]); ok {
+			idx = append(idx, struct {
+				pos  int
+				info SummaryInfo
+			}{i, s})
+		}
+	}
+	return idx
+}
+
+// standsFor is standsFor(msgs[:n]).
+func (idx summaryIndex) standsFor(n int) int {
+	total := n
+	for _, s := range idx {
+		if s.pos < n {
+			total += s.info.Count - 1
+		}
+	}
+	return total
+}
+
+// running is RunningSummary(msgs[:n]).
+func (idx summaryIndex) running(n int) string {
+	var bodies []string
+	for _, s := range idx {
+		if s.pos < n {
+			bodies = append(bodies, s.info.Body)
+		}
+	}
+	return strings.Join(bodies, "\n\n")
+}
+
+// window returns the start of the newest whole units of msgs whose
+// estimate fits in budget.
+func window(msgs []sessions.Message, budget int) int {
+	start, used := len(msgs), 0
+	for start > 0 {
+		u := start - 1
+		for u > 0 && msgs[u].Role == sessions.RoleTool {
+			u--
+		}
+		if msgs[u].Role == sessions.RoleTool || (u < start-1 && !msgs[u].HasToolCalls()) {
+			return start // tool results without their call: invalid input, stop here
+		}
+		cost := EstimateTokens(msgs[u:start])
+		if used+cost > budget {
+			return start
+		}
+		used += cost
+		start = u
+	}
+	return start
+}
