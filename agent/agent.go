@@ -100,13 +100,6 @@ type Hooks struct {
 	Emit func(sessions.Event) error
 	// PostTurn runs after every turn.
 	PostTurn func(TurnInfo) (PostTurn, error)
-	// BeforeCall may rewrite the session before each model call
-	// (compaction); it returns the messages to send and may return an
-	// error to stop the loop. contextFull is true on the retry after a
-	// context_length error.
-	BeforeCall func(ctx context.Context, contextFull bool) ([]sessions.Message, error)
-	// ToolOutput may shorten a tool's output before it is stored.
-	ToolOutput func(name, output string) (string, error)
 }
 
 // Config is one loop.
@@ -131,6 +124,9 @@ type Config struct {
 	ToolErrors ToolErrors
 	Clock      func() time.Time
 	Hooks      Hooks
+	// Compaction manages the context (nil: the whole session is sent and
+	// nothing is compacted).
+	Compaction *Compaction
 }
 
 // Result is what a loop did.
@@ -147,6 +143,7 @@ type Result struct {
 	Succeeded   []string
 	Failed      []string
 	Messages    []sessions.Message // appended by this loop, in order
+	Compactions int                // automatic compactions during the loop
 }
 
 // TurnLimitError is returned when the session reached its turn cap.
@@ -178,6 +175,11 @@ type loop struct {
 	// lastSeq is the seq of the latest stored event: text deltas, which
 	// are not stored, carry it so subscribers see seq never decrease.
 	lastSeq int64
+	// usage is the context size the provider reported for the last call
+	// (input plus output tokens) and usageAt the session length it covers;
+	// see estimate. callLen is the session length sent in the current call.
+	usage, usageAt, callLen int
+	viewport                bool
 }
 
 // Run runs the loop. It returns an error when the loop fails (a model
@@ -337,7 +339,7 @@ func (l *loop) run() error {
 			return err
 		}
 		resp, err := l.call(contextFull)
-		if e, ok := llm.AsError(err); ok && e.Category == llm.ContextLength && !contextFull && cfg.Hooks.BeforeCall != nil {
+		if e, ok := llm.AsError(err); ok && e.Category == llm.ContextLength && !contextFull && cfg.Compaction != nil && cfg.Compaction.Enabled {
 			contextFull = true // compact and retry this turn once
 			l.res.Iterations--
 			continue
@@ -424,13 +426,7 @@ func (l *loop) deliverFeedback() error {
 // call makes one model call through the chain.
 func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	cfg := l.cfg
-	var msgs []sessions.Message
-	var err error
-	if cfg.Hooks.BeforeCall != nil {
-		msgs, err = cfg.Hooks.BeforeCall(l.ctx, contextFull)
-	} else {
-		msgs, err = cfg.Store.Messages(l.ctx, cfg.SessionID)
-	}
+	msgs, err := l.contextMessages(contextFull)
 	if err != nil {
 		return nil, err
 	}
@@ -496,6 +492,9 @@ func (l *loop) appendReply(resp *llm.Response) error {
 		msg.Blocks = append(append([]sessions.Block{}, resp.Thinking...), sessions.Block{Type: sessions.BlockText, Text: resp.Text})
 		msg.Text = ""
 	}
+	if !l.viewport {
+		l.usage, l.usageAt = resp.Usage.InputTokens+resp.Usage.OutputTokens, l.callLen+1
+	}
 	if resp.Text != "" {
 		l.texts = append(l.texts, resp.Text)
 		l.res.VisibleText = StripSentinel(resp.Text)
@@ -544,9 +543,9 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 			raised = toolErr
 		}
 		output = toolErr.Error()
-	} else if l.cfg.Hooks.ToolOutput != nil {
+	} else {
 		var err error
-		if output, err = l.cfg.Hooks.ToolOutput(call.Name, output); err != nil {
+		if output, err = l.shortenToolOutput(call.Name, output); err != nil {
 			return err
 		}
 	}

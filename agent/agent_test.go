@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -172,18 +173,35 @@ func TestContextLengthTriggersOneCompactionAndRetry(t *testing.T) {
 		&llm.Error{Provider: "fake", Category: llm.ContextLength, Message: "too long"},
 		&llm.Response{Text: "fits now"},
 	}}
+	for i := 0; i < 20; i++ {
+		role := sessions.RoleUser
+		if i%2 == 1 {
+			role = sessions.RoleAssistant
+		}
+		if _, err := store.Apply(context.Background(), "s", &sessions.Change{Append: []sessions.Message{{Role: role, Text: fmt.Sprintf("old message %d", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cfg := config(store, "s", p)
-	var fullCalls []bool
-	cfg.Hooks.BeforeCall = func(ctx context.Context, full bool) ([]sessions.Message, error) {
-		fullCalls = append(fullCalls, full)
-		return store.Messages(ctx, "s")
+	opts := compact.DefaultOptions()
+	opts.KeepLast = 2
+	cfg.Compaction = &Compaction{Enabled: true, Options: opts, Threshold: 1 << 30}
+	var triggers []string
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		if e.Type == EventCompaction {
+			triggers = append(triggers, e.Data["trigger"].(string))
+		}
+		return nil
 	}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Text != "fits now" || fmt.Sprint(fullCalls) != "[false true]" || res.Iterations != 1 {
-		t.Fatalf("res %+v, full %v", res, fullCalls)
+	if res.Text != "fits now" || fmt.Sprint(triggers) != "[context_length]" || res.Iterations != 1 || res.Compactions != 1 {
+		t.Fatalf("res %+v, triggers %v", res, triggers)
+	}
+	if len(p.reqs[1].Messages) >= len(p.reqs[0].Messages) {
+		t.Fatalf("the retry was not smaller: %d then %d messages", len(p.reqs[0].Messages), len(p.reqs[1].Messages))
 	}
 }
 

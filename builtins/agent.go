@@ -7,11 +7,13 @@ package builtins
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
@@ -31,7 +33,8 @@ func agentSpecs() []Spec {
 var (
 	callKeys = []string{"base_url", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
 		"session_id", "stop", "stream", "temperature", "timeout_s", "tools"}
-	loopKeys = append([]string{"max_iterations", "max_nudges", "max_turns", "persistent", "post_turn_callback", "tool_errors"}, callKeys...)
+	loopKeys = append([]string{"compact_threshold", "compaction", "compress_callback", "context_budget", "max_iterations", "max_nudges",
+		"max_turns", "persistent", "post_turn_callback", "tool_errors", "tool_output_max_chars"}, callKeys...)
 )
 
 // callOptions are the options agent_loop and llm_call share.
@@ -286,6 +289,9 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 			}
 		}
 	}
+	if cfg.Compaction, err = loopCompaction(thread, st, o, c); err != nil {
+		return nil, err
+	}
 	if postTurn != nil {
 		cfg.Hooks.PostTurn = func(info agent.TurnInfo) (agent.PostTurn, error) {
 			return callPostTurn(thread, b.Name(), postTurn, info)
@@ -423,4 +429,80 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return vm.ToStarlark(map[string]any{
 		"text": resp.Text, "tool_calls": calls, "model": resp.Model, "usage": resp.Usage.Map(), "stop_reason": resp.StopReason,
 	}), nil
+}
+
+// loopCompaction reads agent_loop's context options: compaction ("auto",
+// "none", a strategy name or a dict of compaction options),
+// compact_threshold, tool_output_max_chars, compress_callback and
+// context_budget.
+func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOptions) (*agent.Compaction, error) {
+	comp := &agent.Compaction{Enabled: true, Options: compact.DefaultOptions(), Threshold: 48000, ToolOutputMaxChars: 16000}
+	fn := o.fn
+	switch v := o.values["compaction"].(type) {
+	case nil, starlark.NoneType:
+	case starlark.String:
+		switch name := string(v); {
+		case name == "auto":
+		case name == "none":
+			comp.Enabled = false
+		case name == compact.StrategyCustom:
+			return nil, fmt.Errorf("%s: compaction \"custom\" needs a custom_compactor: pass a dict {compact_strategy: \"custom\", custom_compactor: fn}", fn)
+		case contains(compact.Strategies, name):
+			comp.Options.Strategy = name
+			if name == compact.StrategyLLM {
+				opts, err := compactOptions(thread, st, &options{fn: fn, values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
+				if err != nil {
+					return nil, err
+				}
+				comp.Options = opts
+			}
+		default:
+			return nil, fmt.Errorf("%s: unknown compaction '%s' (expected one of: auto, none, %s, or a dict of compaction options)", fn, name, strings.Join(compact.Strategies, ", "))
+		}
+	case *starlark.Dict:
+		co, err := unpackOptions(fn+": compaction", v, nil, compactKeys)
+		if err != nil {
+			return nil, err
+		}
+		if comp.Options, err = compactOptions(thread, st, co, c.provider, c.model); err != nil {
+			return nil, err
+		}
+		if comp.Options.TokenThreshold > 0 {
+			// in a loop the threshold decides when to compact; once
+			// compacting, compact
+			comp.Threshold, comp.Options.TokenThreshold = comp.Options.TokenThreshold, 0
+		}
+		if comp.Options.ToolOutputMaxChars > 0 {
+			comp.ToolOutputMaxChars = comp.Options.ToolOutputMaxChars
+		}
+	default:
+		return nil, fmt.Errorf("%s: option 'compaction': got %s, want string or dict", fn, v.Type())
+	}
+	for _, check := range []error{
+		o.int("compact_threshold", &comp.Threshold, 1),
+		o.int("tool_output_max_chars", &comp.ToolOutputMaxChars, 0),
+		o.int("context_budget", &comp.ContextBudget, 1),
+	} {
+		if check != nil {
+			return nil, check
+		}
+	}
+	var compress starlark.Callable
+	if err := o.callable("compress_callback", &compress); err != nil {
+		return nil, err
+	}
+	if compress != nil {
+		comp.Compress = func(tool, output string, maxChars int) (string, error) {
+			v, err := starlark.Call(thread, compress, starlark.Tuple{starlark.String(tool), starlark.String(output), starlark.MakeInt(maxChars)}, nil)
+			if err != nil {
+				return "", err
+			}
+			s, ok := v.(starlark.String)
+			if !ok {
+				return "", fmt.Errorf("%s: compress_callback returned %s, want string", fn, v.Type())
+			}
+			return string(s), nil
+		}
+	}
+	return comp, nil
 }

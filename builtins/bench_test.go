@@ -177,3 +177,40 @@ if r["status"] != "done":
 	b.ReportMetric(late/float64(b.N), "µs/iter-900-1000")
 	b.ReportMetric(late/early, "late/early")
 }
+
+// BenchmarkAgentLoopCompaction runs a 500-iteration mock agent_loop whose
+// compact_threshold makes it compact about every 20 turns, and reports
+// the total time and the number of compactions.
+func BenchmarkAgentLoopCompaction(b *testing.B) {
+	const iterations = 500
+	var compactions, turnsPer float64
+	for i := 0; i < b.N; i++ {
+		st, _ := benchVM(b)
+		b.StartTimer()
+		globals, err := st.ExecFile("bench.star", fmt.Sprintf(`
+def read(n = 0):
+    """Read a page."""
+    return "page %%d: " %% n + "lorem ipsum dolor sit amet " * 8
+
+for i in range(%d):
+    llm_mock(tool_calls = [{"name": "read", "arguments": {"n": i}}])
+llm_mock(text = "done")
+s = agent_session_open("bench")
+r = agent_loop("read everything", provider = "mock", session_id = s, tools = [read], max_iterations = %d,
+               compact_threshold = 1700, compaction = {"keep_last": 10, "hard_limit_tokens": 800})
+if r["status"] != "done":
+    fail(r["status"])
+compactions = len([e for e in agent_session_snapshot(s)["events"] if e["type"] == "compaction"])
+`, iterations-1, iterations))
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(vm.FormatError(err))
+		}
+		n, _ := starlark.AsInt32(globals["compactions"])
+		compactions += float64(n)
+		turnsPer += float64(iterations) / float64(max(n, 1))
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/loop")
+	b.ReportMetric(compactions/float64(b.N), "compactions")
+	b.ReportMetric(turnsPer/float64(b.N), "turns/compaction")
+}

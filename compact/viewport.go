@@ -26,10 +26,14 @@ const ViewportStrategy = "viewport"
 // window uses the whole budget. With nothing that fits, the result is
 // empty.
 //
+// Without a summary message first, the window starts at a user or system
+// message when it holds one, leaving out older assistant turns before it
+// (Anthropic requires a conversation to start with a user message).
+//
 // Without a summary message first the result shares msgs' storage
 // (clipped, so appending to it copies); callers must not modify it.
 func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
-	full := window(msgs, budget)
+	full := turnStart(msgs, window(msgs, budget))
 	sums := indexSummaries(msgs)
 	if len(sums) == 0 || sums[0].pos >= full {
 		return msgs[full:len(msgs):len(msgs)] // no summary left out
@@ -89,6 +93,18 @@ func (idx summaryIndex) running(n int) string {
 		}
 	}
 	return strings.Join(bodies, "\n\n")
+}
+
+// turnStart moves start forward past assistant messages (and their tool
+// results) to the first user or system message of msgs[start:], when
+// there is one.
+func turnStart(msgs []sessions.Message, start int) int {
+	for i := start; i < len(msgs); i++ {
+		if r := msgs[i].Role; r == sessions.RoleUser || r == sessions.RoleSystem {
+			return i
+		}
+	}
+	return start
 }
 
 // window returns the start of the newest whole units of msgs whose

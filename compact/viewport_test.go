@@ -24,7 +24,7 @@ func TestViewport(t *testing.T) {
 		{"not even the newest pair", lastPair - 1, ""},
 		{"zero", 0, ""},
 		{"negative", -5, ""},
-		{"two pairs need the whole first one", cost(1, 10) - 1, "A U A*3 T T T"},
+		{"two pairs need the whole first one", cost(1, 10) - 1, "U A*3 T T T"}, // the leading A is left out: start at a user message
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := slices.Clone(msgs)

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/skein-dev/skein/compact"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Events of a compaction: "compaction" is stored in the log;
+// "transcript_compacted" is the notification subscribers get with the same
+// fields (not stored).
+const (
+	EventCompaction          = "compaction"
+	EventTranscriptCompacted = "transcript_compacted"
+)
+
+// Compaction triggers.
+const (
+	TriggerManual        = "manual"         // agent_session_compact
+	TriggerThreshold     = "threshold"      // the estimate reached the loop's threshold
+	TriggerContextLength = "context_length" // the provider said the context was too long
+)
+
+// Compaction configures a loop's context management.
+type Compaction struct {
+	// Enabled turns automatic compaction on ("none" turns it off).
+	Enabled bool
+	// Options are the compaction engine's options (strategy, keep_last, ...).
+	Options compact.Options
+	// Threshold is the estimated token count that triggers compaction
+	// before a model call, lowered to 65% of the model's context window
+	// when the window is known.
+	Threshold int
+	// ContextBudget > 0 sends only the viewport of that many tokens to
+	// the model; the session keeps everything.
+	ContextBudget int
+	// ToolOutputMaxChars > 0 shortens longer tool results with
+	// compact.Microcompact (or Compress, when set) before they are stored.
+	ToolOutputMaxChars int
+	// Compress replaces Microcompact for long tool results.
+	Compress func(tool, output string, maxChars int) (string, error)
+}
+
+// CompactSession runs the compaction engine over a session and, when it
+// compacted, replaces the transcript with the result, sets the running
+// summary and logs a compaction event. It returns the result and the
+// events to deliver: the stored compaction event and the
+// transcript_compacted notification. Callbacks in opts run without any
+// store lock held.
+func CompactSession(ctx context.Context, store *sessions.Store, id string, opts compact.Options, trigger string) (*compact.Result, []sessions.Event, error) {
+	var res *compact.Result
+	events, err := store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
+		msgs := viewSlice(v)
+		var err error
+		res, err = compact.Compact(ctx, msgs, opts)
+		if err != nil || !res.Compacted {
+			return nil, err
+		}
+		summary := res.Summary
+		data := map[string]any{"strategy": res.Strategy, "archived": int64(res.Archived), "trigger": trigger,
+			"tokens_before": int64(res.TokensBefore), "tokens_after": int64(res.TokensAfter),
+			"messages_before": int64(len(msgs)), "messages_after": int64(len(res.Messages)), "tier2": res.Tier2}
+		return &sessions.Change{Replace: true, ReplaceWith: res.Messages, SetSummary: true, Summary: &summary,
+			Events: []sessions.Event{sessions.NewEvent(EventCompaction, data)}}, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range events {
+		if e.Type == EventCompaction {
+			note := e
+			note.Type = EventTranscriptCompacted
+			events = append(events, note)
+			break
+		}
+	}
+	return res, events, nil
+}
+
+func viewSlice(v sessions.View) []sessions.Message {
+	if t, ok := v.(sessions.Transcript); ok {
+		return t.Slice()
+	}
+	out := make([]sessions.Message, v.Len())
+	for i := range out {
+		out[i] = *v.At(i)
+	}
+	return out
+}
+
+// contextMessages returns the messages of the next model call: it
+// compacts the session first when the estimated context reached the
+// threshold (or unconditionally when forced, after a context_length
+// error), then cuts the viewport when a context budget is set.
+func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
+	cfg := l.cfg
+	msgs, err := cfg.Store.Messages(l.ctx, cfg.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	l.callLen = len(msgs)
+	c := cfg.Compaction
+	if c == nil {
+		return msgs, nil
+	}
+	if c.Enabled && (forced || l.estimate(msgs) >= compact.EffectiveThreshold(c.Threshold, cfg.Request.Model)) {
+		trigger := TriggerThreshold
+		opts := c.Options
+		if forced {
+			trigger = TriggerContextLength
+			opts.TokenThreshold = 0
+		}
+		res, events, err := CompactSession(l.ctx, cfg.Store, cfg.SessionID, opts, trigger)
+		if err != nil {
+			return nil, err
+		}
+		if err := l.emitStored(events); err != nil {
+			return nil, err
+		}
+		if res.Compacted {
+			l.res.Compactions++
+			if msgs, err = cfg.Store.Messages(l.ctx, cfg.SessionID); err != nil {
+				return nil, err
+			}
+			l.usage, l.usageAt = compact.EstimateTokens(msgs), len(msgs)
+			l.callLen = len(msgs)
+		}
+	}
+	if c.ContextBudget > 0 {
+		// the provider's token counts then describe the viewport, not the
+		// session: the threshold check estimates the session instead
+		l.viewport, l.usageAt = true, 0
+		return compact.Viewport(msgs, c.ContextBudget), nil
+	}
+	return msgs, nil
+}
+
+// estimate is the context size of msgs: the provider-reported tokens of
+// the last call plus an estimate of the messages added since, or an
+// estimate of everything before the first call.
+func (l *loop) estimate(msgs []sessions.Message) int {
+	if l.usageAt == 0 || l.usageAt > len(msgs) {
+		l.usage, l.usageAt = compact.EstimateTokens(msgs), len(msgs)
+		return l.usage
+	}
+	return l.usage + compact.EstimateTokens(msgs[l.usageAt:])
+}
+
+// emitStored tracks the latest stored seq and emits events.
+func (l *loop) emitStored(events []sessions.Event) error {
+	for _, e := range events {
+		if e.Type != EventTranscriptCompacted {
+			l.lastSeq = e.Seq
+		}
+	}
+	return l.emit(events...)
+}
+
+// shortenToolOutput applies the loop's tool output limit.
+func (l *loop) shortenToolOutput(name, output string) (string, error) {
+	c := l.cfg.Compaction
+	if c == nil || c.ToolOutputMaxChars <= 0 || len(output) <= c.ToolOutputMaxChars {
+		return output, nil
+	}
+	if c.Compress != nil {
+		return c.Compress(name, output, c.ToolOutputMaxChars)
+	}
+	return compact.Microcompact(output, c.ToolOutputMaxChars), nil
+}

@@ -1,0 +1,320 @@
+package builtins
+
+// Compaction builtins (API.md §3).
+//
+//	agent_session_compact(id, opts=None, **kwargs) -> int
+//	agent_session_viewport(id, token_budget) -> [message]
+//	estimate_tokens(messages) -> int
+//	microcompact(text, max_chars=20000) -> str
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/compact"
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+func compactSpecs() []Spec {
+	const area = "Compaction"
+	return []Spec{
+		{"agent_session_compact", "(id, opts=None, **kwargs) -> int",
+			"Compact the session now (options of API.md §3); returns the message count afterwards.", area, sessionCompact},
+		{"agent_session_viewport", "(id, token_budget) -> list",
+			"The newest messages that fit token_budget (whole tool pairs, the running summary first); the session is unchanged.", area, sessionViewport},
+		{"estimate_tokens", "(messages) -> int", "Estimated tokens of a message list (or of one string).", area, estimateTokens},
+		{"microcompact", "(text, max_chars=20000) -> str",
+			"Shorten one long tool output, keeping its head, tail and diagnostic lines.", area, microcompactBuiltin},
+	}
+}
+
+// compactKeys are the options of agent_session_compact and of
+// agent_loop's compaction dict.
+var compactKeys = []string{"compact_strategy", "custom_compactor", "hard_limit_strategy", "hard_limit_tokens",
+	"keep_first", "keep_last", "mask_callback", "model", "provider", "summarize_prompt", "token_threshold", "tool_output_max_chars"}
+
+// compactOptions turns checked options into the engine's options. The
+// callbacks run on thread. Provider and model of the llm strategy come
+// from the options, else from defaultProvider and defaultModel (the
+// loop's, or the session's last model).
+func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultProvider, defaultModel string) (compact.Options, error) {
+	opts := compact.DefaultOptions()
+	for _, check := range []error{
+		o.int("keep_first", &opts.KeepFirst, 0),
+		o.int("keep_last", &opts.KeepLast, 0),
+		o.int("token_threshold", &opts.TokenThreshold, 0),
+		o.oneOf("compact_strategy", &opts.Strategy, compact.Strategies),
+		o.int("hard_limit_tokens", &opts.HardLimitTokens, 0),
+		o.oneOf("hard_limit_strategy", &opts.HardLimitStrategy, compact.Strategies),
+		o.int("tool_output_max_chars", &opts.ToolOutputMaxChars, 0),
+		o.string("summarize_prompt", &opts.SummarizePrompt),
+	} {
+		if check != nil {
+			return opts, check
+		}
+	}
+	var custom, mask starlark.Callable
+	if err := o.callable("custom_compactor", &custom); err != nil {
+		return opts, err
+	}
+	if err := o.callable("mask_callback", &mask); err != nil {
+		return opts, err
+	}
+	if custom != nil {
+		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
+			return callCustomCompactor(thread, o.fn, custom, archived)
+		})
+	}
+	if mask != nil {
+		opts.Mask = func(archived []sessions.Message) ([]*string, error) {
+			return callMask(thread, o.fn, mask, archived)
+		}
+	}
+	for _, s := range []string{opts.Strategy, opts.HardLimitStrategy} {
+		if s == compact.StrategyCustom && custom == nil {
+			return opts, fmt.Errorf("%s: the custom strategy needs a custom_compactor", o.fn)
+		}
+	}
+	var provider, model string
+	if err := o.string("provider", &provider); err != nil {
+		return opts, err
+	}
+	if err := o.string("model", &model); err != nil {
+		return opts, err
+	}
+	if opts.Strategy == compact.StrategyLLM || opts.HardLimitTokens > 0 && opts.HardLimitStrategy == compact.StrategyLLM {
+		if provider == "" {
+			provider = defaultProvider
+		}
+		if model == "" {
+			model = defaultModel
+		}
+		targets, err := chain(st, &callOptions{provider: provider, model: model})
+		if err != nil {
+			return opts, fmt.Errorf("%s: %v", o.fn, err)
+		}
+		opts.Provider = &retrying{targets: targets, policy: llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond}}
+		opts.Model = model
+		if opts.Model == "" {
+			opts.Model = st.LLM.Model
+		}
+	}
+	if err := opts.Validate(); err != nil {
+		return opts, fmt.Errorf("%s: %v", o.fn, err)
+	}
+	return opts, nil
+}
+
+// retrying is a provider that calls a fallback chain under a retry policy:
+// the llm strategy's summarisation call gets the same resilience as a loop.
+type retrying struct {
+	targets []llm.Target
+	policy  llm.RetryPolicy
+}
+
+func (r *retrying) Name() string { return r.targets[0].Provider.Name() }
+
+func (r *retrying) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	return llm.Fallback(ctx, r.targets, r.policy, req)
+}
+
+// callCustomCompactor adapts custom_compactor(messages): a string or
+// {summary: str} is the summary; None declines (nothing is compacted).
+func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callable, archived []sessions.Message) (string, error) {
+	v, err := starlark.Call(thread, cb, starlark.Tuple{messagesToStarlark(archived)}, nil)
+	if err != nil {
+		return "", err
+	}
+	switch v := v.(type) {
+	case starlark.String:
+		return string(v), nil
+	case starlark.NoneType:
+		return "", compact.ErrNoSummary
+	case *starlark.Dict:
+		o, err := unpackOptions(fn+": custom_compactor result", v, nil, []string{"summary"})
+		if err != nil {
+			return "", err
+		}
+		var s string
+		if err := o.string("summary", &s); err != nil {
+			return "", err
+		}
+		if !o.has("summary") {
+			return "", fmt.Errorf("%s: custom_compactor returned a dict without `summary`", fn)
+		}
+		return s, nil
+	}
+	return "", fmt.Errorf("%s: custom_compactor returned %s, want a string, {summary: str} or None", fn, v.Type())
+}
+
+// callMask adapts mask_callback(messages): one string (the masked text) or
+// None (default masking) per archived message.
+func callMask(thread *starlark.Thread, fn string, cb starlark.Callable, archived []sessions.Message) ([]*string, error) {
+	v, err := starlark.Call(thread, cb, starlark.Tuple{messagesToStarlark(archived)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := v.(*starlark.List)
+	if !ok || list.Len() != len(archived) {
+		return nil, fmt.Errorf("%s: mask_callback must return a list of %d strings or None, got %s", fn, len(archived), describeLen(v))
+	}
+	out := make([]*string, len(archived))
+	for i := range out {
+		switch x := list.Index(i).(type) {
+		case starlark.String:
+			s := string(x)
+			out[i] = &s
+		case starlark.NoneType:
+		default:
+			return nil, fmt.Errorf("%s: mask_callback result [%d]: got %s, want string or None", fn, i, x.Type())
+		}
+	}
+	return out, nil
+}
+
+func describeLen(v starlark.Value) string {
+	if l, ok := v.(*starlark.List); ok {
+		return fmt.Sprintf("a list of %d", l.Len())
+	}
+	return v.Type()
+}
+
+// lastModel is the model of the session's newest assistant message.
+func lastModel(msgs []sessions.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == sessions.RoleAssistant && msgs[i].Model != "" {
+			return msgs[i].Model
+		}
+	}
+	return ""
+}
+
+func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) == 0 && len(kwargs) == 0 {
+		return nil, starlark.UnpackArgs(b.Name(), args, kwargs, "id", new(string))
+	}
+	var idv, positional starlark.Value = nil, starlark.None
+	var rest []starlark.Tuple
+	for _, kv := range kwargs {
+		switch kv[0].(starlark.String) {
+		case "id":
+			idv = kv[1]
+		case "opts":
+			positional = kv[1]
+		default:
+			rest = append(rest, kv)
+		}
+	}
+	if len(args) > 2 {
+		return nil, fmt.Errorf("%s: got %d positional arguments, want at most 2", b.Name(), len(args))
+	}
+	if len(args) >= 1 {
+		idv = args[0]
+	}
+	if len(args) == 2 {
+		positional = args[1]
+	}
+	id, ok := idv.(starlark.String)
+	if !ok {
+		return nil, fmt.Errorf("%s: for parameter id: got %s, want string", b.Name(), typeName(idv))
+	}
+	o, err := unpackOptions(b.Name(), positional, rest, compactKeys)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	ctx := vm.ContextOf(thread)
+	model := ""
+	if o.has("compact_strategy") || o.has("hard_limit_strategy") {
+		// the llm strategy defaults to the session's last model; a read
+		// that does not refresh recency (the compaction itself will)
+		if rec, err := st.Store.Snapshot(ctx, string(id)); err == nil {
+			model = lastModel(rec.Messages)
+		}
+	}
+	opts, err := compactOptions(thread, st, o, "", model)
+	if err != nil {
+		return nil, err
+	}
+	if _, events, err := agent.CompactSession(ctx, st.Store, string(id), opts, agent.TriggerManual); err != nil {
+		return nil, loopErr(b.Name(), err)
+	} else if err := deliver(thread, st.Store, events); err != nil {
+		return nil, err
+	}
+	n, err := st.Store.Length(ctx, string(id))
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.MakeInt(n), nil
+}
+
+func typeName(v starlark.Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	return v.Type()
+}
+
+func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var budget int
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "token_budget", &budget); err != nil {
+		return nil, err
+	}
+	if err := nonNegative(b.Name(), "token_budget", budget); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	rec, err := st.Store.Snapshot(vm.ContextOf(thread), id)
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return messagesToStarlark(compact.Viewport(rec.Messages, budget)), nil
+}
+
+func estimateTokens(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var v starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "messages", &v); err != nil {
+		return nil, err
+	}
+	if s, ok := v.(starlark.String); ok {
+		return starlark.MakeInt(compact.EstimateText(string(s))), nil
+	}
+	list, ok := v.(starlark.Indexable)
+	if !ok {
+		return nil, fmt.Errorf("%s: for parameter messages: got %s, want a list of messages or a string", b.Name(), v.Type())
+	}
+	msgs := make([]sessions.Message, list.Len())
+	for i := range msgs {
+		m, err := messageFromStarlark(fmt.Sprintf("%s: messages[%d]", b.Name(), i), list.Index(i))
+		if err != nil {
+			return nil, err
+		}
+		msgs[i] = m
+	}
+	return starlark.MakeInt(compact.EstimateTokens(msgs)), nil
+}
+
+func microcompactBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var text string
+	maxChars := 20000
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "text", &text, "max_chars?", &maxChars); err != nil {
+		return nil, err
+	}
+	if maxChars < 1 {
+		return nil, fmt.Errorf("%s: `max_chars` must be >= 1", b.Name())
+	}
+	return starlark.String(compact.Microcompact(text, maxChars)), nil
+}
