@@ -27,8 +27,8 @@
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //
-// Times are Unix nanoseconds (the zero time is stored as the smallest
-// int64, so it sorts first); JSON uses the encodings of package sessions
+// Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
+// the smallest int64, so it sorts first); JSON uses the encodings of package sessions
 // (sessions.Message's MarshalJSON, sessions.EncodeJSON), which give every
 // value back with its type. Indexes serve listing by status, parent,
 // creation and update time, and the lookups foreign keys need.
@@ -74,9 +74,9 @@
 // Every Write, Fork, Create and Delete is one IMMEDIATE transaction: it
 // takes SQLite's write lock before reading, checks the session's version
 // against the caller's base (ErrConflict, with nothing written, when
-// another writer got there first) and bumps it. Writes of one process are
-// serialised by a mutex; writers in other processes wait for the lock up
-// to busy_timeout. Two processes writing one session therefore never
+// another writer got there first) and bumps it. Writes through one
+// Backend queue on a mutex; other Backends and processes on the same file
+// wait for the lock up to busy_timeout. Two processes writing one session therefore never
 // interleave: the second gets sessions.ErrConflict. Loads run in read
 // transactions and see one consistent state.
 //
@@ -85,6 +85,6 @@
 // Delete refuses a session that has forks (sessions.ErrHasChildren)
 // unless recursive, which deletes the whole subtree in one transaction.
 // A fork's shared messages therefore never lose their rows: no session
-// can go while a fork of it is stored, and the foreign keys from views to
-// views would refuse it anyway.
+// can go while a fork of it is stored, and the foreign keys on every base
+// reference would refuse it anyway.
 package sqlite
