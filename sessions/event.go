@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -61,9 +60,10 @@ func (e *Event) Fields() map[string]any {
 	return out
 }
 
-// MarshalJSON encodes the event as one flat object (see Fields).
+// MarshalJSON encodes the event as one flat object (see Fields), with
+// floats encoded as EncodeJSON does.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return json.Marshal(e.Fields())
+	return EncodeJSON(e.Fields())
 }
 
 // UnmarshalJSON decodes the flat form written by MarshalJSON.

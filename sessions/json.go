@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,80 @@ func DecodeJSON(data []byte) (any, error) {
 		return nil, fmt.Errorf("unexpected data after JSON value")
 	}
 	return normalizeNumbers(v), nil
+}
+
+// EncodeJSON encodes a JSON value so that DecodeJSON returns it unchanged:
+// a float64 with an integral value is written with a fraction ("2.0", not
+// "2"), which DecodeJSON reads back as a float64 rather than an int64.
+func EncodeJSON(v any) ([]byte, error) {
+	return json.Marshal(exactFloats(v))
+}
+
+// exactFloat is a float64 that encodes with a fraction or an exponent.
+type exactFloat float64
+
+func (f exactFloat) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(float64(f))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.ContainsAny(b, ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
+}
+
+// exactFloats returns v with every float64 inside it made an exactFloat.
+// Containers without floats are returned as they are, not copied.
+func exactFloats(v any) any {
+	switch v := v.(type) {
+	case float64:
+		return exactFloat(v)
+	case []any:
+		if !hasFloat(v) {
+			return v
+		}
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = exactFloats(x)
+		}
+		return out
+	case map[string]any:
+		return exactObject(v)
+	}
+	return v
+}
+
+// exactObject is exactFloats for a JSON object.
+func exactObject(m map[string]any) map[string]any {
+	if !hasFloat(m) {
+		return m
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		out[k] = exactFloats(x)
+	}
+	return out
+}
+
+func hasFloat(v any) bool {
+	switch v := v.(type) {
+	case float64:
+		return true
+	case []any:
+		for _, x := range v {
+			if hasFloat(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, x := range v {
+			if hasFloat(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // DecodeJSONObject decodes data that must hold a JSON object.
@@ -133,7 +208,14 @@ type messageJSON struct {
 // MarshalJSON encodes m with the message dict keys of the API.
 func (m Message) MarshalJSON() ([]byte, error) {
 	j := messageJSON{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
-		IsError: m.IsError, Metadata: m.Metadata, Model: m.Model, Usage: m.Usage}
+		IsError: m.IsError, Metadata: exactObject(m.Metadata), Model: m.Model, Usage: exactObject(m.Usage)}
+	if slices.ContainsFunc(m.ToolCalls, func(c ToolCall) bool { return hasFloat(c.Arguments) }) {
+		j.ToolCalls = make([]ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			c.Arguments = exactObject(c.Arguments)
+			j.ToolCalls[i] = c
+		}
+	}
 	var err error
 	if m.Blocks != nil {
 		j.Content, err = json.Marshal(m.Blocks)

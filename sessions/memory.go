@@ -89,8 +89,20 @@ func (b *MemoryBackend) Write(_ context.Context, id string, base int64, ch *Chan
 	if r.rec.Version != base {
 		return fmt.Errorf("session %q: %w", id, ErrConflict)
 	}
+	if err := checkDropFirst(ch, r.transcript.Len()); err != nil {
+		return fmt.Errorf("session %q: %v", id, err)
+	}
 	r.transcript = ApplyToTranscript(r.transcript, ch)
 	ApplyToRecord(&r.rec, ch)
+	return nil
+}
+
+// checkDropFirst reports an error when ch drops messages a list of n
+// messages does not have (DropFirst is ignored when Replace is set).
+func checkDropFirst(ch *Change, n int) error {
+	if ch.DropFirst < 0 || (!ch.Replace && ch.DropFirst > n) {
+		return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n)
+	}
 	return nil
 }
 
@@ -156,6 +168,9 @@ func (b *MemoryBackend) Fork(_ context.Context, spec *ForkSpec) error {
 
 // List returns matching sessions, newest first.
 func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, error) {
+	if err := f.Check(); err != nil {
+		return nil, 0, err
+	}
 	b.mu.Lock()
 	var all []Summary
 	for _, r := range b.sessions {
@@ -174,6 +189,17 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		return all[i].ID > all[j].ID
 	})
 	return f.page(all), len(all), nil
+}
+
+// Check reports an error for a negative Limit or Offset.
+func (f *ListFilter) Check() error {
+	if f.Limit < 0 {
+		return fmt.Errorf("list: limit must be >= 0, got %d", f.Limit)
+	}
+	if f.Offset < 0 {
+		return fmt.Errorf("list: offset must be >= 0, got %d", f.Offset)
+	}
+	return nil
 }
 
 func (f *ListFilter) matches(r *Record) bool {

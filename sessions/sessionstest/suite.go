@@ -1,0 +1,140 @@
+// Package sessionstest is the conformance suite for sessions.Backend
+// implementations. A backend's tests call RunBackendTests, and a durable
+// backend's tests call RunDurableTests as well:
+//
+//	func TestBackend(t *testing.T) {
+//		sessionstest.RunBackendTests(t, func(t *testing.T) sessions.Backend {
+//			return newEmptyBackend(t)
+//		})
+//	}
+//
+// The suite pins the behaviour every backend shares, with the in-memory
+// backend as the reference (sessions.ApplyToTranscript and
+// sessions.ApplyToRecord define how a Change applies):
+//
+//   - Create, Load, LoadMeta, Exists, and the sentinel errors (ErrNotFound,
+//     ErrExists, ErrConflict, ErrHasChildren) testable with errors.Is, each
+//     naming the session id.
+//   - Every part of a Change, the version bump, and a stale base version
+//     (ErrConflict) or an impossible change writing nothing.
+//   - Forks share their source's first KeepFirst messages: later writes to
+//     either side (append, DropFirst, Replace) never show on the other, down
+//     to grandchildren; lineage (ParentID, ChildIDs in fork order,
+//     BranchedAt).
+//   - List: filters, newest first (CreatedAt, then id, descending), Limit and
+//     Offset, the total, and the summary fields.
+//   - Delete: ErrHasChildren unless recursive, lineage kept consistent. A
+//     session cannot be deleted while a fork of it is stored, so a fork's
+//     shared messages can never lose their source through Delete; a
+//     backend that can drop a session without deleting it (a
+//     sessions.Forgetter, the memory backend's LRU eviction) must keep the
+//     forks' shared messages readable.
+//   - Concurrent writers: one write wins per base version, the others get
+//     ErrConflict, and the result is a valid transcript.
+//   - Exact round trips of messages (content blocks, tool calls with nested
+//     arguments, int64 and float64 values, usage) and events.
+//
+// Records and messages in the suite are in the canonical form the JSON
+// encodings of package sessions produce (absent maps are nil, not empty),
+// so a backend that stores them as JSON gives them back unchanged. Times
+// are compared with time.Time.Equal; a backend may return them in another
+// location. A loaded event's SessionID is the session's id.
+package sessionstest
+
+import (
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// RunBackendTests runs the conformance suite against the backends
+// newBackend returns. Each subtest calls newBackend once and expects an
+// empty backend; the suite closes it when the subtest ends.
+func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backend) {
+	tests := []struct {
+		name string
+		run  func(h *harness)
+	}{
+		{"CreateLoad", testCreateLoad},
+		{"NotFound", testNotFound},
+		{"WriteParts", testWriteParts},
+		{"WriteCombined", testWriteCombined},
+		{"WriteConflict", testWriteConflict},
+		{"WriteImpossible", testWriteImpossible},
+		{"LoadReturnsCopies", testLoadReturnsCopies},
+		{"RoundTrip", testRoundTrip},
+		{"Fork", testFork},
+		{"ForkErrors", testForkErrors},
+		{"ForkIsolation", testForkIsolation},
+		{"ForkGrandchildren", testForkGrandchildren},
+		{"ForkModel", testForkModel},
+		{"List", testList},
+		{"ListPaging", testListPaging},
+		{"Delete", testDelete},
+		{"DeleteRecursive", testDeleteRecursive},
+		{"ForgetKeepsForks", testForgetKeepsForks},
+		{"ConcurrentWriters", testConcurrentWriters},
+		{"ConcurrentForks", testConcurrentForks},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBackend(t)
+			closeOnce(t, b)
+			tc.run(&harness{t: t, b: b})
+		})
+	}
+}
+
+// RunDurableTests runs the tests of a durable backend: open must open the
+// storage named by path (a file path in a fresh t.TempDir(), or whatever
+// the backend makes of it), creating it if missing; opening the same path
+// again, after a Close or while another backend has it open, must reach the
+// same sessions. The suite closes every backend it opens.
+func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions.Backend) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, open opener)
+	}{
+		{"Durable", testDurableFlag},
+		{"Reopen", testReopen},
+		{"TwoHandles", testTwoHandles},
+		{"TwoHandlesRace", testTwoHandlesRace},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			tc.run(t, func() (*harness, func()) {
+				b := open(t, path)
+				return &harness{t: t, b: b}, closeOnce(t, b)
+			})
+		})
+	}
+}
+
+// opener opens the durable test's storage; the function it returns closes
+// that backend (the test's cleanup closes it otherwise).
+type opener func() (*harness, func())
+
+// closeOnce closes b when the test ends, unless it was closed already
+// through the returned function.
+func closeOnce(t *testing.T, b sessions.Backend) func() {
+	var once sync.Once
+	closeFn := func() {
+		once.Do(func() {
+			if err := b.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	t.Cleanup(closeFn)
+	return closeFn
+}
+
+// harness is one subtest's backend with helpers that fail the test on
+// unexpected errors.
+type harness struct {
+	t *testing.T
+	b sessions.Backend
+}

@@ -1,0 +1,137 @@
+package sqlite
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// zeroTime is how the zero time.Time is stored: below every real time, so
+// it sorts first and is "before" any filter time, as in memory.
+const zeroTime = math.MinInt64
+
+// encodeTime returns t as Unix nanoseconds.
+func encodeTime(t time.Time) (int64, error) {
+	if t.IsZero() {
+		return zeroTime, nil
+	}
+	ns := t.UnixNano()
+	if ns == zeroTime || !time.Unix(0, ns).Equal(t) {
+		return 0, fmt.Errorf("time %s is outside the storable range (years 1678 to 2262)", t.Format(time.RFC3339))
+	}
+	return ns, nil
+}
+
+// decodeTime is the inverse of encodeTime; times come back in UTC.
+func decodeTime(ns int64) time.Time {
+	if ns == zeroTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// encodeObject returns a JSON object column value: NULL for a nil map.
+func encodeObject(m map[string]any) (any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	data, err := sessions.EncodeJSON(m)
+	if err != nil {
+		return nil, err
+	}
+	return string(data), nil
+}
+
+// decodeObject is the inverse of encodeObject.
+func decodeObject(s sql.NullString) (map[string]any, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	return sessions.DecodeJSONObject([]byte(s.String))
+}
+
+// nullString returns s as a column value, NULL when empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// encodeMessages returns the stored form of msgs (sessions.Message JSON).
+func encodeMessages(id string, msgs []sessions.Message) ([]string, error) {
+	out := make([]string, len(msgs))
+	for i := range msgs {
+		data, err := json.Marshal(msgs[i])
+		if err != nil {
+			return nil, fmt.Errorf("session %q: message %d: %w", id, i, err)
+		}
+		out[i] = string(data)
+	}
+	return out, nil
+}
+
+// eventRow is the stored form of a sessions.Event.
+type eventRow struct {
+	seq    int64
+	typ    string
+	time   int64
+	corrID any
+	data   any
+}
+
+// encodeEvents returns the stored form of events logged on session id.
+// An event's SessionID must be id or empty: it is not stored, and loads
+// give the session's id.
+func encodeEvents(id string, events []sessions.Event) ([]eventRow, error) {
+	out := make([]eventRow, len(events))
+	for i, e := range events {
+		if e.SessionID != "" && e.SessionID != id {
+			return nil, fmt.Errorf("session %q: event %d (seq %d) belongs to session %q", id, i, e.Seq, e.SessionID)
+		}
+		t, err := encodeTime(e.Time)
+		if err != nil {
+			return nil, fmt.Errorf("session %q: event %d: %w", id, e.Seq, err)
+		}
+		data, err := encodeObject(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("session %q: event %d: %w", id, e.Seq, err)
+		}
+		out[i] = eventRow{seq: e.Seq, typ: e.Type, time: t, corrID: nullString(e.CorrID), data: data}
+	}
+	return out, nil
+}
+
+// sessionRow is the stored form of a Record's own fields (not messages,
+// events, lineage of children or version bookkeeping).
+type sessionRow struct {
+	status             string
+	created, updated   int64
+	summary, metadata  any
+	parentID, branched any
+}
+
+func encodeSession(rec *sessions.Record) (*sessionRow, error) {
+	r := &sessionRow{status: string(rec.Status), parentID: nullString(rec.ParentID)}
+	var err error
+	if r.created, err = encodeTime(rec.CreatedAt); err != nil {
+		return nil, fmt.Errorf("session %q: created_at: %w", rec.ID, err)
+	}
+	if r.updated, err = encodeTime(rec.UpdatedAt); err != nil {
+		return nil, fmt.Errorf("session %q: updated_at: %w", rec.ID, err)
+	}
+	if r.metadata, err = encodeObject(rec.Metadata); err != nil {
+		return nil, fmt.Errorf("session %q: metadata: %w", rec.ID, err)
+	}
+	if rec.Summary != nil {
+		r.summary = *rec.Summary
+	}
+	if rec.BranchedAt != nil {
+		r.branched = int64(*rec.BranchedAt)
+	}
+	return r, nil
+}

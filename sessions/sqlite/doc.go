@@ -1,0 +1,90 @@
+// Package sqlite is skein's embedded durable sessions.Backend: one SQLite
+// file (by default .skein/sessions.db under the working directory) that
+// several processes may share. It uses modernc.org/sqlite, a pure Go
+// SQLite, so skein needs no cgo.
+//
+// # Opening
+//
+// Open creates the file's directory (0700) and the file (0600) when they
+// are missing (SQLite gives its -wal and -shm files the same mode), gives a
+// new database 8 KiB pages, puts it in WAL mode (readers never block the
+// writer, and a process killed at any moment loses no committed write),
+// sets busy_timeout (5 s), foreign keys and synchronous=FULL (every Write
+// is on disk when it returns) on every connection, and migrates the
+// schema. The schema version is PRAGMA user_version: migration n
+// moves it from n-1 to n inside one transaction, so reopening is a no-op
+// and two processes opening a new file at once migrate it once. A file
+// whose version is newer than this skein knows is refused, as is a file
+// that is some other application's database (PRAGMA application_id).
+//
+// # Schema (version 1)
+//
+//	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
+//	          summary metadata (JSON) parent_id branched_at turns max_turns
+//	          version, the current view: base base_from base_to own_from,
+//	          and length (the current message count, for cheap listings)
+//	views     vid sid base base_from base_to own_from  (frozen views)
+//	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
+//	events    sid seq type time corr_id data (JSON)      key (sid, seq)
+//
+// Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
+// the smallest int64, so it sorts first); JSON uses the encodings of package sessions
+// (sessions.Message's MarshalJSON, sessions.EncodeJSON), which give every
+// value back with its type. Indexes serve listing by status, parent,
+// creation and update time, and the lookups foreign keys need.
+//
+// # Messages are append-only; a session's messages are a view
+//
+// Each session appends its own messages to the messages table at
+// positions 0, 1, 2, ... and never rewrites or deletes one while the
+// session exists. What the session currently holds is a view described by
+// four numbers in its sessions row:
+//
+//	messages = base[base_from:base_to] ++ own rows from own_from on
+//
+// where base, if not NULL, is a frozen view: a views row with the same
+// shape (a base of its own and an owner's rows from own_from on), which
+// nothing ever changes. So:
+//
+//   - Append inserts the new rows at the next positions: O(appended).
+//   - DropFirst (trim) moves base_from, or drops the base and moves
+//     own_from: no message row is written.
+//   - Replace (reset, compaction) starts the own part at the next free
+//     position and inserts the replacement messages there: O(replacement).
+//   - Fork writes O(1) rows whatever the length: the child's row, with
+//     base pointing at a new frozen copy of the source's view (one views
+//     row; none at all when the kept messages lie inside the source's
+//     own base, which the child then shares directly), plus the two fork
+//     events. The source's later appends land after the child's base_to;
+//     its trims and resets change only its own row. Neither can reach
+//     the child, and the child's writes cannot reach the source.
+//
+// Load walks the chain of bases (one step per fork generation that the
+// view still reaches into), turns it into row ranges of the owners, and
+// reads each range in position order. Decoding the JSON is most of the
+// cost of loading a long session, so it runs on every core while the rows
+// are read.
+//
+// A frozen view is deleted when nothing references it any more (its fork
+// was deleted, or trimmed or reset past it); message rows stay while their
+// session exists, as the history the event log describes, and go with it.
+//
+// # Writes, versions and processes
+//
+// Every Write, Fork, Create and Delete is one IMMEDIATE transaction: it
+// takes SQLite's write lock before reading, checks the session's version
+// against the caller's base (ErrConflict, with nothing written, when
+// another writer got there first) and bumps it. Writes through one
+// Backend queue on a mutex; other Backends and processes on the same file
+// wait for the lock up to busy_timeout. Two processes writing one session therefore never
+// interleave: the second gets sessions.ErrConflict. Loads run in read
+// transactions and see one consistent state.
+//
+// # Deleting
+//
+// Delete refuses a session that has forks (sessions.ErrHasChildren)
+// unless recursive, which deletes the whole subtree in one transaction.
+// A fork's shared messages therefore never lose their rows: no session
+// can go while a fork of it is stored, and the foreign keys on every base
+// reference would refuse it anyway.
+package sqlite

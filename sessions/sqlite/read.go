@@ -1,0 +1,233 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// querier is what *sql.DB and *sql.Tx share for single-row queries.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// exists reports whether session id is stored.
+func exists(ctx context.Context, q querier, id string) (bool, error) {
+	var ok bool
+	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = ?)`, id).Scan(&ok)
+	return ok, err
+}
+
+// Exists reports whether session id is stored.
+func (b *Backend) Exists(ctx context.Context, id string) (bool, error) {
+	ok, err := exists(ctx, b.db, id)
+	if err != nil {
+		return false, fmt.Errorf("session %q: %w", id, err)
+	}
+	return ok, nil
+}
+
+// Load returns the session's full state (sessions.ErrNotFound).
+func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error) {
+	var rec *sessions.Record
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		r, st, err := loadRecord(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		if r.Events, err = loadEvents(ctx, tx, st.sid, id); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		rec = r
+		return nil
+	})
+	return rec, err
+}
+
+// LoadMeta returns the session's state without messages and events
+// (sessions.ErrNotFound).
+func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, error) {
+	var rec *sessions.Record
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		r, _, err := loadRecord(ctx, tx, id)
+		rec = r
+		return err
+	})
+	return rec, err
+}
+
+// loadRecord reads session id's row and children.
+func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *state, error) {
+	rec := &sessions.Record{ID: id}
+	var st state
+	var status string
+	var created, updated int64
+	var summary, metadata, parentID sql.NullString
+	var branched, base sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
+			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length
+		FROM sessions WHERE id = ?`, id).
+		Scan(&st.sid, &status, &created, &updated, &summary, &metadata, &parentID,
+			&branched, &rec.Turns, &rec.MaxTurns, &rec.Version, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom, &st.length)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	st.version, st.view.base = rec.Version, base.Int64
+	rec.Status = sessions.Status(status)
+	rec.CreatedAt, rec.UpdatedAt = decodeTime(created), decodeTime(updated)
+	if summary.Valid {
+		rec.Summary = &summary.String
+	}
+	if rec.Metadata, err = decodeObject(metadata); err != nil {
+		return nil, nil, fmt.Errorf("session %q: metadata: %w", id, err)
+	}
+	rec.ParentID = parentID.String
+	if branched.Valid {
+		n := int(branched.Int64)
+		rec.BranchedAt = &n
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM sessions WHERE parent_id = ? ORDER BY sid`, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var child string
+		if err := rows.Scan(&child); err != nil {
+			return nil, nil, fmt.Errorf("session %q: %w", id, err)
+		}
+		rec.ChildIDs = append(rec.ChildIDs, child)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	return rec, &st, nil
+}
+
+// loadEvents reads session sid's event log, oldest first.
+func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string) ([]sessions.Event, error) {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE sid = ?`, sid).Scan(&n); err != nil || n == 0 {
+		return nil, err
+	}
+	events := make([]sessions.Event, n)
+	dec := newDecoder("event", n, func(i int, data []byte) (err error) {
+		events[i].Data, err = sessions.DecodeJSONObject(data)
+		return err
+	})
+	i, err := readEvents(ctx, tx, sid, id, events, dec)
+	// Wait for the decoder's workers even after a read error.
+	if derr := dec.wait(); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	if i != n {
+		return nil, fmt.Errorf("events: read %d rows, want %d", i, n)
+	}
+	return events, nil
+}
+
+// readEvents fills events with the rows of session sid's log, handing
+// their data to dec, and returns how many it read.
+func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, events []sessions.Event, dec *decoder) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, corr_id, data FROM events WHERE sid = ? ORDER BY seq`, sid)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	i := 0
+	var corrID sql.NullString
+	var t int64
+	var data sql.RawBytes
+	for ; i < len(events) && rows.Next(); i++ {
+		e := &events[i]
+		if err := rows.Scan(&e.Seq, &e.Type, &t, &corrID, &data); err != nil {
+			return i, err
+		}
+		e.SessionID, e.Time, e.CorrID = id, decodeTime(t), corrID.String
+		if data != nil {
+			dec.add(i, data)
+		}
+	}
+	return i, rows.Err()
+}
+
+// List returns the sessions matching f, newest first (by creation time,
+// then id, descending), and how many match before Limit and Offset.
+func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+	if err := f.Check(); err != nil {
+		return nil, 0, err
+	}
+	var conds []string
+	var args []any
+	if len(f.Statuses) > 0 {
+		conds = append(conds, "status IN (?"+strings.Repeat(", ?", len(f.Statuses)-1)+")")
+		for _, s := range f.Statuses {
+			args = append(args, string(s))
+		}
+	}
+	if f.ParentID != "" {
+		conds = append(conds, "parent_id = ?")
+		args = append(args, f.ParentID)
+	}
+	if !f.UpdatedBefore.IsZero() {
+		t, err := encodeTime(f.UpdatedBefore)
+		if err != nil {
+			return nil, 0, fmt.Errorf("list: updated before: %w", err)
+		}
+		conds = append(conds, "updated_at < ?")
+		args = append(args, t)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	limit := int64(-1) // SQLite: no limit
+	if f.Limit > 0 {
+		limit = int64(f.Limit)
+	}
+	var out []sessions.Summary
+	var total int
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sessions"+where, args...).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, status, created_at, updated_at, parent_id, length, turns,
+				(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id)
+			FROM sessions s`+where+` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
+			append(args, limit, f.Offset)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s sessions.Summary
+			var status string
+			var created, updated int64
+			var parentID sql.NullString
+			if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children); err != nil {
+				return err
+			}
+			s.Status, s.ParentID = sessions.Status(status), parentID.String
+			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list: %w", err)
+	}
+	return out, total, nil
+}

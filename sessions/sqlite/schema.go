@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// applicationID marks a SQLite file as a skein session database
+// (PRAGMA application_id; "skei").
+const applicationID = 0x736b6569
+
+// SchemaVersion is the schema version this package writes and reads
+// (PRAGMA user_version); it is len(migrations).
+const SchemaVersion = 1
+
+// migrations[n] moves the schema from version n to n+1. Released
+// migrations are never edited: a change to the schema is a new migration
+// appended here, with SchemaVersion raised to match.
+var migrations = []string{migration1}
+
+const migration1 = `
+CREATE TABLE sessions (
+	sid         INTEGER PRIMARY KEY AUTOINCREMENT,
+	id          TEXT    NOT NULL UNIQUE,
+	status      TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL,
+	summary     TEXT,
+	metadata    TEXT,
+	parent_id   TEXT,
+	branched_at INTEGER,
+	turns       INTEGER NOT NULL,
+	max_turns   INTEGER NOT NULL,
+	version     INTEGER NOT NULL,
+	base        INTEGER REFERENCES views (vid),
+	base_from   INTEGER NOT NULL,
+	base_to     INTEGER NOT NULL,
+	own_from    INTEGER NOT NULL,
+	length      INTEGER NOT NULL
+) STRICT;
+CREATE INDEX sessions_by_created ON sessions (created_at, id);
+CREATE INDEX sessions_by_status ON sessions (status, created_at, id);
+CREATE INDEX sessions_by_parent ON sessions (parent_id, created_at, id);
+CREATE INDEX sessions_by_updated ON sessions (updated_at);
+CREATE INDEX sessions_by_base ON sessions (base);
+
+CREATE TABLE views (
+	vid       INTEGER PRIMARY KEY,
+	sid       INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+	base      INTEGER REFERENCES views (vid),
+	base_from INTEGER NOT NULL,
+	base_to   INTEGER NOT NULL,
+	own_from  INTEGER NOT NULL
+) STRICT;
+CREATE INDEX views_by_session ON views (sid);
+CREATE INDEX views_by_base ON views (base);
+
+CREATE TABLE messages (
+	sid  INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+	pos  INTEGER NOT NULL,
+	body TEXT    NOT NULL,
+	PRIMARY KEY (sid, pos)
+) STRICT;
+
+CREATE TABLE events (
+	sid     INTEGER NOT NULL REFERENCES sessions (sid) ON DELETE CASCADE,
+	seq     INTEGER NOT NULL,
+	type    TEXT    NOT NULL,
+	time    INTEGER NOT NULL,
+	corr_id TEXT,
+	data    TEXT,
+	PRIMARY KEY (sid, seq)
+) STRICT;
+`
+
+// checkSchema returns the database's schema version, or an error for a
+// database of another application or of a newer skein.
+func checkSchema(ctx context.Context, q querier) (int, error) {
+	var version, appID, objects int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, err
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return 0, err
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return 0, err
+	}
+	switch {
+	case appID != applicationID && (appID != 0 || objects > 0):
+		return 0, fmt.Errorf("not a skein session database (application_id %#x, %d schema objects)", appID, objects)
+	case version > SchemaVersion:
+		return 0, fmt.Errorf("schema version %d is newer than this skein supports (%d): open it with a newer skein", version, SchemaVersion)
+	}
+	return version, nil
+}
+
+// migrate brings the database to SchemaVersion in one write transaction,
+// so concurrent openers migrate a new file once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see dsn)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	version, err := checkSchema(ctx, tx)
+	if err != nil || version == SchemaVersion {
+		return err
+	}
+	for v := version; v < SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+	}
+	// PRAGMA arguments cannot be bound parameters.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", SchemaVersion, applicationID)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// TestStore drives a sessions.Store over this backend as a VM would:
+// sessions survive eviction from the LRU and a new store on the reopened
+// file, with forks and trims intact.
+func TestStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".skein", "sessions.db")
+	ctx := t.Context()
+	clock := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
+	newStore := func() *sessions.Store {
+		s, err := sessions.NewStore(openTest(t, path), sessions.WithCap(2), sessions.WithClock(tick))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown() })
+		return s
+	}
+	s := newStore()
+	if _, err := s.Open(ctx, "main", 5); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Fork(ctx, "main", "branch", sessions.ForkOptions{KeepFirst: 4, BranchedAt: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, "main", &sessions.Change{DropFirst: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// A third session evicts "main" from the LRU of two.
+	if _, err := s.Open(ctx, "other", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, "branch", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*sessions.Record{}
+	for _, id := range []string{"main", "branch", "other"} {
+		rec, err := s.Snapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = rec
+	}
+	if n := len(want["main"].Messages); n != 1 {
+		t.Fatalf("main has %d messages, want 1", n)
+	}
+	if n := len(want["branch"].Messages); n != 5 || *want["branch"].BranchedAt != 4 {
+		t.Fatalf("branch has %d messages, branched at %d; want 5 and 4", n, *want["branch"].BranchedAt)
+	}
+	if err := s.Close(ctx, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = newStore()
+	for id, w := range want {
+		got, err := s.Snapshot(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got.Messages) != fmt.Sprint(w.Messages) || len(got.Events) < len(w.Events) || got.ParentID != w.ParentID {
+			t.Fatalf("%s after reopening: %d messages, %d events, parent %q; want %d, >= %d, %q",
+				id, len(got.Messages), len(got.Events), got.ParentID, len(w.Messages), len(w.Events), w.ParentID)
+		}
+	}
+	if got, _ := s.Snapshot(ctx, "main"); got.Status != sessions.StatusCompleted || got.MaxTurns != 5 {
+		t.Fatalf("main after reopening: status %s, max turns %d; want completed, 5", got.Status, got.MaxTurns)
+	}
+	// Resuming a closed session reactivates it and keeps writing at its
+	// stored version.
+	if created, err := s.Open(ctx, "main", 0); err != nil || created {
+		t.Fatalf("Open(main) = %v, %v", created, err)
+	}
+	if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "again"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Length(ctx, "main"); err != nil || n != 2 {
+		t.Fatalf("Length(main) = %d, %v; want 2", n, err)
+	}
+}

@@ -1,0 +1,298 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// state is what a write needs of a stored session.
+type state struct {
+	sid, version, length int64
+	view                 view
+}
+
+// loadState reads the state of session id (sessions.ErrNotFound).
+func loadState(ctx context.Context, tx *sql.Tx, id string) (*state, error) {
+	var st state
+	var base sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT sid, version, length, base, base_from, base_to, own_from FROM sessions WHERE id = ?`, id).
+		Scan(&st.sid, &st.version, &st.length, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("session %q: %w", id, err)
+	}
+	st.view.base = base.Int64
+	return &st, nil
+}
+
+// checkNoChildren refuses a new session that lists children: the children
+// of a session are the stored sessions whose parent it is, and Fork
+// records them.
+func checkNoChildren(rec *sessions.Record) error {
+	if len(rec.ChildIDs) > 0 {
+		return fmt.Errorf("session %q: a new session cannot list children (forks record them)", rec.ID)
+	}
+	return nil
+}
+
+// insertSession stores rec's own fields with the current view v of n
+// messages and returns the new row's sid (sessions.ErrExists).
+func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *sessionRow, v view, n int64) (int64, error) {
+	var sid int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, updated_at, summary, metadata,
+			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING RETURNING sid`,
+		rec.ID, row.status, row.created, row.updated, row.summary, row.metadata,
+		row.parentID, row.branched, rec.Turns, rec.MaxTurns, rec.Version,
+		v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n).Scan(&sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("session %q: %w", rec.ID, sessions.ErrExists)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session %q: %w", rec.ID, err)
+	}
+	return sid, nil
+}
+
+// insertEvents appends events to session sid's log.
+func insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow) error {
+	if len(events) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (sid, seq, type, time, corr_id, data) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range events {
+		if _, err := stmt.ExecContext(ctx, sid, e.seq, e.typ, e.time, e.corrID, e.data); err != nil {
+			return fmt.Errorf("event %d: %w", e.seq, err)
+		}
+	}
+	return nil
+}
+
+// Create stores a new session with its messages and events
+// (sessions.ErrExists if the id is taken). rec.ChildIDs must be empty:
+// children are recorded by Fork. rec.ParentID is stored as given.
+func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
+	if err := checkNoChildren(rec); err != nil {
+		return err
+	}
+	if rec.ParentID == rec.ID {
+		return fmt.Errorf("session %q: a session cannot be its own parent", rec.ID)
+	}
+	row, err := encodeSession(rec)
+	if err != nil {
+		return err
+	}
+	bodies, err := encodeMessages(rec.ID, rec.Messages)
+	if err != nil {
+		return err
+	}
+	events, err := encodeEvents(rec.ID, rec.Events)
+	if err != nil {
+		return err
+	}
+	return b.write(ctx, func(tx *sql.Tx) error {
+		sid, err := insertSession(ctx, tx, rec, row, view{}, int64(len(bodies)))
+		if err != nil {
+			return err
+		}
+		if err := insertMessages(ctx, tx, sid, 0, bodies); err != nil {
+			return fmt.Errorf("session %q: %w", rec.ID, err)
+		}
+		if err := insertEvents(ctx, tx, sid, events); err != nil {
+			return fmt.Errorf("session %q: %w", rec.ID, err)
+		}
+		return nil
+	})
+}
+
+// Write applies ch to session id if its stored version is base, in one
+// transaction, and bumps the version (sessions.ErrNotFound,
+// sessions.ErrConflict). A DropFirst beyond the message count fails with
+// nothing written.
+func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions.Change) error {
+	if ch.DropFirst < 0 {
+		return fmt.Errorf("session %q: cannot drop %d messages", id, ch.DropFirst)
+	}
+	var replace []string
+	var err error
+	if ch.Replace {
+		if replace, err = encodeMessages(id, ch.ReplaceWith); err != nil {
+			return err
+		}
+	}
+	appended, err := encodeMessages(id, ch.Append)
+	if err != nil {
+		return err
+	}
+	events, err := encodeEvents(id, ch.Events)
+	if err != nil {
+		return err
+	}
+	var status, updated, summary any
+	if ch.Status != "" {
+		status = string(ch.Status)
+	}
+	if !ch.UpdatedAt.IsZero() {
+		if updated, err = encodeTime(ch.UpdatedAt); err != nil {
+			return fmt.Errorf("session %q: updated_at: %w", id, err)
+		}
+	}
+	if ch.Summary != nil {
+		summary = *ch.Summary
+	}
+	return b.write(ctx, func(tx *sql.Tx) error {
+		st, err := loadState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if st.version != base {
+			return fmt.Errorf("session %q: %w", id, sessions.ErrConflict)
+		}
+		v, n := st.view, st.length
+		switch {
+		case ch.Replace:
+			v = view{ownFrom: v.next(n)}
+			if err := insertMessages(ctx, tx, st.sid, v.ownFrom, replace); err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			n = int64(len(replace))
+		case ch.DropFirst > 0:
+			if int64(ch.DropFirst) > n {
+				return fmt.Errorf("session %q: cannot drop %d of %d messages", id, ch.DropFirst, n)
+			}
+			v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
+		}
+		if err := insertMessages(ctx, tx, st.sid, v.next(n), appended); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		n += int64(len(appended))
+		if err := insertEvents(ctx, tx, st.sid, events); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1,
+				base = ?, base_from = ?, base_to = ?, own_from = ?, length = ?,
+				summary = iif(?, ?, summary), status = coalesce(?, status), turns = turns + ?,
+				max_turns = iif(? > 0, ?, max_turns), updated_at = coalesce(?, updated_at)
+			WHERE sid = ? AND version = ?`,
+			v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
+			ch.SetSummary, summary, status, ch.AddTurns,
+			ch.MaxTurns, ch.MaxTurns, updated,
+			st.sid, base)
+		if err := oneRow(res, err); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		if v.base != st.view.base {
+			return release(ctx, tx, st.view.base)
+		}
+		return nil
+	})
+}
+
+// oneRow checks that an UPDATE changed exactly one row.
+func oneRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return fmt.Errorf("updated %d rows, want 1", n)
+	}
+	return nil
+}
+
+// Fork creates spec.Dst sharing the first KeepFirst messages of spec.Src
+// and records the fork on the source, writing O(1) rows whatever the
+// length (see the package doc). Dst's Messages and ChildIDs must be empty
+// and its ParentID empty or Src; the stored ParentID is Src.
+func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
+	dst := spec.Dst
+	if len(dst.Messages) > 0 {
+		return fmt.Errorf("fork of %q: new session %q must not carry messages (they come from its source)", spec.Src, dst.ID)
+	}
+	if dst.ParentID != "" && dst.ParentID != spec.Src {
+		return fmt.Errorf("fork of %q: new session %q names another parent %q", spec.Src, dst.ID, dst.ParentID)
+	}
+	dst.ParentID = spec.Src
+	if err := checkNoChildren(&dst); err != nil {
+		return err
+	}
+	row, err := encodeSession(&dst)
+	if err != nil {
+		return err
+	}
+	dstEvents, err := encodeEvents(dst.ID, dst.Events)
+	if err != nil {
+		return err
+	}
+	srcEvents, err := encodeEvents(spec.Src, []sessions.Event{spec.SrcEvent})
+	if err != nil {
+		return err
+	}
+	var srcTime any
+	if !spec.SrcTime.IsZero() {
+		if srcTime, err = encodeTime(spec.SrcTime); err != nil {
+			return fmt.Errorf("session %q: updated_at: %w", spec.Src, err)
+		}
+	}
+	return b.write(ctx, func(tx *sql.Tx) error {
+		src, err := loadState(ctx, tx, spec.Src)
+		if err != nil {
+			return err
+		}
+		if src.version != spec.SrcVersion {
+			return fmt.Errorf("session %q: %w", spec.Src, sessions.ErrConflict)
+		}
+		if ok, err := exists(ctx, tx, dst.ID); err != nil || ok {
+			if err == nil {
+				err = sessions.ErrExists
+			}
+			return fmt.Errorf("session %q: %w", dst.ID, err)
+		}
+		keep := int64(spec.KeepFirst)
+		if keep < 0 || keep > src.length {
+			return fmt.Errorf("fork of %q: keep_first %d out of range (it has %d messages)", spec.Src, keep, src.length)
+		}
+		var v view // keep == 0: nothing shared
+		switch {
+		case keep > 0 && keep <= src.view.baseLen():
+			// Inside the source's own base: share that directly.
+			v = view{base: src.view.base, baseFrom: src.view.baseFrom, baseTo: src.view.baseFrom + keep}
+		case keep > 0:
+			vid, err := freeze(ctx, tx, src.sid, src.view)
+			if err != nil {
+				return fmt.Errorf("fork of %q: %w", spec.Src, err)
+			}
+			v = view{base: vid, baseTo: keep}
+		}
+		sid, err := insertSession(ctx, tx, &dst, row, v, keep)
+		if err != nil {
+			return err
+		}
+		if err := insertEvents(ctx, tx, sid, dstEvents); err != nil {
+			return fmt.Errorf("session %q: %w", dst.ID, err)
+		}
+		if err := insertEvents(ctx, tx, src.sid, srcEvents); err != nil {
+			return fmt.Errorf("session %q: %w", spec.Src, err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)
+			WHERE sid = ? AND version = ?`, srcTime, src.sid, src.version)
+		if err := oneRow(res, err); err != nil {
+			return fmt.Errorf("session %q: %w", spec.Src, err)
+		}
+		return nil
+	})
+}
