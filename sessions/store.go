@@ -284,6 +284,14 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 const anyVersion = -1
 
 func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64) ([]Event, error) {
+	stale := false
+	defer func() {
+		if stale {
+			// Another process wrote the session: this live copy is stale.
+			// Drop it (after unlocking it) so the next use reloads it.
+			s.forget(sess.rec.ID, sess)
+		}
+	}()
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	id := sess.rec.ID
@@ -322,6 +330,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	}
 	w.Events = sess.stamp(events, now)
 	if err := s.backend.Write(ctx, id, sess.rec.Version, &w); err != nil {
+		stale = errors.Is(err, ErrConflict)
 		return nil, wrap(id, err)
 	}
 	sess.transcript = ApplyToTranscript(sess.transcript, &w)
@@ -381,6 +390,15 @@ func checkMessageJSON(m *Message) error {
 		return fmt.Errorf("usage: %v", err)
 	}
 	return nil
+}
+
+// forget removes sess from the LRU if it is still the live copy of id.
+func (s *Store) forget(id string, sess *Session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.lru.Peek(id); ok && cur == sess {
+		s.lru.Remove(id)
+	}
 }
 
 // Heal closes tool calls left without results at the end of the session's

@@ -174,6 +174,12 @@ func TestStoreConflictLeavesNothingHalfWritten(t *testing.T) {
 	if len(rec.Messages) != 1 || rec.Messages[0].Text != "from s1" {
 		t.Fatalf("stored = %+v", rec.Messages)
 	}
+	// the loser's stale copy was dropped: reopening reloads it and works
+	mustOpen(t, s2, "a")
+	mustAppend(t, s2, "a", Message{Role: RoleUser, Text: "from s2, after reopening"})
+	if n, _ := s2.Length(ctx, "a"); n != 2 {
+		t.Fatalf("length after reopen = %d", n)
+	}
 }
 
 func TestStoreConcurrentUse(t *testing.T) {
