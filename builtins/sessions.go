@@ -18,6 +18,7 @@ package builtins
 //	agent_inject_feedback(id, kind, content) -> None
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -69,6 +70,22 @@ func optionalID(fn, param string, v starlark.Value) (string, bool, error) {
 	return "", false, fmt.Errorf("%s: for parameter %s: got %s, want string or None", fn, param, v.Type())
 }
 
+// idCall is the shape of the builtins whose only parameter is a session
+// id: it unpacks id, finds the VM state and calls do with the context
+// blocking work must honour.
+func idCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple,
+	do func(st *vm.State, ctx context.Context, id string) (starlark.Value, error)) (starlark.Value, error) {
+	var id string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	return do(st, vm.ContextOf(thread), id)
+}
+
 // nonNegative checks an int parameter in the API's words.
 func nonNegative(fn, param string, n int) error {
 	if n < 0 {
@@ -112,76 +129,52 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 }
 
 func sessionExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	ok, err := st.Store.Exists(vm.ContextOf(thread), id)
-	if err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	return starlark.Bool(ok), nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		ok, err := st.Store.Exists(ctx, id)
+		if err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		return starlark.Bool(ok), nil
+	})
 }
 
 func sessionLength(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	n, err := st.Store.Length(vm.ContextOf(thread), id)
-	if err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	return starlark.MakeInt(n), nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		n, err := st.Store.Length(ctx, id)
+		if err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		return starlark.MakeInt(n), nil
+	})
 }
 
 func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	rec, err := st.Store.Snapshot(vm.ContextOf(thread), id)
-	if isNotFound(err) {
-		return starlark.None, nil
-	}
-	if err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	if rec.MaxTurns == 0 {
-		rec.MaxTurns = st.MaxTurns
-	}
-	return recordToStarlark(rec), nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		rec, err := st.Store.Snapshot(ctx, id)
+		if isNotFound(err) {
+			return starlark.None, nil
+		}
+		if err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		if rec.MaxTurns == 0 {
+			rec.MaxTurns = st.MaxTurns
+		}
+		return recordToStarlark(rec), nil
+	})
 }
 
 func sessionReset(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
-		return &sessions.Change{Replace: true, SetSummary: true,
-			Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		events, err := st.Store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
+			return &sessions.Change{Replace: true, SetSummary: true,
+				Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
+		})
+		if err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		return starlark.None, deliver(thread, st.Store, events)
 	})
-	if err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	return starlark.None, deliver(thread, st.Store, events)
 }
 
 func sessionFork(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -279,45 +272,33 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 }
 
 func sessionClose(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Store.Close(vm.ContextOf(thread), id); err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	return starlark.None, nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		if err := st.Store.Close(ctx, id); err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		return starlark.None, nil
+	})
 }
 
 func sessionAncestry(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var id string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id); err != nil {
-		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	l, err := st.Store.Ancestry(vm.ContextOf(thread), id)
-	if isNotFound(err) {
-		return starlark.None, nil
-	}
-	if err != nil {
-		return nil, sessionErr(b.Name(), err)
-	}
-	d := starlark.NewDict(3)
-	_ = d.SetKey(starlark.String("parent_id"), optionalString(l.ParentID))
-	children := make([]starlark.Value, len(l.ChildIDs))
-	for i, c := range l.ChildIDs {
-		children[i] = starlark.String(c)
-	}
-	_ = d.SetKey(starlark.String("child_ids"), starlark.NewList(children))
-	_ = d.SetKey(starlark.String("root_id"), starlark.String(l.RootID))
-	return d, nil
+	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
+		l, err := st.Store.Ancestry(ctx, id)
+		if isNotFound(err) {
+			return starlark.None, nil
+		}
+		if err != nil {
+			return nil, sessionErr(b.Name(), err)
+		}
+		d := starlark.NewDict(3)
+		_ = d.SetKey(starlark.String("parent_id"), optionalString(l.ParentID))
+		children := make([]starlark.Value, len(l.ChildIDs))
+		for i, c := range l.ChildIDs {
+			children[i] = starlark.String(c)
+		}
+		_ = d.SetKey(starlark.String("child_ids"), starlark.NewList(children))
+		_ = d.SetKey(starlark.String("root_id"), starlark.String(l.RootID))
+		return d, nil
+	})
 }
 
 func sessionCurrentID(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
