@@ -22,6 +22,8 @@ const fakeKey = "sk-test-not-a-real-key-7f3a9c"
 //   - tools are offered: a call of the first tool with {"city": "Paris"};
 //   - otherwise: "echo: <last user message>".
 //
+// Model "stall" streams the first half of its text, then stalls until the
+// client goes away (to test cancellation mid-stream).
 // Model "fail-auth" answers 401 with the request's Authorization header
 // echoed in the body (a careless server), to prove skein scrubs keys.
 // Every answer waits delay first.
@@ -88,7 +90,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		text = fmt.Sprintf("echo: %v", last.Content)
 	}
 	if req.Stream {
-		f.stream(w, req.Model, text, call)
+		f.stream(w, r, req.Model, text, call)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": text}
@@ -109,7 +111,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 
 // stream writes the reply as SSE chunks: the text in two deltas, or a
 // tool call with its arguments in two fragments, then usage and [DONE].
-func (f *fakeOpenAI) stream(w http.ResponseWriter, model, text, call string) {
+func (f *fakeOpenAI) stream(w http.ResponseWriter, r *http.Request, model, text, call string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	chunk := func(delta map[string]any, finish any, usage any) {
 		choices := []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}
@@ -135,6 +137,10 @@ func (f *fakeOpenAI) stream(w http.ResponseWriter, model, text, call string) {
 			half++
 		}
 		chunk(map[string]any{"content": text[:half]}, nil, nil)
+		if model == "stall" {
+			<-r.Context().Done()
+			return
+		}
 		chunk(map[string]any{"content": text[half:]}, nil, nil)
 		chunk(map[string]any{}, "stop", nil)
 	}
