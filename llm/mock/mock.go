@@ -230,7 +230,7 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 	}
 	resp.Usage.InputTokens = r.InputTokens
 	if r.InputTokens < 0 {
-		resp.Usage.InputTokens = estimate(RequestText(req))
+		resp.Usage.InputTokens = requestTokens(req)
 	}
 	resp.Usage.OutputTokens = r.OutputTokens
 	if r.OutputTokens < 0 {
@@ -258,7 +258,7 @@ func defaultReply(req *llm.Request) *llm.Response {
 		req.OnDelta(llm.Delta{Text: text})
 	}
 	return &llm.Response{Text: text, Model: modelOf(req), StopReason: llm.StopEnd,
-		Usage: llm.Usage{InputTokens: estimate(RequestText(req)), OutputTokens: estimate(text)}}
+		Usage: llm.Usage{InputTokens: requestTokens(req), OutputTokens: estimate(text)}}
 }
 
 func modelOf(req *llm.Request) string {
@@ -270,6 +270,24 @@ func modelOf(req *llm.Request) string {
 
 // estimate is the mock's token count: about four bytes a token.
 func estimate(s string) int { return (len(s) + 3) / 4 }
+
+// requestTokens estimates a request's input tokens like estimate does for
+// RequestText(req), without building that string.
+func requestTokens(req *llm.Request) int {
+	n := 0
+	if req.System != "" {
+		n += len(req.System) + 1
+	}
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Blocks == nil {
+			n += len(m.Text) + 1
+		} else {
+			n += len(m.TextContent()) + 1
+		}
+	}
+	return (n + 3) / 4
+}
 
 // RequestText is all message text of a request, the system prompt first,
 // one message per line: what match globs are tested against.
