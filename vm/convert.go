@@ -94,6 +94,16 @@ type Secret interface {
 	SecretName() string
 }
 
+// SecretError is FromStarlark's refusal of a Secret.
+type SecretError struct {
+	Path string // where in the value: "x", "x.key", "x[2]"
+	Name string // the secret's name
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%s: <secret %s> is a secret, which never becomes data (pass it only in http headers or exec env)", e.Path, e.Name)
+}
+
 // FromStarlark converts a Starlark value to a Go JSON value: None, bool,
 // int (to int64), float, string, list or tuple (to []any), dict with
 // string keys and struct (to map[string]any). Anything else (a Secret
@@ -102,7 +112,7 @@ type Secret interface {
 func FromStarlark(v starlark.Value, name string) (any, error) {
 	switch v := v.(type) {
 	case Secret:
-		return nil, fmt.Errorf("%s: %s is a secret, which never becomes data (pass it only in http headers or exec env)", name, v)
+		return nil, &SecretError{Path: name, Name: v.SecretName()}
 	case starlark.NoneType:
 		return nil, nil
 	case starlark.Bool:
