@@ -17,7 +17,6 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.starlark.net/starlark"
 
@@ -88,23 +87,4 @@ func execRun(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	_ = d.SetKey(starlark.String("timed_out"), starlark.Bool(res.TimedOut))
 	_ = d.SetKey(starlark.String("truncated"), starlark.Bool(res.Truncated))
 	return d, nil
-}
-
-// seconds converts a timeout_s parameter: None gives dflt, else an int or
-// float > 0.
-func seconds(fn, param string, v starlark.Value, dflt time.Duration) (time.Duration, error) {
-	if v == nil || v == starlark.None {
-		return dflt, nil
-	}
-	f, ok := starlark.AsFloat(v)
-	if _, isBool := v.(starlark.Bool); isBool || !ok {
-		return 0, fmt.Errorf("%s: for parameter %s: got %s, want int or float", fn, param, v.Type())
-	}
-	switch {
-	case f <= 0:
-		return 0, fmt.Errorf("%s: `%s` must be > 0", fn, param)
-	case f > 1e9:
-		return 0, fmt.Errorf("%s: `%s` is too large", fn, param)
-	}
-	return time.Duration(f * float64(time.Second)), nil
 }

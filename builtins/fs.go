@@ -123,7 +123,7 @@ func fsExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 
 func fsList(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	dir, glob := ".", ""
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "dir?", &dir, "glob??", &glob); err != nil {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "dir??", &dir, "glob??", &glob); err != nil {
 		return nil, err
 	}
 	p, err := policyOf(thread, b.Name())

@@ -14,6 +14,7 @@ package builtins
 
 import (
 	"fmt"
+	"time"
 
 	"go.starlark.net/starlark"
 
@@ -177,4 +178,23 @@ func loopWorkspace(thread *starlark.Thread, o *options) (*workspace.Policy, erro
 		return nil, fmt.Errorf("%s: option 'workspace': %v", o.fn, err)
 	}
 	return p, nil
+}
+
+// seconds converts a timeout_s parameter: None gives dflt, else an int or
+// float > 0.
+func seconds(fn, param string, v starlark.Value, dflt time.Duration) (time.Duration, error) {
+	if v == nil || v == starlark.None {
+		return dflt, nil
+	}
+	f, ok := starlark.AsFloat(v)
+	if _, isBool := v.(starlark.Bool); isBool || !ok {
+		return 0, fmt.Errorf("%s: for parameter %s: got %s, want int or float", fn, param, v.Type())
+	}
+	switch {
+	case f <= 0:
+		return 0, fmt.Errorf("%s: `%s` must be > 0", fn, param)
+	case f > 1e9:
+		return 0, fmt.Errorf("%s: `%s` is too large", fn, param)
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }

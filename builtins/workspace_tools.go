@@ -236,7 +236,7 @@ func builtinTools() []*builtinTool {
 		{spec: spec("search",
 			fmt.Sprintf("Search the files under a directory (or one file) of the workspace for lines matching a regular expression (RE2 syntax). "+
 				"Returns one `file:line: text` line per match, at most %d; binary files and .git are skipped.", workspace.DefaultMaxResults),
-			props{"pattern": str("The regular expression, e.g. \"func [A-Z]\\\\w*\"."),
+			props{"pattern": str("The regular expression, e.g. \"func [A-Z][A-Za-z]*\" or \"TODO|FIXME\"."),
 				"path": str("The directory or file to search (default \".\", the workspace root)."),
 				"glob": str("Only files whose name matches this pattern, e.g. \"*.go\".")},
 			"pattern"),
