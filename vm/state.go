@@ -89,9 +89,8 @@ type State struct {
 	// it for what runs inside it (see WorkspaceOf).
 	Workspace *workspace.Policy
 
-	// extensions holds per-VM values of other packages (the mock
-	// provider's queue, provider settings, the workspace policy), keyed
-	// by a type private to the package that owns the value. See Extension.
+	// extensions holds per-VM values of other packages, keyed by a type
+	// private to the package that owns the value. See Extension.
 	extMu      sync.Mutex
 	extensions map[any]any
 
