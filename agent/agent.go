@@ -539,7 +539,13 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 	var raised error
 	if toolErr != nil {
 		var bad *badCall
-		if l.cfg.ToolErrors == ToolErrorsRaise && !errors.As(toolErr, &bad) {
+		var te *ToolError
+		switch {
+		case errors.As(toolErr, &te):
+			if te.Fatal {
+				raised = toolErr
+			}
+		case l.cfg.ToolErrors == ToolErrorsRaise && !errors.As(toolErr, &bad):
 			raised = toolErr
 		}
 		output = toolErr.Error()
@@ -567,6 +573,22 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 	ev.CorrID = call.ID
 	return l.write(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
 }
+
+// ToolError is an error a tool returns to decide how the loop treats it,
+// whatever Config.ToolErrors says. With Fatal false it always becomes an
+// error result the model sees: use it for failures that are the model's
+// doing, such as a path the workspace policy refuses. With Fatal true it
+// always stops the loop: use it for a mistake of the script that must not
+// go unnoticed, such as a tool returning a secret.
+type ToolError struct {
+	Err   error
+	Fatal bool
+}
+
+func (e *ToolError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *ToolError) Unwrap() error { return e.Err }
 
 // badCall is an error in the model's call (unknown tool, invalid
 // arguments): always reported to the model, never raised.

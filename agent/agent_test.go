@@ -283,3 +283,38 @@ func TestValidateArgs(t *testing.T) {
 		}
 	}
 }
+
+func TestToolErrorDecidesItsOwnFate(t *testing.T) {
+	refused := errors.New("path is outside the workspace")
+	for _, mode := range []ToolErrors{ToolErrorsReport, ToolErrorsRaise} {
+		t.Run(string(mode)+"/reported", func(t *testing.T) {
+			store := newStore(t, "s")
+			tool := &fakeTool{name: "count", err: &ToolError{Err: refused}}
+			p := &scripted{name: "fake", resps: []any{callTool("count", nil), &llm.Response{Text: "ok"}}}
+			cfg := config(store, "s", p, tool)
+			cfg.ToolErrors = mode
+			res, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, _ := store.Messages(context.Background(), "s")
+			if len(res.Failed) != 1 || msgs[2].Text != refused.Error() || !msgs[2].IsError {
+				t.Fatalf("result %+v, tool message %+v", res, msgs[2])
+			}
+		})
+		t.Run(string(mode)+"/fatal", func(t *testing.T) {
+			store := newStore(t, "s")
+			tool := &fakeTool{name: "count", err: &ToolError{Err: refused, Fatal: true}}
+			p := &scripted{name: "fake", resps: []any{callTool("count", nil), &llm.Response{Text: "ok"}}}
+			cfg := config(store, "s", p, tool)
+			cfg.ToolErrors = mode
+			if _, err := Run(context.Background(), cfg); !errors.Is(err, refused) {
+				t.Fatalf("err = %v", err)
+			}
+			rec, _ := store.Snapshot(context.Background(), "s")
+			if err := sessions.Validate(rec.Messages); err != nil || rec.Status != sessions.StatusError {
+				t.Fatalf("status %s, %v", rec.Status, err)
+			}
+		})
+	}
+}

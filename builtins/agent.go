@@ -34,7 +34,7 @@ var (
 	callKeys = []string{"base_url", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
 		"session_id", "stop", "stream", "temperature", "timeout_s", "tools"}
 	loopKeys = append([]string{"compact_threshold", "compaction", "compress_callback", "context_budget", "max_iterations", "max_nudges",
-		"max_turns", "persistent", "post_turn_callback", "tool_errors", "tool_output_max_chars"}, callKeys...)
+		"max_turns", "persistent", "post_turn_callback", "tool_errors", "tool_output_max_chars", "workspace"}, callKeys...)
 )
 
 // callOptions are the options agent_loop and llm_call share.
@@ -269,6 +269,16 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
 		return nil, err
+	}
+	// A narrowed workspace holds everything the loop runs (tools,
+	// subscribers, callbacks), from binding the tools on.
+	policy, err := loopWorkspace(thread, o)
+	if err != nil {
+		return nil, err
+	}
+	if policy != nil {
+		restore := vm.WithWorkspace(thread, policy)
+		defer restore()
 	}
 	cfg, err := engineConfig(thread, st, b.Name(), prompt, system, c)
 	if err != nil {

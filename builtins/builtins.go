@@ -40,10 +40,31 @@ type Spec struct {
 // Specs returns every builtin, grouped by area in reference order.
 func Specs() []Spec {
 	var all []Spec
-	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mockSpecs(), controlSpecs()} {
+	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mockSpecs(), controlSpecs(), workspaceSpecs()} {
 		all = append(all, area...)
 	}
 	return all
+}
+
+// Value describes a predeclared value that is not a builtin function,
+// such as the built-in agent tools (tools.read_file, ...).
+type Value struct {
+	// Name is the Starlark name; a dotted name is a module member.
+	Name string
+	// Signature is shown after the name in the reference ("" for none).
+	Signature string
+	// Summary is one line for the reference.
+	Summary string
+	// Area names the reference section it belongs to.
+	Area string
+	// Value is the value itself; Predeclared freezes it.
+	Value starlark.Value
+}
+
+// Values returns every predeclared value that is not a builtin function,
+// grouped by area in reference order, after the areas of Specs.
+func Values() []Value {
+	return builtinToolValues()
 }
 
 // Predeclared returns the builtins as predeclared names for vm.Options.
@@ -53,20 +74,31 @@ func Predeclared() (starlark.StringDict, error) {
 	out := starlark.StringDict{}
 	modules := map[string]starlark.StringDict{}
 	seen := map[string]bool{}
-	for _, s := range Specs() {
-		if seen[s.Name] {
-			return nil, fmt.Errorf("builtin %s is defined twice", s.Name)
+	add := func(name string, v starlark.Value) error {
+		if seen[name] {
+			return fmt.Errorf("builtin %s is defined twice", name)
 		}
-		seen[s.Name] = true
-		fn := starlark.NewBuiltin(s.Name, s.Impl)
-		if mod, member, ok := strings.Cut(s.Name, "."); ok {
+		seen[name] = true
+		if mod, member, ok := strings.Cut(name, "."); ok {
 			if modules[mod] == nil {
 				modules[mod] = starlark.StringDict{}
 			}
-			modules[mod][member] = fn
-			continue
+			modules[mod][member] = v
+			return nil
 		}
-		out[s.Name] = fn
+		out[name] = v
+		return nil
+	}
+	for _, s := range Specs() {
+		if err := add(s.Name, starlark.NewBuiltin(s.Name, s.Impl)); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range Values() {
+		v.Value.Freeze()
+		if err := add(v.Name, v.Value); err != nil {
+			return nil, err
+		}
 	}
 	names := make([]string, 0, len(modules))
 	for m := range modules {

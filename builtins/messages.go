@@ -47,6 +47,9 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 		if !ok || key == "role" {
 			continue
 		}
+		if sv, isSecret := val.(vm.Secret); isSecret {
+			return fail("message key `%s`: %s is a secret, which never enters a message", key, sv)
+		}
 		var err error
 		switch key {
 		case "content":

@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// Reference renders docs/builtins.md: every builtin of Specs with its
-// signature and summary, grouped by area. A test keeps the file in step
-// with the code (go test ./builtins -run TestReference -update rewrites it).
+// Reference renders docs/builtins.md: every builtin of Specs and value of
+// Values with its signature and summary, grouped by area. A test keeps the
+// file in step with the code (go test ./builtins -run TestReference
+// -update rewrites it).
 func Reference() string {
 	var b strings.Builder
 	b.WriteString("# Builtins reference\n\n")
@@ -18,12 +19,18 @@ func Reference() string {
 	b.WriteString("Errors start with the builtin's name: `agent_session_trim: ` + \"`keep_last` must be >= 0\". ")
 	b.WriteString("The full contract is API.md; behaviour it leaves open is documented in docs/semantics.md.\n")
 	area := ""
-	for _, s := range Specs() {
-		if s.Area != area {
-			area = s.Area
+	row := func(rowArea, name, signature, summary string) {
+		if rowArea != area {
+			area = rowArea
 			fmt.Fprintf(&b, "\n## %s\n\n| builtin | summary |\n|---|---|\n", area)
 		}
-		fmt.Fprintf(&b, "| `%s%s` | %s |\n", s.Name, s.Signature, strings.ReplaceAll(s.Summary, "|", "\\|"))
+		fmt.Fprintf(&b, "| `%s%s` | %s |\n", name, signature, strings.ReplaceAll(summary, "|", "\\|"))
+	}
+	for _, s := range Specs() {
+		row(s.Area, s.Name, s.Signature, s.Summary)
+	}
+	for _, v := range Values() {
+		row(v.Area, v.Name, v.Signature, v.Summary)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package builtins_test
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,12 +43,21 @@ func runStarlarkFile(t *testing.T, file string) {
 	if capacity == 0 {
 		capacity = sessions.DefaultCap
 	}
+	setup := workspaceSetup(t, file)
+	var printed bytes.Buffer // what the current test printed, for the secret check
 	runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
 		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(capacity), sessions.WithClock(builtins.TestClock))
 		if err != nil {
 			return nil, err
 		}
-		return builtins.NewTestState(vm.Options{Store: store, Stdout: stdout, Root: filepath.Dir(file)}, 1)
+		printed.Reset()
+		opts := vm.Options{Store: store, Stdout: io.MultiWriter(stdout, &printed), Root: filepath.Dir(file)}
+		if setup != nil {
+			if err := setup(&opts); err != nil {
+				return nil, err
+			}
+		}
+		return builtins.NewTestState(opts, 1)
 	}}
 	names, err := runner.Discover(file, src)
 	if err != nil {
@@ -74,6 +84,9 @@ func runStarlarkFile(t *testing.T, file string) {
 			}
 			if res.Assertions == 0 && res.Status == vm.TestPass {
 				t.Errorf("%s asserts nothing", name)
+			}
+			if text := printed.String() + res.Error + strings.Join(res.Failures, "\n"); strings.Contains(text, testSecret) {
+				t.Errorf("%s leaked the value of a secret into its output or errors", name)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ package builtins
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -104,7 +105,8 @@ func (b *boundTool) Run(ctx context.Context, call sessions.ToolCall) (string, er
 }
 
 // ToolOutput renders a tool's return value as the result text: a string
-// as is, None as "", anything else JSON-encoded.
+// as is, None as "", anything else JSON-encoded. A value holding a secret
+// is a fatal agent.ToolError.
 func ToolOutput(name string, v starlark.Value) (string, error) {
 	switch v := v.(type) {
 	case starlark.String:
@@ -114,6 +116,11 @@ func ToolOutput(name string, v starlark.Value) (string, error) {
 	}
 	x, err := vm.FromStarlark(v, "result")
 	if err != nil {
+		var se *vm.SecretError
+		if errors.As(err, &se) {
+			// Loud whatever tool_errors says: a secret never enters a transcript.
+			return "", &agent.ToolError{Fatal: true, Err: fmt.Errorf("tool %s returned <secret %s> (at %s): a secret never enters a transcript", name, se.Name, se.Path)}
+		}
 		return "", fmt.Errorf("tool %s returned %s, want a string or a JSON-encodable value", name, v.Type())
 	}
 	data, err := json.Marshal(x)
@@ -129,6 +136,9 @@ func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	var params *starlark.Dict
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "fn", &fn, "name?", &name, "description?", &description, "parameters?", &params); err != nil {
 		return nil, err
+	}
+	if t, ok := fn.(Tool); ok {
+		return nil, fmt.Errorf("%s: %s is a tool already (pass it to tools= as it is)", b.Name(), t)
 	}
 	var spec llm.ToolSpec
 	if f, ok := fn.(*starlark.Function); ok {

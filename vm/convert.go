@@ -1,24 +1,32 @@
 package vm
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
+	"strconv"
+	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
 
 // ToStarlark converts a Go JSON value (nil, bool, int, int64, float64,
-// string, []any, []string, map[string]any, map[string]string) to a fresh,
-// mutable Starlark value. Dict keys are inserted in sorted order so output
-// is stable. Values of other types become their fmt %v string.
+// json.Number, string, []any, []string, map[string]any,
+// map[string]string) to a fresh, mutable Starlark value. A json.Number
+// becomes an int when it is an integer (exactly, however large), else a
+// float. Dict keys are inserted in sorted order so output is stable.
+// Values of other types become their fmt %v string.
 func ToStarlark(v any) starlark.Value {
 	switch v := v.(type) {
 	case nil:
 		return starlark.None
 	case bool:
 		return starlark.Bool(v)
+	case json.Number:
+		return numberToStarlark(v)
 	case int:
 		return starlark.MakeInt(v)
 	case int64:
@@ -62,13 +70,49 @@ func ToStarlark(v any) starlark.Value {
 	return starlark.String(fmt.Sprint(v))
 }
 
+// numberToStarlark converts a JSON number: an int if it has no fraction
+// or exponent, else a float.
+func numberToStarlark(n json.Number) starlark.Value {
+	if i, err := n.Int64(); err == nil {
+		return starlark.MakeInt64(i)
+	}
+	if !strings.ContainsAny(string(n), ".eE") {
+		if b, ok := new(big.Int).SetString(string(n), 10); ok {
+			return starlark.MakeBigInt(b)
+		}
+	}
+	f, _ := strconv.ParseFloat(string(n), 64) // ±Inf when out of range
+	return starlark.Float(f)
+}
+
+// Secret is implemented by Starlark values that hold a secret. FromStarlark
+// refuses them, so a secret never becomes data: a message, metadata, an
+// event, a tool result, a provider request.
+type Secret interface {
+	starlark.Value
+	// SecretName names the secret (never its value).
+	SecretName() string
+}
+
+// SecretError is FromStarlark's refusal of a Secret.
+type SecretError struct {
+	Path string // where in the value: "x", "x.key", "x[2]"
+	Name string // the secret's name
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("%s: <secret %s> is a secret, which never becomes data (pass it only in http headers or exec env)", e.Path, e.Name)
+}
+
 // FromStarlark converts a Starlark value to a Go JSON value: None, bool,
 // int (to int64), float, string, list or tuple (to []any), dict with
-// string keys and struct (to map[string]any). Anything else, a NaN or an
-// int too large for int64 is an error naming the path within v ("x",
-// "x.key", "x[2]"), using name for the top level.
+// string keys and struct (to map[string]any). Anything else (a Secret
+// included), a NaN or an int too large for int64 is an error naming the
+// path within v ("x", "x.key", "x[2]"), using name for the top level.
 func FromStarlark(v starlark.Value, name string) (any, error) {
 	switch v := v.(type) {
+	case Secret:
+		return nil, &SecretError{Path: name, Name: v.SecretName()}
 	case starlark.NoneType:
 		return nil, nil
 	case starlark.Bool:

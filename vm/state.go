@@ -28,6 +28,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // DefaultMaxTurns is the default hard cap on agent_loop turns per session.
@@ -63,6 +64,10 @@ type Options struct {
 	LLM *llm.Settings
 	// Mock is the VM's mock provider queue (default: empty).
 	Mock *mock.Mock
+	// Workspace is the policy of the fs, exec and http modules and the
+	// built-in agent tools (default: Root, fs scope sandboxed, no
+	// commands, no network).
+	Workspace *workspace.Policy
 }
 
 // State is one VM: everything per-VM that builtins reach through the
@@ -80,10 +85,12 @@ type State struct {
 	Root     string
 	LLM      *llm.Settings
 	Mock     *mock.Mock
+	// Workspace is the run's workspace policy; an agent loop may narrow
+	// it for what runs inside it (see WorkspaceOf).
+	Workspace *workspace.Policy
 
-	// extensions holds per-VM values of other packages (the mock
-	// provider's queue, provider settings, the workspace policy), keyed
-	// by a type private to the package that owns the value. See Extension.
+	// extensions holds per-VM values of other packages, keyed by a type
+	// private to the package that owns the value. See Extension.
 	extMu      sync.Mutex
 	extensions map[any]any
 
@@ -100,7 +107,7 @@ func New(opts Options) (*State, error) {
 	s := &State{
 		Clock: opts.Clock, NewID: opts.NewID, Stdout: opts.Stdout, Stderr: opts.Stderr,
 		MaxSteps: opts.MaxSteps, MaxTurns: opts.MaxTurns, Args: opts.Args, Root: opts.Root,
-		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, ctx: context.Background(), extensions: map[any]any{},
+		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, Workspace: opts.Workspace, ctx: context.Background(), extensions: map[any]any{},
 	}
 	if s.LLM == nil {
 		s.LLM = &llm.Settings{Getenv: os.Getenv}
@@ -134,6 +141,11 @@ func New(opts Options) (*State, error) {
 		return nil, err
 	}
 	s.Root = root
+	if s.Workspace == nil {
+		if s.Workspace, err = workspace.New(workspace.Config{Root: root}); err != nil {
+			return nil, err
+		}
+	}
 	if s.Store == nil {
 		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithClock(s.Clock))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // vmFlags are the flags shared by the commands that run Starlark (run,
@@ -28,6 +30,30 @@ type vmFlags struct {
 	model      string
 	replay     string
 	record     string
+	workspace  string
+	fsScope    string
+	tier       workspace.Tier // fsScope parsed by check
+	allowCmd   listFlag
+	allowNet   listFlag
+}
+
+// listFlag is a comma-separated list flag that may be repeated:
+// --allow-cmd go,git --allow-cmd make.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+// Set appends the comma-separated entries of v (spaces around them are
+// ignored; an empty entry is an error).
+func (l *listFlag) Set(v string) error {
+	for item := range strings.SplitSeq(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return errors.New("empty entry in a comma-separated list")
+		}
+		*l = append(*l, item)
+	}
+	return nil
 }
 
 func (f *vmFlags) register(fs *flag.FlagSet) {
@@ -43,6 +69,10 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "default model id")
 	fs.StringVar(&f.replay, "llm-replay", "", "answer model calls from this JSONL fixture only (offline, deterministic)")
 	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay")
+	fs.StringVar(&f.workspace, "workspace", "", "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)")
+	fs.StringVar(&f.fsScope, "fs-scope", "sandboxed", "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full")
+	fs.Var(&f.allowCmd, "allow-cmd", "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)")
+	fs.Var(&f.allowNet, "allow-net", "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)")
 }
 
 // check validates flag values, returning a usage message.
@@ -59,12 +89,34 @@ func (f *vmFlags) check() error {
 	if f.replay != "" && f.record != "" {
 		return fmt.Errorf("--llm-replay and --llm-record cannot be used together")
 	}
+	tier, err := workspace.ParseTier(f.fsScope)
+	if err != nil {
+		return fmt.Errorf("--fs-scope: %v", err)
+	}
+	f.tier = tier
 	return nil
+}
+
+// policy builds the workspace policy from the flags (after check); root
+// is the default workspace root (the script's directory for run, the
+// working directory for repl).
+func (f *vmFlags) policy(root string) (*workspace.Policy, error) {
+	if f.workspace != "" {
+		root = f.workspace
+		fi, err := os.Stat(root)
+		if err != nil {
+			return nil, fmt.Errorf("--workspace %s: %v", root, underlying(err))
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("--workspace %s: not a directory", root)
+		}
+	}
+	return workspace.New(workspace.Config{Root: root, Tier: f.tier, AllowCmds: f.allowCmd, AllowNet: f.allowNet})
 }
 
 // vmConfig is what a command adds to the shared flags to build a VM.
 type vmConfig struct {
-	root  string   // directory load() may not escape
+	root  string   // directory load() may not escape; the default workspace root
 	args  []string // argv
 	clock func() time.Time
 	ids   func() string
@@ -76,6 +128,10 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	clock := c.clock
 	if clock == nil {
 		clock = time.Now
+	}
+	policy, err := f.policy(c.root)
+	if err != nil {
+		return nil, nil, err
 	}
 	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
 	if err != nil {
@@ -111,6 +167,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	st, err := builtins.NewState(vm.Options{
 		Store: store, Clock: clock, NewID: c.ids, Stdout: io.out, Stderr: io.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
+		Workspace: policy,
 	})
 	if err != nil {
 		closeAll()
