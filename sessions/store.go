@@ -340,27 +340,27 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 
 // checkChange validates the message edits of ch against t.
 func checkChange(t Transcript, ch *Change) error {
-	var view Transcript
+	var base View = t
 	switch {
 	case ch.Replace:
-		view = Transcript{}
+		view := &extended{base: Transcript{}}
 		for i := range ch.ReplaceWith {
 			if err := CheckAppend(view, &ch.ReplaceWith[i]); err != nil {
 				return fmt.Errorf("replacement message %d: %v", i, err)
 			}
-			view = view.Append(ch.ReplaceWith[i])
+			view.extra = append(view.extra, ch.ReplaceWith[i])
 		}
+		base = view
 	case ch.DropFirst > 0:
 		if ch.DropFirst > t.Len() {
 			return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, t.Len())
 		}
-		view = t.Tail(t.Len() - ch.DropFirst)
-		if view.Len() > 0 && view.At(0).Role == RoleTool {
+		if ch.DropFirst < t.Len() && t.At(ch.DropFirst).Role == RoleTool {
 			return fmt.Errorf("dropping %d messages would separate a tool result from its call", ch.DropFirst)
 		}
-	default:
-		view = t.Fork()
+		base = &dropped{base: t, drop: ch.DropFirst}
 	}
+	view := &extended{base: base}
 	for i := range ch.Append {
 		m := &ch.Append[i]
 		if err := CheckAppend(view, m); err != nil {
@@ -369,13 +369,40 @@ func checkChange(t Transcript, ch *Change) error {
 		if err := checkMessageJSON(m); err != nil {
 			return err
 		}
-		view = view.Append(*m)
+		if i < len(ch.Append)-1 {
+			view.extra = append(view.extra, *m)
+		}
 	}
 	if ch.Status != "" && !ch.Status.Valid() {
 		return fmt.Errorf("unknown status %q", ch.Status)
 	}
 	return nil
 }
+
+// extended is base followed by extra: a view of a transcript as it would
+// be after an append, without building it.
+type extended struct {
+	base  View
+	extra []Message
+}
+
+func (v *extended) Len() int { return v.base.Len() + len(v.extra) }
+
+func (v *extended) At(i int) *Message {
+	if n := v.base.Len(); i >= n {
+		return &v.extra[i-n]
+	}
+	return v.base.At(i)
+}
+
+// dropped is base without its first drop messages.
+type dropped struct {
+	base View
+	drop int
+}
+
+func (v *dropped) Len() int          { return v.base.Len() - v.drop }
+func (v *dropped) At(i int) *Message { return v.base.At(i + v.drop) }
 
 func checkMessageJSON(m *Message) error {
 	for _, c := range m.ToolCalls {
