@@ -67,15 +67,57 @@ func (f Failure) String() string {
 	return fmt.Sprintf("%s: %s: %s", f.Pos, f.Assertion, f.Message)
 }
 
-// TestRunner runs Starlark test files.
+// TestRunner runs Starlark test files. It compiles each file once and
+// runs the program in every test's fresh VM, so NewState must always
+// return VMs with the same predeclared names. A TestRunner is safe for
+// concurrent use and must not be copied after its first use.
 type TestRunner struct {
 	// NewState returns a fresh VM whose print output goes to stdout. Its
-	// builtins must include AssertModule's and SkipBuiltin's names.
+	// builtins must include TestBuiltins' names.
 	NewState func(stdout io.Writer) (*State, error)
 	// Timeout bounds each test (0: none).
 	Timeout time.Duration
 	// Context is the parent of every test's context (default Background).
 	Context context.Context
+
+	mu       sync.Mutex
+	programs map[string]*compiled // by file name
+}
+
+// compiled is a file's program, or why it does not compile.
+type compiled struct {
+	src  []byte
+	prog *starlark.Program
+	err  error
+}
+
+// program returns file's program compiled by st, compiling it on first
+// use (and again if src changed).
+func (r *TestRunner) program(st *State, file string, src []byte) (*starlark.Program, error) {
+	r.mu.Lock()
+	c, ok := r.programs[file]
+	r.mu.Unlock()
+	if ok && bytes.Equal(c.src, src) {
+		return c.prog, c.err
+	}
+	c = &compiled{src: src}
+	c.prog, c.err = st.Compile(file, src)
+	r.mu.Lock()
+	if r.programs == nil {
+		r.programs = map[string]*compiled{}
+	}
+	r.programs[file] = c
+	r.mu.Unlock()
+	return c.prog, c.err
+}
+
+// exec runs file's top level in st.
+func (r *TestRunner) exec(st *State, file string, src []byte) (starlark.StringDict, error) {
+	prog, err := r.program(st, file, src)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecProgram(file, prog)
 }
 
 // Discover executes file once and returns its test functions' names in
@@ -88,7 +130,7 @@ func (r *TestRunner) Discover(file string, src []byte) ([]string, error) {
 	}
 	defer st.Store.Shutdown()
 	end := st.Begin(r.context())
-	globals, err := st.ExecFile(file, src)
+	globals, err := r.exec(st, file, src)
 	end()
 	if err != nil {
 		return nil, err
@@ -141,7 +183,7 @@ func (r *TestRunner) Run(file string, src []byte, name string) (res TestResult) 
 	}
 	end := st.Begin(ctx)
 	defer end()
-	globals, err := st.ExecFile(file, src)
+	globals, err := r.exec(st, file, src)
 	if err != nil {
 		res.Status, res.Error = TestError, FormatError(err)
 		return res

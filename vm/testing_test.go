@@ -114,3 +114,26 @@ func TestRunnerTimeout(t *testing.T) {
 		t.Fatalf("res = %+v", res)
 	}
 }
+
+func TestRunnerSharesTheProgramAcrossConcurrentTests(t *testing.T) {
+	r := testRunner(t)
+	src := []byte("counter = [0]\n\ndef test_fresh_globals():\n    counter[0] += 1\n    assert.eq(counter[0], 1)\n")
+	if _, err := r.Discover("c_test.star", src); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan TestResult, 16)
+	for range 16 {
+		go func() { results <- r.Run("c_test.star", src, "test_fresh_globals") }()
+	}
+	for range 16 {
+		// every test gets the file's top level run afresh in its own VM
+		if res := <-results; res.Status != TestPass {
+			t.Fatalf("res = %+v", res)
+		}
+	}
+	// a changed source is compiled again
+	changed := []byte("def test_other():\n    assert.true(True)\n")
+	if names, err := r.Discover("c_test.star", changed); err != nil || len(names) != 1 || names[0] != "test_other" {
+		t.Fatalf("after a change: %v, %v", names, err)
+	}
+}
