@@ -29,7 +29,7 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 		t.Skip("skein is not on PATH:", err)
 	}
 	config := t.TempDir()
-	term := startPTY(t, bin, config, "repl")
+	term := startPTY(t, bin, t.TempDir(), config, "repl")
 
 	term.expect(">>> ")
 	// Ctrl-C while typing drops the line
@@ -100,6 +100,27 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 	}
 }
 
+// TestTestProgressLineUnderPTY: on a terminal `skein test` draws a
+// progress line, which it clears before results and at the end.
+func TestTestProgressLineUnderPTY(t *testing.T) {
+	bin, err := exec.LookPath("skein")
+	if err != nil {
+		t.Skip("skein is not on PATH:", err)
+	}
+	dir := t.TempDir()
+	writeTestTree(t, dir, 3, 7)
+	term := startPTY(t, bin, dir, t.TempDir(), "test", "-parallel", "1")
+	if code := term.wait(); code != exitFailed {
+		t.Fatalf("skein test exited %d\n%s", code, term.output())
+	}
+	out := term.output()
+	for _, want := range []string{"\x1b[Kskein test: 1/21 done, 0 failed", "\x1b[Kskein test: 21/21 done, 6 failed\x1b[K", "\x1b[KFAIL  pkg0/f00_test.star::test_03\n", "12 passed, 6 failed, 3 skipped\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%q", want, out)
+		}
+	}
+}
+
 // pty is a command running on a pseudo-terminal.
 type pty struct {
 	t      *testing.T
@@ -112,10 +133,9 @@ type pty struct {
 	pos int // where the next expect starts looking
 }
 
-// startPTY starts bin with args on a new pseudo-terminal that is its
-// controlling terminal, in a temporary directory with XDG_CONFIG_HOME set
-// to config.
-func startPTY(t *testing.T, bin, config string, args ...string) *pty {
+// startPTY starts bin with args in dir on a new pseudo-terminal that is
+// its controlling terminal, with XDG_CONFIG_HOME set to config.
+func startPTY(t *testing.T, bin, dir, config string, args ...string) *pty {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -140,7 +160,7 @@ func startPTY(t *testing.T, bin, config string, args ...string) *pty {
 	defer slave.Close()
 
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = t.TempDir()
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config, "HOME="+config, "TERM=xterm",
 		"SKEIN_PROVIDER=", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
