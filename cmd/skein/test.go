@@ -110,11 +110,11 @@ func testCommand(args []string, std stdio) int {
 
 	ctx, stopRun := runContext(0)
 	defer stopRun()
-	newVM := func(root string, fx *fixture) func(io.Writer) (*vm.State, error) {
-		return func(stdout io.Writer) (*vm.State, error) { return vf.testVM(stdout, root, fx) }
-	}
 	suite := loadTestFiles(ctx, files, global, opts.parallel, func(f *testFile) *vm.TestRunner {
-		return &vm.TestRunner{NewState: newVM(filepath.Dir(f.path), f.fixture), Timeout: vf.timeout, Context: ctx}
+		root, fx := filepath.Dir(f.path), f.fixture
+		return &vm.TestRunner{Timeout: vf.timeout, Context: ctx, NewState: func(stdout io.Writer) (*vm.State, error) {
+			return vf.testVM(stdout, root, fx)
+		}}
 	})
 	cases := selectTests(suite, opts.run, opts.shard)
 
