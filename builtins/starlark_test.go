@@ -2,6 +2,7 @@ package builtins_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -85,7 +86,7 @@ func runStarlarkFile(t *testing.T, file string) {
 			if res.Assertions == 0 && res.Status == vm.TestPass {
 				t.Errorf("%s asserts nothing", name)
 			}
-			if text := printed.String() + res.Error + strings.Join(res.Failures, "\n"); strings.Contains(text, testSecret) {
+			if text := printed.String() + res.Output + res.Error + fmt.Sprint(res.Failures); strings.Contains(text, testSecret) {
 				t.Errorf("%s leaked the value of a secret into its output or errors", name)
 			}
 		})

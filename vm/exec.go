@@ -21,10 +21,29 @@ func Dialect() *syntax.FileOptions {
 // file when src is nil) on a new main thread and returns its globals. The
 // caller brackets it with Begin for cancellation.
 func (s *State) ExecFile(filename string, src any) (starlark.StringDict, error) {
+	prog, err := s.Compile(filename, src)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecProgram(filename, prog)
+}
+
+// Compile parses and compiles the script filename (with source src, or
+// read from the file when src is nil) against this VM's predeclared
+// names. A program is immutable: it can run any number of times, at once,
+// on every State with the same predeclared names (ExecProgram).
+func (s *State) Compile(filename string, src any) (*starlark.Program, error) {
+	_, prog, err := starlark.SourceProgramOptions(Dialect(), filename, src, s.predeclared.Has)
+	return prog, err
+}
+
+// ExecProgram runs a program compiled from filename on a new main thread
+// and returns its globals, like ExecFile.
+func (s *State) ExecProgram(filename string, prog *starlark.Program) (starlark.StringDict, error) {
 	thread := s.NewThread("main")
 	defer s.Release(thread)
 	SetFile(thread, filename)
-	return starlark.ExecFileOptions(Dialect(), thread, filename, src, s.predeclared)
+	return prog.Init(thread, s.predeclared)
 }
 
 // FormatError renders an error from Starlark execution the way the CLI

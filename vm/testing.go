@@ -38,22 +38,86 @@ type TestResult struct {
 	Name       string
 	Status     TestStatus
 	Duration   time.Duration
-	Output     string   // what the test printed
-	Failures   []string // failed assertions, each with its traceback
-	Error      string   // the error traceback when Status is TestError
+	Output     string    // what the test printed
+	Failures   []Failure // failed assertions, in the order they failed
+	Error      string    // the error traceback when Status is TestError
 	SkipReason string
 	Assertions int // assertions evaluated; 0 means the test checked nothing
 }
 
-// TestRunner runs Starlark test files.
+// Failure is one failed assertion.
+type Failure struct {
+	// Pos is where the failing assert function was called, as
+	// file:line:col ("" if it was not called through the assert module).
+	Pos string
+	// Assertion is the assert function that failed, e.g. "assert.eq".
+	Assertion string
+	// Message says what failed, e.g. "3 != 4".
+	Message string
+	// Traceback is the full report, from "Traceback (most recent call
+	// last):" to the message.
+	Traceback string
+}
+
+// String returns the failure on one line: "pos: assertion: message".
+func (f Failure) String() string {
+	if f.Pos == "" {
+		return f.Message
+	}
+	return fmt.Sprintf("%s: %s: %s", f.Pos, f.Assertion, f.Message)
+}
+
+// TestRunner runs Starlark test files. It compiles each file once and
+// runs the program in every test's fresh VM, so NewState must always
+// return VMs with the same predeclared names. A TestRunner is safe for
+// concurrent use and must not be copied after its first use.
 type TestRunner struct {
 	// NewState returns a fresh VM whose print output goes to stdout. Its
-	// builtins must include AssertModule's and SkipBuiltin's names.
+	// builtins must include TestBuiltins' names.
 	NewState func(stdout io.Writer) (*State, error)
 	// Timeout bounds each test (0: none).
 	Timeout time.Duration
 	// Context is the parent of every test's context (default Background).
 	Context context.Context
+
+	mu       sync.Mutex
+	programs map[string]*compiled // by file name
+}
+
+// compiled is a file's program, or why it does not compile.
+type compiled struct {
+	src  []byte
+	prog *starlark.Program
+	err  error
+}
+
+// program returns file's program compiled by st, compiling it on first
+// use (and again if src changed).
+func (r *TestRunner) program(st *State, file string, src []byte) (*starlark.Program, error) {
+	r.mu.Lock()
+	c, ok := r.programs[file]
+	r.mu.Unlock()
+	if ok && bytes.Equal(c.src, src) {
+		return c.prog, c.err
+	}
+	c = &compiled{src: src}
+	c.prog, c.err = st.Compile(file, src)
+	r.mu.Lock()
+	if r.programs == nil {
+		r.programs = map[string]*compiled{}
+	}
+	r.programs[file] = c
+	r.mu.Unlock()
+	return c.prog, c.err
+}
+
+// exec runs file's top level in st.
+func (r *TestRunner) exec(st *State, file string, src []byte) (starlark.StringDict, error) {
+	prog, err := r.program(st, file, src)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecProgram(file, prog)
 }
 
 // Discover executes file once and returns its test functions' names in
@@ -66,7 +130,7 @@ func (r *TestRunner) Discover(file string, src []byte) ([]string, error) {
 	}
 	defer st.Store.Shutdown()
 	end := st.Begin(r.context())
-	globals, err := st.ExecFile(file, src)
+	globals, err := r.exec(st, file, src)
 	end()
 	if err != nil {
 		return nil, err
@@ -97,8 +161,8 @@ func (r *TestRunner) context() context.Context {
 }
 
 // Run runs one test function of file in a fresh VM.
-func (r *TestRunner) Run(file string, src []byte, name string) TestResult {
-	res := TestResult{File: file, Name: name}
+func (r *TestRunner) Run(file string, src []byte, name string) (res TestResult) {
+	res = TestResult{File: file, Name: name}
 	var out bytes.Buffer
 	start := time.Now()
 	defer func() {
@@ -119,7 +183,7 @@ func (r *TestRunner) Run(file string, src []byte, name string) TestResult {
 	}
 	end := st.Begin(ctx)
 	defer end()
-	globals, err := st.ExecFile(file, src)
+	globals, err := r.exec(st, file, src)
 	if err != nil {
 		res.Status, res.Error = TestError, FormatError(err)
 		return res
@@ -154,21 +218,45 @@ func (r *TestRunner) Run(file string, src []byte, name string) TestResult {
 // reporter collects a test's assertion failures and counts assertions.
 type reporter struct {
 	mu         sync.Mutex
-	failures   []string
+	failures   []Failure
 	count      int
+	calls      []assertCall // the assert functions running, innermost last
 	skipped    bool
 	skipReason string
 }
 
+// assertCall is a running assert function and where it was called.
+type assertCall struct {
+	name, pos string
+}
+
+// Error records a failure reported by starlarktest: a traceback ending in
+// "Error: <message>", attributed to the innermost running assert call.
 func (r *reporter) Error(args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.failures = append(r.failures, fmt.Sprint(args...))
+	f := Failure{Traceback: fmt.Sprint(args...)}
+	f.Message = f.Traceback
+	if _, msg, ok := strings.Cut(f.Traceback, "\nError: "); ok {
+		f.Message = msg
+	}
+	if n := len(r.calls); n > 0 {
+		f.Assertion, f.Pos = r.calls[n-1].name, r.calls[n-1].pos
+	}
+	r.failures = append(r.failures, f)
 }
 
-func (r *reporter) counted() {
+// enter counts an assertion and records it as running until leave.
+func (r *reporter) enter(name, pos string) {
 	r.mu.Lock()
 	r.count++
+	r.calls = append(r.calls, assertCall{name, pos})
+	r.mu.Unlock()
+}
+
+func (r *reporter) leave() {
+	r.mu.Lock()
+	r.calls = r.calls[:len(r.calls)-1]
 	r.mu.Unlock()
 }
 
@@ -198,9 +286,14 @@ func TestBuiltins() (starlark.StringDict, error) {
 			members[name] = v
 			continue
 		}
-		members[name] = starlark.NewBuiltin("assert."+name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		members[name] = starlark.NewBuiltin("assert."+name, func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if rep, ok := thread.Local(assertCountKey).(*reporter); ok {
-				rep.counted()
+				pos := ""
+				if thread.CallStackDepth() > 1 {
+					pos = thread.CallFrame(1).Pos.String()
+				}
+				rep.enter(b.Name(), pos)
+				defer rep.leave()
 			}
 			return starlark.Call(thread, fn, args, kwargs)
 		})

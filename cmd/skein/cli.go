@@ -34,6 +34,8 @@ type command struct {
 func commands() map[string]command {
 	list := []command{
 		{"run", "[flags] FILE [ARGS...]", "run a Starlark pipeline", runCommand},
+		{"repl", replUsage, "start an interactive Starlark session", replCommand},
+		{"test", testUsage, "run the test_* functions of *_test.star files", testCommand},
 		{"version", "", "print skein's version", versionCommand},
 	}
 	m := map[string]command{}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,4 +39,29 @@ func exampleArgs(file string) []string {
 		return []string{"run", "--allow-cmd", "go", file}
 	}
 	return []string{"run", file}
+}
+
+// TestExampleEvals runs the scripted evaluations under examples/ (every
+// directory with *_test.star files) with `skein test`, as CI would.
+func TestExampleEvals(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*/*_test.star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{}
+	for _, f := range files {
+		dirs[filepath.Dir(f)] = true
+	}
+	if !dirs[filepath.Join("../../examples", "evals")] {
+		t.Fatal("no tests found in examples/evals")
+	}
+	for dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := skein([]string{"test", dir}, stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
+			if code != exitOK || !strings.HasSuffix(out.String(), " passed, 0 failed\n") || strings.Contains(out.String(), "WARN") {
+				t.Fatalf("skein test %s exited %d\nstdout:\n%s\nstderr:\n%s", dir, code, out.String(), errOut.String())
+			}
+		})
+	}
 }

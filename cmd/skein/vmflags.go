@@ -179,20 +179,31 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 // loadReplay queues a fixture's responses and puts the mock in replay
 // mode: a request the fixture does not answer fails.
 func loadReplay(queue *mock.Mock, path string) error {
+	resps, err := readFixture(path)
+	if err != nil {
+		return fmt.Errorf("--llm-replay: %v", err)
+	}
+	replay(queue, path, resps)
+	return nil
+}
+
+// readFixture reads a JSONL fixture of model responses.
+func readFixture(path string) ([]mock.Response, error) {
 	file, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("--llm-replay: %v", err)
+		return nil, err
 	}
 	defer file.Close()
-	resps, err := mock.LoadFixture(file, path)
-	if err != nil {
-		return fmt.Errorf("--llm-replay: %v", err)
-	}
+	return mock.LoadFixture(file, path)
+}
+
+// replay queues a fixture's responses (read by readFixture) and puts the
+// mock in replay mode; name is the fixture's file, for errors.
+func replay(queue *mock.Mock, name string, resps []mock.Response) {
 	for _, r := range resps {
 		queue.Queue(r)
 	}
-	queue.SetReplay(path)
-	return nil
+	queue.SetReplay(name)
 }
 
 // errInterrupted is the cancellation cause of a run stopped by Ctrl-C.

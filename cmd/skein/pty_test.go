@@ -1,0 +1,241 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestREPLInterruptUnderPTY drives `skein repl` on a pseudo-terminal the
+// way a person would: Ctrl-C (byte 0x03, which the terminal turns into
+// SIGINT while an input runs) cancels a Starlark `while True` loop, an
+// agent_loop blocked in a slow mock model call and a blocked sleep(); after
+// each the REPL and the session go on working. It also checks Ctrl-C
+// while typing, Tab completion, the history file and Ctrl-D.
+func TestREPLInterruptUnderPTY(t *testing.T) {
+	bin, err := exec.LookPath("skein") // installed on PATH by testscript.Main
+	if err != nil {
+		t.Skip("skein is not on PATH:", err)
+	}
+	config := t.TempDir()
+	term := startPTY(t, bin, t.TempDir(), config, "repl")
+
+	term.expect(">>> ")
+	// Ctrl-C while typing drops the line
+	term.send("dropped = 1\x03")
+	term.send("dropped\r")
+	term.expect(`undefined: dropped`)
+
+	// a top-level while True loop
+	term.send("n = 0\r")
+	term.send("if True:\r")
+	term.expect(`\.\.\. `)
+	term.send("    print('spin' + 'ning')\r")
+	term.send("    while True:\r")
+	term.send("        n += 1\r")
+	term.send("\r")
+	term.expect(`spinning`)
+	time.Sleep(100 * time.Millisecond)
+	term.send("\x03")
+	term.expect(`Error: Starlark computation cancelled: interrupted`)
+	term.expect(">>> ")
+	term.send("n > 0\r")
+	term.expect(`True`)
+
+	// an agent_loop blocked in a model call that would take a minute
+	term.send("llm_mock(text = 'too late', delay_ms = 60000)\r")
+	term.send("s = agent_session_open('chat')\r")
+	term.send("print('call' + 'ing'); r = agent_loop('hello', provider = 'mock', session_id = s)\r")
+	term.expect(`calling`)
+	time.Sleep(200 * time.Millisecond)
+	term.send("\x03")
+	term.expect(`agent_loop: .*interrupted`)
+	term.expect(">>> ")
+	// the session is usable: the next loop on it runs
+	term.send("agent_loop('again', provider = 'mock', session_id = s)['status']\r")
+	term.expect(`"done"`)
+	term.send(":sessions\r")
+	term.expect(`chat\s+\d+\s+\d+\s+active`)
+
+	// a tool blocked in sleep()
+	term.send("def slow():\r")
+	term.send("    sleep(60)\r")
+	term.send("\r")
+	term.send("llm_mock(tool_calls = [{'name': 'slow'}])\r")
+	term.send("print('tool' + 'ing'); agent_loop('go', provider = 'mock', session_id = s, tools = [slow])\r")
+	term.expect(`tooling`)
+	time.Sleep(200 * time.Millisecond)
+	term.send("\x03")
+	term.expect(`interrupted`)
+	term.expect(">>> ")
+	term.send("[m['content'] for m in agent_session_snapshot(s)['messages'] if m['role'] == 'tool']\r")
+	term.expect(`\["cancelled"\]`)
+
+	// Tab completes a global
+	term.send("unique_answer = 41\r")
+	term.send("unique_ans\t + 1\r")
+	term.expect(`42`)
+
+	term.send("\x04") // Ctrl-D
+	if code := term.wait(); code != 0 {
+		t.Fatalf("skein repl exited %d\n%s", code, term.output())
+	}
+	history, err := os.ReadFile(filepath.Join(config, "skein", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(history), "unique_answer = 41") {
+		t.Fatalf("history does not have the inputs:\n%s", history)
+	}
+}
+
+// TestTestProgressLineUnderPTY: on a terminal `skein test` draws a
+// progress line, which it clears before results and at the end.
+func TestTestProgressLineUnderPTY(t *testing.T) {
+	bin, err := exec.LookPath("skein")
+	if err != nil {
+		t.Skip("skein is not on PATH:", err)
+	}
+	dir := t.TempDir()
+	writeTestTree(t, dir, 3, 7)
+	term := startPTY(t, bin, dir, t.TempDir(), "test", "-parallel", "1")
+	if code := term.wait(); code != exitFailed {
+		t.Fatalf("skein test exited %d\n%s", code, term.output())
+	}
+	out := term.output()
+	for _, want := range []string{"\x1b[Kskein test: 1/21 done, 0 failed", "\x1b[Kskein test: 21/21 done, 6 failed\x1b[K", "\x1b[KFAIL  pkg0/f00_test.star::test_03\n", "12 passed, 6 failed, 3 skipped\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the output:\n%q", want, out)
+		}
+	}
+}
+
+// pty is a command running on a pseudo-terminal.
+type pty struct {
+	t      *testing.T
+	master *os.File
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the output has been read to the end
+
+	mu  sync.Mutex
+	out []byte
+	pos int // where the next expect starts looking
+}
+
+// startPTY starts bin with args in dir on a new pseudo-terminal that is
+// its controlling terminal, with XDG_CONFIG_HOME set to config.
+func startPTY(t *testing.T, bin, dir, config string, args ...string) *pty {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no pseudo-terminals:", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal("unlockpt:", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal("ptsname:", err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 200}); err != nil {
+		t.Fatal("window size:", err)
+	}
+	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+config, "HOME="+config, "TERM=xterm",
+		"SKEIN_PROVIDER=", "OPENAI_API_KEY=", "ANTHROPIC_API_KEY=")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &pty{t: t, master: master, cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := master.Read(buf)
+			p.mu.Lock()
+			p.out = append(p.out, buf[:n]...)
+			p.mu.Unlock()
+			if err != nil {
+				return // EIO once the command has exited
+			}
+		}
+	}()
+	return p
+}
+
+// send types s.
+func (p *pty) send(s string) {
+	p.t.Helper()
+	if _, err := p.master.Write([]byte(s)); err != nil {
+		p.t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond) // let readline see keys one batch at a time
+}
+
+// expect waits until the output after the previous match matches re.
+func (p *pty) expect(re string) {
+	p.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		loc := rx.FindIndex(p.out[p.pos:])
+		if loc != nil {
+			p.pos += loc[1]
+		}
+		p.mu.Unlock()
+		if loc != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.t.Fatalf("no %q in the output after position %d:\n%s", re, p.pos, p.output())
+}
+
+func (p *pty) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.ReplaceAll(string(p.out), "\r", "")
+}
+
+// wait waits for the command to exit and returns its exit code.
+func (p *pty) wait() int {
+	p.t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case <-errc:
+	case <-time.After(15 * time.Second):
+		p.t.Fatalf("the command did not exit:\n%s", p.output())
+	}
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}

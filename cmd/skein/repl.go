@@ -1,0 +1,301 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/chzyer/readline"
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+const replUsage = "[flags]"
+
+// Prompts of the interactive REPL.
+const (
+	primaryPrompt      = ">>> "
+	continuationPrompt = "... "
+)
+
+const replHelp = `Type Starlark statements or expressions; a bare expression's value is
+printed and bound to _. A def, if, for or while ends with a blank line.
+load() paths are relative to the working directory.
+
+  Tab      complete names, builtins and attributes (x.<Tab>)
+  Ctrl-C   cancel the running input (or the line being typed)
+  Ctrl-D   exit
+
+Commands:
+  :help      this help
+  :sessions  the live sessions: id, messages, turns, status
+  :quit      exit
+`
+
+// replCommand implements `skein repl`: a read-eval-print loop on the VM
+// `skein run` uses. On a terminal it edits lines with history and
+// completion; with piped input it prints only results and errors.
+func replCommand(args []string, std stdio) int {
+	fs := newFlagSet("repl")
+	var vf vmFlags
+	vf.register(fs)
+	fs.Lookup("timeout").Usage = "cancel each input after this long, e.g. 30s (0: none)"
+	if code, stop := parseFlags(fs, replUsage, args, std); stop {
+		return code
+	}
+	if err := vf.check(); err != nil {
+		return usageError(std, fs.Name(), err.Error())
+	}
+	if fs.NArg() > 0 {
+		return usageError(std, fs.Name(), "takes no arguments")
+	}
+	st, closeVM, err := vf.newState(std, vmConfig{root: "."})
+	if err != nil {
+		return usageError(std, fs.Name(), err.Error())
+	}
+	repl := vm.NewREPL(st)
+	interactive := isTerminal(std.in) && isTerminal(std.out)
+	var lines func(continued bool) (string, error)
+	if interactive {
+		rl, err := newLineEditor(repl, std)
+		if err != nil {
+			closeVM()
+			fmt.Fprintf(std.err, "skein repl: %v\n", err)
+			return exitFailed
+		}
+		defer rl.Close()
+		lines = func(continued bool) (string, error) {
+			if continued {
+				rl.SetPrompt(continuationPrompt)
+			} else {
+				rl.SetPrompt(primaryPrompt)
+			}
+			return rl.Readline()
+		}
+	} else {
+		in := bufio.NewReader(std.in)
+		lines = func(bool) (string, error) {
+			line, err := in.ReadString('\n')
+			if errors.Is(err, io.EOF) && line != "" {
+				err = nil
+			}
+			return line, err
+		}
+	}
+
+	intr := newInterrupter(interactive)
+	defer intr.stop()
+	loop(repl, st, lines, intr, vf.timeout, std)
+	if err := closeVM(); err != nil {
+		fmt.Fprintf(std.err, "skein repl: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+// loop reads and evaluates inputs until the end of input or :quit.
+// Errors are printed and the loop goes on.
+func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, std stdio) {
+	for {
+		in, err := repl.Read(lines)
+		switch {
+		case errors.Is(err, io.EOF):
+			return
+		case errors.Is(err, readline.ErrInterrupt):
+			continue // Ctrl-C while typing drops the input
+		case err != nil:
+			fmt.Fprintln(std.err, vm.FormatError(err))
+			continue
+		}
+		if in.Meta != "" {
+			if quit := meta(in.Meta, st, std); quit {
+				return
+			}
+			continue
+		}
+		if in.Empty() {
+			continue
+		}
+		ctx, done := intr.begin(timeout)
+		v, err := repl.Eval(ctx, in)
+		done()
+		if err != nil {
+			fmt.Fprintln(std.err, vm.FormatError(err))
+			continue
+		}
+		if v != nil && v != starlark.None {
+			fmt.Fprintln(std.out, v.String())
+		}
+	}
+}
+
+// meta runs a meta command and reports whether the REPL must exit.
+func meta(cmd string, st *vm.State, io stdio) (quit bool) {
+	switch cmd {
+	case ":help":
+		fmt.Fprint(io.out, replHelp)
+	case ":sessions":
+		printSessions(io.out, st.Store.Live())
+	case ":quit", ":q", ":exit":
+		return true
+	default:
+		fmt.Fprintf(io.err, "skein repl: unknown command %s (type :help for the list)\n", cmd)
+	}
+	return false
+}
+
+// printSessions lists live sessions, most recently used first.
+func printSessions(w io.Writer, list []sessions.Summary) {
+	if len(list) == 0 {
+		fmt.Fprintln(w, "no live sessions")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tMESSAGES\tTURNS\tSTATUS")
+	for _, s := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", s.ID, s.Length, s.Turns, s.Status)
+	}
+	tw.Flush()
+}
+
+// interrupter turns SIGINT into the cancellation of the running input.
+// On a terminal, Ctrl-C while typing reaches readline as a key instead
+// (it drops the line). A second Ctrl-C while a cancelled input has still
+// not stopped exits at once, and so does Ctrl-C while a piped REPL waits
+// for input.
+type interrupter struct {
+	sigs        chan os.Signal
+	quit        chan struct{}
+	interactive bool
+
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc // of the running input; nil when idle
+	pressed bool                    // the running input was interrupted
+}
+
+func newInterrupter(interactive bool) *interrupter {
+	i := &interrupter{sigs: make(chan os.Signal, 1), quit: make(chan struct{}), interactive: interactive}
+	signal.Notify(i.sigs, os.Interrupt)
+	go i.watch()
+	return i
+}
+
+func (i *interrupter) watch() {
+	for {
+		select {
+		case <-i.quit:
+			return
+		case <-i.sigs:
+		}
+		i.mu.Lock()
+		switch {
+		case i.cancel != nil && !i.pressed:
+			i.pressed = true
+			i.cancel(errInterrupted)
+		case i.cancel != nil || !i.interactive:
+			os.Exit(130)
+		}
+		i.mu.Unlock()
+	}
+}
+
+// begin returns the context of one input, cancelled by Ctrl-C and by the
+// timeout, if any; done must be called when the input has finished.
+func (i *interrupter) begin(timeout time.Duration) (ctx context.Context, done func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	i.mu.Lock()
+	i.cancel, i.pressed = cancel, false
+	i.mu.Unlock()
+	stopTimer := func() {}
+	if timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("timeout: the input exceeded --timeout %s", timeout))
+		stopTimer = cancelTimeout
+	}
+	return ctx, func() {
+		stopTimer()
+		i.mu.Lock()
+		i.cancel = nil
+		i.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+func (i *interrupter) stop() {
+	signal.Stop(i.sigs)
+	close(i.quit)
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && readline.IsTerminal(int(file.Fd()))
+}
+
+// newLineEditor returns the readline instance of an interactive REPL:
+// history in the user's config directory, completion from the REPL.
+func newLineEditor(repl *vm.REPL, io stdio) (*readline.Instance, error) {
+	return readline.NewEx(&readline.Config{
+		Prompt:            primaryPrompt,
+		HistoryFile:       historyFile(),
+		HistorySearchFold: true,
+		AutoComplete:      completer{repl},
+		Stdout:            io.out.(*os.File),
+		Stderr:            io.err,
+		InterruptPrompt:   "^C",
+		EOFPrompt:         "\n",
+	})
+}
+
+// historyFile is the REPL's history: skein/history in the user's config
+// directory ("" when there is none: no history is kept).
+func historyFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	dir = filepath.Join(dir, "skein")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "history")
+}
+
+// completer adapts REPL.Complete (and the meta commands) to readline.
+type completer struct{ repl *vm.REPL }
+
+var _ readline.AutoCompleter = completer{}
+
+// Do returns the suffixes completing the word before pos and the length
+// of the part already typed.
+func (c completer) Do(line []rune, pos int) ([][]rune, int) {
+	before := string(line[:pos])
+	var words []string
+	var partial int
+	if trimmed := strings.TrimLeft(before, " \t"); strings.HasPrefix(trimmed, ":") && !strings.ContainsAny(trimmed, " \t") {
+		for _, m := range []string{":help", ":quit", ":sessions"} {
+			if strings.HasPrefix(m, trimmed) {
+				words = append(words, m)
+			}
+		}
+		partial = len(trimmed)
+	} else {
+		words, partial = c.repl.Complete(before)
+	}
+	out := make([][]rune, len(words))
+	for i, w := range words {
+		out[i] = []rune(w[partial:])
+	}
+	return out, partial
+}

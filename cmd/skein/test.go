@@ -1,0 +1,209 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+const testUsage = "[flags] [PATH...]"
+
+// testOptions are the flags of `skein test` other than the shared VM
+// flags.
+type testOptions struct {
+	run      *regexp.Regexp // nil: every test
+	verbose  bool
+	json     bool
+	junit    string
+	parallel int
+	shard    shard
+	failFast bool
+}
+
+// shard selects the tests of machine index (1-based) out of count; count
+// 0 selects every test.
+type shard struct{ index, count int }
+
+// testCommand implements `skein test [PATH...]`: it runs every test_*
+// function of the *_test.star files under the paths, each in a fresh
+// test VM, and reports failures with their positions. The exit code is 1
+// when a test failed or errored.
+func testCommand(args []string, std stdio) int {
+	fs := newFlagSet("test")
+	var vf vmFlags
+	vf.register(fs)
+	fs.Lookup("timeout").Usage = "fail each test that runs longer than this, e.g. 30s (0: none)"
+	fs.Lookup("llm-replay").Usage = "answer the model calls of every test from this JSONL fixture (a test file's own <name>.llm.jsonl wins)"
+	var opts testOptions
+	var runExpr, shardSpec string
+	fs.StringVar(&runExpr, "run", "", "run only the tests whose function name matches this regular expression")
+	fs.BoolVar(&opts.verbose, "v", false, "print every test's name, status, duration and printed output")
+	fs.BoolVar(&opts.json, "json", false, "print one JSON object per test on stdout (the summary line goes to stderr)")
+	fs.StringVar(&opts.junit, "junit", "", "also write a JUnit XML report to this file")
+	fs.IntVar(&opts.parallel, "parallel", runtime.NumCPU(), "how many tests run at once")
+	fs.StringVar(&shardSpec, "shard", "", "run only shard I of N, written I/N with 1 <= I <= N: a stable split of the tests across CI machines")
+	fs.BoolVar(&opts.failFast, "fail-fast", false, "start no test after the first failure")
+	if code, stop := parseFlags(fs, testUsage, args, std); stop {
+		return code
+	}
+	if err := vf.check(); err != nil {
+		return usageError(std, fs.Name(), err.Error())
+	}
+	if vf.record != "" {
+		return usageError(std, fs.Name(), "--llm-record cannot be used with skein test (tests are offline; record with skein run)")
+	}
+	if !flagSet(fs, "provider") {
+		vf.provider = "" // tests are hermetic: SKEIN_PROVIDER does not apply
+	}
+	if opts.parallel < 1 {
+		return usageError(std, fs.Name(), fmt.Sprintf("-parallel must be >= 1, got %d", opts.parallel))
+	}
+	if runExpr != "" {
+		re, err := regexp.Compile(runExpr)
+		if err != nil {
+			return usageError(std, fs.Name(), fmt.Sprintf("-run: %v", err))
+		}
+		opts.run = re
+	}
+	if shardSpec != "" {
+		s, err := parseShard(shardSpec)
+		if err != nil {
+			return usageError(std, fs.Name(), err.Error())
+		}
+		opts.shard = s
+	}
+	var global *fixture
+	if vf.replay != "" {
+		resps, err := readFixture(vf.replay)
+		if err != nil {
+			return usageError(std, fs.Name(), fmt.Sprintf("--llm-replay: %v", err))
+		}
+		global = &fixture{path: vf.replay, responses: resps}
+	}
+	paths := fs.Args()
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	files, err := findTestFiles(paths)
+	if err != nil {
+		return usageError(std, fs.Name(), err.Error())
+	}
+	var junit *os.File
+	if opts.junit != "" {
+		if junit, err = os.Create(opts.junit); err != nil {
+			return usageError(std, fs.Name(), fmt.Sprintf("--junit: %v", err))
+		}
+		defer junit.Close()
+	}
+
+	ctx, stopRun := runContext(0)
+	defer stopRun()
+	suite := loadTestFiles(ctx, files, global, opts.parallel, func(f *testFile) *vm.TestRunner {
+		root, fx := filepath.Dir(f.path), f.fixture
+		return &vm.TestRunner{Timeout: vf.timeout, Context: ctx, NewState: func(stdout io.Writer) (*vm.State, error) {
+			return vf.testVM(stdout, root, fx)
+		}}
+	})
+	cases := selectTests(suite, opts.run, opts.shard)
+
+	summary := std.out
+	var rep reporter
+	if opts.json {
+		rep, summary = newJSONReport(std.out), std.err
+	} else {
+		rep = &textReport{w: std.out, verbose: opts.verbose, line: newProgressLine(std.out)}
+	}
+	var all []vm.TestResult
+	var t tally
+	notRun := runTests(ctx, cases, opts.parallel, opts.failFast, func(res vm.TestResult) {
+		all = append(all, res)
+		t.add(res)
+		rep.result(res)
+	}, rep.progress)
+	rep.done()
+
+	if len(cases) == 0 {
+		fmt.Fprintln(std.err, "skein test: no tests to run")
+	}
+	switch {
+	case notRun > 0 && ctx.Err() != nil:
+		fmt.Fprintf(summary, "interrupted: %d not run\n", notRun)
+	case notRun > 0:
+		fmt.Fprintf(summary, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
+	}
+	fmt.Fprintln(summary, t)
+	code := exitOK
+	if t.failed > 0 || ctx.Err() != nil {
+		code = exitFailed
+	}
+	if junit != nil {
+		if err := writeJUnit(junit, all); err != nil {
+			fmt.Fprintf(std.err, "skein test: --junit: %v\n", err)
+			code = exitFailed
+		}
+	}
+	return code
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseShard parses "I/N".
+func parseShard(s string) (shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || count < 1 || index < 1 || index > count {
+		return shard{}, fmt.Errorf("--shard must be I/N with 1 <= I <= N, got %q", s)
+	}
+	return shard{index: index, count: count}, nil
+}
+
+// fixture is a JSONL fixture of model responses, read once and queued
+// into the mock of every test VM that uses it.
+type fixture struct {
+	path      string
+	responses []mock.Response
+}
+
+// testVM builds the VM of one test, or of the discovery of a test file:
+// builtins.NewTestState (every builtin plus assert and skip, the fixed
+// clock, seeded ids) with its own in-memory store, the shared limits, the
+// mock as the default provider, an empty environment (so real providers
+// have no keys) and fx, if any, queued in replay mode. Print and
+// diagnostics go to stdout.
+func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State, error) {
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(builtins.TestClock))
+	if err != nil {
+		return nil, err
+	}
+	settings := builtins.DefaultLLM(func(string) string { return "" })
+	settings.Provider, settings.Model = f.provider, f.model
+	if settings.Provider == "" {
+		settings.Provider = llm.ProviderMock
+	}
+	queue := mock.New()
+	if fx != nil {
+		replay(queue, fx.path, fx.responses)
+	}
+	return builtins.NewTestState(vm.Options{
+		Store: store, Stdout: stdout, Stderr: stdout, Root: root,
+		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, LLM: settings, Mock: queue,
+	}, 1)
+}

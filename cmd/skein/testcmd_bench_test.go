@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkSkeinTest runs `skein test` in-process on 1,000 trivial tests
+// across 50 files, serially and with -parallel 2. ns/op is the wall time
+// of one whole run (discovery included); tests/s is the throughput.
+//
+//	go test ./cmd/skein -run '^$' -bench SkeinTest
+func BenchmarkSkeinTest(b *testing.B) {
+	const files, perFile = 50, 20
+	dir := b.TempDir()
+	for f := 0; f < files; f++ {
+		var src strings.Builder
+		for i := 0; i < perFile; i++ {
+			fmt.Fprintf(&src, "def test_%02d():\n    assert.eq(%d + 1, %d)\n\n", i, i, i+1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d_test.star", f)), []byte(src.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, parallel := range []int{1, 2} {
+		name := "serial"
+		if parallel > 1 {
+			name = fmt.Sprintf("parallel%d", parallel)
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				var out, errOut bytes.Buffer
+				code := skein([]string{"test", "-parallel", fmt.Sprint(parallel), dir}, stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
+				if code != exitOK || out.String() != fmt.Sprintf("%d passed, 0 failed\n", files*perFile) {
+					b.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+				}
+			}
+			b.ReportMetric(float64(files*perFile*b.N)/b.Elapsed().Seconds(), "tests/s")
+		})
+	}
+}
+
+// BenchmarkRunStartup builds the skein binary and times `skein run` of a
+// one-line script as a user would run it; it reports the median wall
+// time of 20 runs per iteration.
+//
+//	go test ./cmd/skein -run '^$' -bench RunStartup -benchtime 1x
+func BenchmarkRunStartup(b *testing.B) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		b.Skip("no go tool to build the binary:", err)
+	}
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "skein")
+	build := exec.Command(goTool, "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	script := filepath.Join(dir, "one.star")
+	if err := os.WriteFile(script, []byte("print(1 + 1)\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var times []time.Duration
+	for b.Loop() {
+		for range 20 {
+			cmd := exec.Command(bin, "run", script)
+			start := time.Now()
+			out, err := cmd.Output()
+			times = append(times, time.Since(start))
+			if err != nil || string(out) != "2\n" {
+				b.Fatalf("skein run: %v %q", err, out)
+			}
+		}
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-median")
+	b.ReportMetric(float64(times[0].Microseconds())/1000, "ms-min")
+}
