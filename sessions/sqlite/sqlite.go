@@ -33,7 +33,11 @@ type Backend struct {
 	wmu sync.Mutex
 }
 
-var _ sessions.Backend = (*Backend)(nil)
+var (
+	_ sessions.Backend        = (*Backend)(nil)
+	_ sessions.PartialLoader  = (*Backend)(nil)
+	_ sessions.HistoryBackend = (*Backend)(nil)
+)
 
 // Open opens the session database at path, creating its directory (mode
 // 0700) and the file (mode 0600) when they are missing, and migrates its
