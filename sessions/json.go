@@ -19,6 +19,15 @@ import (
 
 // DecodeJSON decodes data into a JSON value, keeping integers as int64.
 func DecodeJSON(data []byte) (any, error) {
+	if v, err := fastJSON(data); err == nil {
+		return v, nil
+	}
+	return decodeJSONSlow(data)
+}
+
+// decodeJSONSlow is DecodeJSON with encoding/json: what the fast path
+// gives up on (see jsonparse.go) and the reference it is tested against.
+func decodeJSONSlow(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -232,6 +241,17 @@ func (m Message) MarshalJSON() ([]byte, error) {
 // metadata, usage and tool arguments are decoded as JSON values (int64 for
 // integers).
 func (m *Message) UnmarshalJSON(data []byte) error {
+	orig := *m
+	if err := fastMessage(data, m); err == nil {
+		return nil
+	}
+	*m = orig
+	return m.unmarshalSlow(data)
+}
+
+// unmarshalSlow is UnmarshalJSON with encoding/json: what the fast path
+// gives up on (see jsonparse.go) and the reference it is tested against.
+func (m *Message) unmarshalSlow(data []byte) error {
 	var j struct {
 		messageJSON
 		ToolCalls []struct {
