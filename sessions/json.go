@@ -47,6 +47,19 @@ func EncodeJSON(v any) ([]byte, error) {
 	return json.Marshal(exactFloats(v))
 }
 
+// FormatJSON encodes a JSON value on one line as EncodeJSON does, without
+// escaping <, > and & (EncodeJSON writes them as \u003c ...): for people
+// to read.
+func FormatJSON(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(exactFloats(v)); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
 // exactFloat is a float64 that encodes with a fraction or an exponent.
 type exactFloat float64
 

@@ -34,6 +34,7 @@ type command struct {
 func commands() map[string]command {
 	list := []command{
 		{"run", "[flags] FILE [ARGS...]", "run a Starlark pipeline", runCommand},
+		{"sessions", sessionsUsage, "list, show, export, import and delete stored sessions", sessionsMain},
 		{"version", "", "print skein's version", versionCommand},
 	}
 	m := map[string]command{}
