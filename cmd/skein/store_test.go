@@ -31,3 +31,26 @@ func TestDefaultStoreIsUserOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestExportFileIsUserOnly checks that `skein sessions export -o` writes
+// a file readable by the user only.
+func TestExportFileIsUserOnly(t *testing.T) {
+	t.Chdir(t.TempDir())
+	t.Setenv("SKEIN_STORE", "")
+	if err := os.WriteFile("p.star", []byte(`agent_session_inject(agent_session_open("s"), {"role": "user", "content": "hi"})`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	for _, args := range [][]string{{"run", "p.star"}, {"sessions", "export", "s", "-o", "s.jsonl"}} {
+		if code := skein(args, stdio{in: &bytes.Buffer{}, out: &out, err: &out}); code != exitOK {
+			t.Fatalf("skein %v exited %d: %s", args, code, out.String())
+		}
+	}
+	fi, err := os.Stat("s.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("export file mode %v, want 0600", got)
+	}
+}
