@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/sqlite"
@@ -13,7 +12,7 @@ import (
 
 // defaultStore is where run and repl keep sessions unless --store or
 // SKEIN_STORE says otherwise: relative to the working directory.
-var defaultStore = filepath.Join(".skein", "sessions.db")
+const defaultStore = ".skein/sessions.db"
 
 // storeMemory is the --store value of an ephemeral in-memory store.
 const storeMemory = "memory"
@@ -25,6 +24,8 @@ type storeFlag struct {
 	registered bool
 }
 
+// register adds --store to fs, defaulting to $SKEIN_STORE, else
+// defaultStore.
 func (f *storeFlag) register(fs *flag.FlagSet) {
 	def := os.Getenv("SKEIN_STORE")
 	if def == "" {
