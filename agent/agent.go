@@ -185,7 +185,9 @@ type loop struct {
 // Run runs the loop. It returns an error when the loop fails (a model
 // call failing after retries and fallbacks, a tool error in raise mode, a
 // failing callback or subscriber, cancellation of ctx); the session is
-// healed and its status and an error or cancelled event are logged first.
+// healed and its status and an error or cancelled event are logged first
+// — except after a write conflict (sessions.ErrConflict): the session was
+// written by another process, and the loop leaves it to that process.
 // The loop's own Timeout is not an error: it ends with StatusTimeout.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	_, res, err := execute(ctx, cfg, (*loop).run)
@@ -232,6 +234,11 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	l.res.Text = strings.Join(l.texts, "\n")
 	if err == nil {
 		return l.reply, l.res, nil
+	}
+	if errors.Is(err, sessions.ErrConflict) {
+		// Another process wrote the session: it is theirs now. Healing it
+		// or marking it failed here would write into their run.
+		return nil, l.res, err
 	}
 	if ctx.Err() == nil && loopCtx.Err() != nil {
 		// the loop's own timeout: a result, not a failure

@@ -318,3 +318,78 @@ func TestToolErrorDecidesItsOwnFate(t *testing.T) {
 		})
 	}
 }
+
+// durable is a memory backend that claims durability, so two stores over
+// it behave like two processes sharing one database.
+type durable struct{ *sessions.MemoryBackend }
+
+func (durable) Durable() bool { return true }
+
+// hookTool runs a function when it is called.
+type hookTool struct {
+	name string
+	run  func()
+}
+
+func (t *hookTool) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: t.name, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
+}
+
+func (t *hookTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+	t.run()
+	return "done", nil
+}
+
+// TestLoopLosingAConflictWritesNothing runs a loop whose session another
+// store (another process) writes while a tool runs: the loop fails with
+// the conflict and leaves the session as the other store left it, without
+// healing its tool call or marking it failed.
+func TestLoopLosingAConflictWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	b := durable{sessions.NewMemoryBackend()}
+	mine, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.Open(ctx, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	tool := &hookTool{name: "slow", run: func() {
+		// another process opens the session, which heals the open call,
+		// and goes on
+		theirs, err := sessions.NewStore(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := theirs.Open(ctx, "s", 0); err != nil {
+			t.Error(err)
+		}
+		if _, err := theirs.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "theirs"}}}); err != nil {
+			t.Error(err)
+		}
+	}}
+	p := &scripted{resps: []any{callTool("slow", map[string]any{})}}
+	_, err = Run(ctx, config(mine, "s", p, tool))
+	if !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("err = %v, want a conflict", err)
+	}
+	rec, err := b.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != sessions.StatusActive {
+		t.Errorf("status %s, want active: the loser marked the winner's session", rec.Status)
+	}
+	last := rec.Messages[len(rec.Messages)-1]
+	if last.Text != "theirs" {
+		t.Errorf("last message %+v, want the other store's", last)
+	}
+	for _, e := range rec.Events {
+		if e.Type == EventError || (e.Type == sessions.EventHealed && e.Data["reason"] != "interrupted") {
+			t.Errorf("the loser logged %s %v on the winner's session", e.Type, e.Data)
+		}
+	}
+	if err := sessions.Validate(rec.Messages); err != nil {
+		t.Error(err)
+	}
+}

@@ -159,3 +159,40 @@ type Backend interface {
 	// Close releases the backend's resources.
 	Close() error
 }
+
+// PartialLoader is implemented by durable backends that can load a
+// session in parts. Resuming a session needs its transcript but not its
+// event log, which is as long as the transcript (a "message" event per
+// message) and is read only by snapshots; the store resumes with
+// LoadTranscript and reads the log with LoadEvents when a snapshot asks
+// for it.
+type PartialLoader interface {
+	// LoadTranscript returns the session's state without its event log
+	// (Events nil) and the seq of its newest event, 0 for an empty log
+	// (ErrNotFound).
+	LoadTranscript(ctx context.Context, id string) (*Record, int64, error)
+	// LoadEvents returns the session's event log, oldest first
+	// (ErrNotFound).
+	LoadEvents(ctx context.Context, id string) ([]Event, error)
+}
+
+// HistoryBackend is implemented by durable backends that keep every
+// message appended to a session after it left the current message list
+// (trimmed, reset or compacted away), so that an export can show, for
+// every "message" event of the log, the message it appended: a complete
+// audit trail.
+//
+// A Write pairs them: when the Change's Events hold exactly one event of
+// type EventMessage per message of Append, the k'th such event records
+// Append[k] (the store logs them so). Other writes record nothing.
+type HistoryBackend interface {
+	// LoadAppended returns the messages the session's "message" events
+	// appended, by the events' seq. An event whose message the backend
+	// did not record (see above) has no entry (ErrNotFound).
+	LoadAppended(ctx context.Context, id string) (map[int64]Message, error)
+	// CreateWithHistory is Create that also records appended, messages
+	// by the seq of a "message" event of rec.Events, as LoadAppended
+	// returns them; an import restores an exported history with it. A
+	// seq that names no "message" event of rec is an error.
+	CreateWithHistory(ctx context.Context, rec *Record, appended map[int64]Message) error
+}

@@ -72,6 +72,13 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
+	return e.setFields(m)
+}
+
+// setFields sets e from its flat form m (see Fields), which it takes
+// over: the envelope keys are removed from it and the rest becomes Data.
+func (e *Event) setFields(m map[string]any) error {
+	var err error
 	*e = Event{}
 	typ, _ := m["type"].(string)
 	if typ == "" {

@@ -19,6 +19,15 @@ import (
 
 // DecodeJSON decodes data into a JSON value, keeping integers as int64.
 func DecodeJSON(data []byte) (any, error) {
+	if v, err := fastJSON(data); err == nil {
+		return v, nil
+	}
+	return decodeJSONSlow(data)
+}
+
+// decodeJSONSlow is DecodeJSON with encoding/json: what the fast path
+// gives up on (see jsonparse.go) and the reference it is tested against.
+func decodeJSONSlow(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -36,6 +45,19 @@ func DecodeJSON(data []byte) (any, error) {
 // "2"), which DecodeJSON reads back as a float64 rather than an int64.
 func EncodeJSON(v any) ([]byte, error) {
 	return json.Marshal(exactFloats(v))
+}
+
+// FormatJSON encodes a JSON value on one line as EncodeJSON does, without
+// escaping <, > and & (EncodeJSON writes them as \u003c ...): for people
+// to read.
+func FormatJSON(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(exactFloats(v)); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // exactFloat is a float64 that encodes with a fraction or an exponent.
@@ -232,6 +254,17 @@ func (m Message) MarshalJSON() ([]byte, error) {
 // metadata, usage and tool arguments are decoded as JSON values (int64 for
 // integers).
 func (m *Message) UnmarshalJSON(data []byte) error {
+	orig := *m
+	if err := fastMessage(data, m); err == nil {
+		return nil
+	}
+	*m = orig
+	return m.unmarshalSlow(data)
+}
+
+// unmarshalSlow is UnmarshalJSON with encoding/json: what the fast path
+// gives up on (see jsonparse.go) and the reference it is tested against.
+func (m *Message) unmarshalSlow(data []byte) error {
 	var j struct {
 		messageJSON
 		ToolCalls []struct {

@@ -65,8 +65,7 @@ func (b *MemoryBackend) LoadMeta(_ context.Context, id string) (*Record, error) 
 	if !ok {
 		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
 	}
-	out := cloneRecordFields(&r.rec)
-	out.Events = nil
+	out := cloneRecordMeta(&r.rec)
 	return &out, nil
 }
 
@@ -280,9 +279,15 @@ func (b *MemoryBackend) Close() error { return nil }
 // cloneRecordFields copies rec's own slices and maps (not Messages) so the
 // copy can be changed without touching rec.
 func cloneRecordFields(rec *Record) Record {
-	out := *rec
-	out.Messages = nil
+	out := cloneRecordMeta(rec)
 	out.Events = slices.Clone(rec.Events)
+	return out
+}
+
+// cloneRecordMeta is cloneRecordFields without Events (nil in the copy).
+func cloneRecordMeta(rec *Record) Record {
+	out := *rec
+	out.Messages, out.Events = nil, nil
 	out.ChildIDs = slices.Clone(rec.ChildIDs)
 	out.Summary = cloneString(rec.Summary)
 	out.Metadata = CloneJSONObject(rec.Metadata)

@@ -15,26 +15,64 @@ import (
 // and its pending feedback queue.
 type Session struct {
 	mu         sync.Mutex
-	rec        Record // Messages unused; see transcript
+	rec        Record // Messages unused (see transcript); Events only when logLoaded
 	transcript Transcript
-	subs       []any
-	pending    []Message
-	evicted    bool
+	// lastSeq is the seq of the newest logged event.
+	lastSeq int64
+	// logLoaded reports whether rec.Events holds the whole event log. A
+	// session resumed through a PartialLoader starts without it (the log
+	// stays in the backend, where every event is written) and reads it
+	// on its first snapshot.
+	logLoaded bool
+	subs      []any
+	pending   []Message
+	evicted   bool
 }
 
+// newSession returns a live session holding rec, whose Events are its
+// whole event log.
 func newSession(rec *Record) *Session {
-	s := &Session{rec: cloneRecordFields(rec), transcript: NewTranscript(rec.Messages)}
+	s := &Session{rec: cloneRecordFields(rec), transcript: NewTranscript(rec.Messages), logLoaded: true}
+	if n := len(rec.Events); n > 0 {
+		s.lastSeq = rec.Events[n-1].Seq
+	}
 	return s
+}
+
+// resumedSession returns a live session holding rec, loaded without its
+// event log; lastSeq is the seq of the log's newest event.
+func resumedSession(rec *Record, lastSeq int64) *Session {
+	s := &Session{rec: cloneRecordMeta(rec), transcript: NewTranscript(rec.Messages), lastSeq: lastSeq}
+	return s
+}
+
+// applied records in memory a change the backend has committed: its
+// message edits and its other fields, and its events in the log (when
+// the log is loaded) and in lastSeq.
+func (s *Session) applied(ch *Change) {
+	s.transcript = ApplyToTranscript(s.transcript, ch)
+	ApplyToRecord(&s.rec, ch)
+	s.logged(ch.Events)
+}
+
+// logged notes events just appended to the log by ApplyToRecord: a
+// session without its loaded log keeps only their seq.
+func (s *Session) logged(events []Event) {
+	if n := len(events); n > 0 {
+		s.lastSeq = events[n-1].Seq
+	}
+	if !s.logLoaded {
+		s.rec.Events = nil
+	}
 }
 
 // ID returns the session id.
 func (s *Session) ID() string { return s.rec.ID }
 
 // record returns a copy of the session's state; Messages shares the
-// (immutable) message values.
+// (immutable) message values. The caller holds s.mu and has loaded the
+// log (see Store.record).
 func (s *Session) record() *Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := cloneRecordFields(&s.rec)
 	s.transcript = s.transcript.Flat()
 	out.Messages = s.transcript.Slice()
@@ -59,10 +97,7 @@ func (s *Session) length() int {
 // stamp sequences and timestamps events for this session, starting after
 // the last logged seq.
 func (s *Session) stamp(events []Event, now time.Time) []Event {
-	seq := int64(0)
-	if n := len(s.rec.Events); n > 0 {
-		seq = s.rec.Events[n-1].Seq
-	}
+	seq := s.lastSeq
 	out := make([]Event, len(events))
 	for i, e := range events {
 		seq++

@@ -136,11 +136,10 @@ func (s *Store) get(ctx context.Context, id string) (*Session, error) {
 	if !s.backend.Durable() {
 		return nil, wrap(id, ErrNotFound)
 	}
-	rec, err := s.backend.Load(ctx, id)
+	sess, err := s.load(ctx, id)
 	if err != nil {
-		return nil, wrap(id, err)
+		return nil, err
 	}
-	sess := newSession(rec)
 	if err := s.heal(ctx, sess, "interrupted"); err != nil {
 		return nil, err
 	}
@@ -148,20 +147,65 @@ func (s *Store) get(ctx context.Context, id string) (*Session, error) {
 	return sess, nil
 }
 
+// load reads a stored session for the LRU: without its event log when
+// the backend is a PartialLoader.
+func (s *Store) load(ctx context.Context, id string) (*Session, error) {
+	if pl, ok := s.backend.(PartialLoader); ok {
+		rec, lastSeq, err := pl.LoadTranscript(ctx, id)
+		if err != nil {
+			return nil, wrap(id, err)
+		}
+		return resumedSession(rec, lastSeq), nil
+	}
+	rec, err := s.backend.Load(ctx, id)
+	if err != nil {
+		return nil, wrap(id, err)
+	}
+	return newSession(rec), nil
+}
+
 // peek returns the live session without refreshing it, or the stored
-// record of a durable session that is not live.
-func (s *Store) peek(ctx context.Context, id string) (*Session, *Record, error) {
+// record of a durable session that is not live: with its event log when
+// withLog is set (otherwise the record's Events may be nil).
+func (s *Store) peek(ctx context.Context, id string, withLog bool) (*Session, *Record, error) {
 	if sess, ok := s.lru.Peek(id); ok {
 		return sess, nil, nil
 	}
 	if !s.backend.Durable() {
 		return nil, nil, wrap(id, ErrNotFound)
 	}
-	rec, err := s.backend.Load(ctx, id)
+	var rec *Record
+	var err error
+	if pl, ok := s.backend.(PartialLoader); ok && !withLog {
+		rec, _, err = pl.LoadTranscript(ctx, id)
+	} else {
+		rec, err = s.backend.Load(ctx, id)
+	}
 	if err != nil {
 		return nil, nil, wrap(id, err)
 	}
 	return nil, rec, nil
+}
+
+// record returns a copy of the live session's state, reading its event
+// log from the backend first if it was resumed without it. Events of the
+// stored log newer than the live copy (written by another process, which
+// makes the live copy stale) are left out, so the copy is consistent.
+func (s *Store) record(ctx context.Context, sess *Session) (*Record, error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if !sess.logLoaded {
+		events, err := s.backend.(PartialLoader).LoadEvents(ctx, sess.rec.ID)
+		if err != nil {
+			return nil, wrap(sess.rec.ID, err)
+		}
+		n := len(events)
+		for n > 0 && events[n-1].Seq > sess.lastSeq {
+			n--
+		}
+		sess.rec.Events, sess.logLoaded = events[:n:n], true
+	}
+	return sess.record(), nil
 }
 
 // Open resumes id if it is live or stored, or creates it empty. maxTurns
@@ -213,7 +257,7 @@ func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
 
 // Length returns the session's message count.
 func (s *Store) Length(ctx context.Context, id string) (int, error) {
-	sess, rec, err := s.peek(ctx, id)
+	sess, rec, err := s.peek(ctx, id, false)
 	if err != nil {
 		return 0, err
 	}
@@ -226,12 +270,12 @@ func (s *Store) Length(ctx context.Context, id string) (int, error) {
 // Snapshot returns a copy of the session's state. Its Messages share the
 // immutable message values with the store; everything else is copied.
 func (s *Store) Snapshot(ctx context.Context, id string) (*Record, error) {
-	sess, rec, err := s.peek(ctx, id)
+	sess, rec, err := s.peek(ctx, id, true)
 	if err != nil {
 		return nil, err
 	}
 	if sess != nil {
-		return sess.record(), nil
+		return s.record(ctx, sess)
 	}
 	return rec, nil
 }
@@ -333,8 +377,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		stale = errors.Is(err, ErrConflict)
 		return nil, wrap(id, err)
 	}
-	sess.transcript = ApplyToTranscript(sess.transcript, &w)
-	ApplyToRecord(&sess.rec, &w)
+	sess.applied(&w)
 	return w.Events, nil
 }
 
@@ -516,6 +559,7 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	childSess.transcript = parent.transcript.Head(keep)
 	childSess.rec.Events = childSess.stamp([]Event{{Type: EventFork,
 		Data: map[string]any{"parent_id": src, "kept": int64(keep)}}}, now)
+	childSess.lastSeq = childSess.rec.Events[0].Seq
 	child.Events = childSess.rec.Events
 	srcEvent := parent.stamp([]Event{{Type: EventFork,
 		Data: map[string]any{"child_id": dst, "kept": int64(keep)}}}, now)[0]
@@ -525,10 +569,13 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 		if errors.Is(err, ErrExists) {
 			return nil, wrap(dst, err)
 		}
+		if errors.Is(err, ErrConflict) {
+			s.forget(src, parent) // stale, as in apply
+		}
 		return nil, wrap(src, err)
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
-	ApplyToRecord(&parent.rec, &Change{Events: []Event{srcEvent}, UpdatedAt: now})
+	parent.applied(&Change{Events: []Event{srcEvent}, UpdatedAt: now})
 	parent.mu.Unlock()
 
 	s.mu.Lock()
@@ -591,8 +638,7 @@ func (s *Store) Meta(ctx context.Context, id string) (*Record, error) {
 	if sess, ok := s.lru.Peek(id); ok {
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
-		out := cloneRecordFields(&sess.rec)
-		out.Events = nil
+		out := cloneRecordMeta(&sess.rec)
 		return &out, nil
 	}
 	if !s.backend.Durable() {

@@ -217,3 +217,26 @@ func TestStoreConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreForkConflictDropsStaleSource(t *testing.T) {
+	b := durableMemory{NewMemoryBackend()}
+	s1 := newTestStore(t, b, 4)
+	s2 := newTestStore(t, b, 4)
+	mustOpen(t, s1, "a")
+	mustOpen(t, s2, "a")
+	mustAppend(t, s1, "a", Message{Role: RoleUser, Text: "from s1"})
+	_, err := s2.Fork(ctx, "a", "b", ForkOptions{KeepFirst: -1})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "session 'a' was modified by another process") {
+		t.Fatalf("fork of a stale copy: %v", err)
+	}
+	if ok, _ := b.Exists(ctx, "b"); ok {
+		t.Fatal("the failed fork stored its child")
+	}
+	// the stale source was dropped: the next fork reloads it and works
+	if _, err := s2.Fork(ctx, "a", "b", ForkOptions{KeepFirst: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s2.Length(ctx, "b"); n != 1 {
+		t.Fatalf("fork after reloading has %d messages, want 1", n)
+	}
+}

@@ -240,14 +240,17 @@ func (s *State) NewThread(name string) *starlark.Thread {
 // cancellation of ctx cancels every thread made by NewThread, with the
 // context's cause as the reason.
 func (s *State) Begin(ctx context.Context) (end func()) {
+	threads := map[*starlark.Thread]bool{}
 	s.runMu.Lock()
 	s.ctx = ctx
-	s.threads = map[*starlark.Thread]bool{}
+	s.threads = threads
 	s.runMu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
+		// This run's threads only: the callback may run after end, when
+		// another run has begun.
 		s.runMu.Lock()
 		defer s.runMu.Unlock()
-		for t := range s.threads {
+		for t := range threads {
 			t.Cancel(cancelReason(ctx))
 		}
 	})

@@ -36,6 +36,7 @@ func commands() map[string]command {
 		{"run", "[flags] FILE [ARGS...]", "run a Starlark pipeline", runCommand},
 		{"repl", replUsage, "start an interactive Starlark session", replCommand},
 		{"test", testUsage, "run the test_* functions of *_test.star files", testCommand},
+		{"sessions", sessionsUsage, "list, show, export, import and delete stored sessions", sessionsMain},
 		{"version", "", "print skein's version", versionCommand},
 	}
 	m := map[string]command{}

@@ -30,15 +30,17 @@ func TestExamples(t *testing.T) {
 	}
 }
 
-// exampleArgs is the command line that runs one example offline.
+// exampleArgs is the command line that runs one example offline, with
+// the in-memory store: the examples use fixed session ids, and a durable
+// store would resume them on the next run (and leave .skein/ here).
 func exampleArgs(file string) []string {
 	switch filepath.Base(file) {
 	case "code_agent.star":
 		// Go is installed wherever these tests run; go test of the
 		// sample project uses the build cache the tests have filled.
-		return []string{"run", "--allow-cmd", "go", file}
+		return []string{"run", "--store", "memory", "--allow-cmd", "go", file}
 	}
-	return []string{"run", file}
+	return []string{"run", "--store", "memory", file}
 }
 
 // TestExampleEvals runs the scripted evaluations under examples/ (every

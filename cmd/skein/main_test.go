@@ -40,6 +40,9 @@ func TestScripts(t *testing.T) {
 				"SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP", "SKEIN_OLLAMA_BASE_URL"} {
 				env.Setenv(k, "")
 			}
+			// Sessions end with each command unless a script tests durable
+			// ones: it sets SKEIN_STORE (empty for the default) or --store.
+			env.Setenv("SKEIN_STORE", "memory")
 			// a fake OpenAI-compatible server for provider tests
 			fake := newFakeOpenAI(0)
 			env.Defer(fake.Close)

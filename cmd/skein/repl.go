@@ -50,6 +50,7 @@ func replCommand(args []string, std stdio) int {
 	fs := newFlagSet("repl")
 	var vf vmFlags
 	vf.register(fs)
+	vf.registerStore(fs)
 	fs.Lookup("timeout").Usage = "cancel each input after this long, e.g. 30s (0: none)"
 	if code, stop := parseFlags(fs, replUsage, args, std); stop {
 		return code
@@ -62,7 +63,7 @@ func replCommand(args []string, std stdio) int {
 	}
 	st, closeVM, err := vf.newState(std, vmConfig{root: "."})
 	if err != nil {
-		return usageError(std, fs.Name(), err.Error())
+		return failState(std, fs.Name(), err)
 	}
 	repl := vm.NewREPL(st)
 	interactive := isTerminal(std.in) && isTerminal(std.out)

@@ -16,6 +16,7 @@ func runCommand(args []string, io stdio) int {
 	fs := newFlagSet("run")
 	var vf vmFlags
 	vf.register(fs)
+	vf.registerStore(fs)
 	if code, stop := parseFlags(fs, runUsage, args, io); stop {
 		return code
 	}
@@ -32,7 +33,7 @@ func runCommand(args []string, io stdio) int {
 	}
 	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error())
+		return failState(io, fs.Name(), err)
 	}
 	ctx, stopRun := runContext(vf.timeout)
 	end := st.Begin(ctx)

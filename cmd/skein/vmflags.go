@@ -35,6 +35,7 @@ type vmFlags struct {
 	tier       workspace.Tier // fsScope parsed by check
 	allowCmd   listFlag
 	allowNet   listFlag
+	store      storeFlag // memory unless registerStore added --store
 }
 
 // listFlag is a comma-separated list flag that may be repeated:
@@ -75,8 +76,18 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.allowNet, "allow-net", "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)")
 }
 
+// registerStore adds --store to fs: the commands whose sessions outlive
+// them (run, repl) call it after register; skein test does not, so its
+// VMs keep the in-memory store.
+func (f *vmFlags) registerStore(fs *flag.FlagSet) {
+	f.store.register(fs)
+}
+
 // check validates flag values, returning a usage message.
 func (f *vmFlags) check() error {
+	if err := f.store.check(); err != nil {
+		return err
+	}
 	if f.sessionCap < 1 {
 		return fmt.Errorf("--session-cap must be >= 1, got %d", f.sessionCap)
 	}
@@ -133,8 +144,13 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
+	backend, err := f.store.open()
 	if err != nil {
+		return nil, nil, err
+	}
+	store, err := sessions.NewStore(backend, sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
+	if err != nil {
+		backend.Close()
 		return nil, nil, err
 	}
 	settings := builtins.DefaultLLM(os.Getenv)

@@ -246,8 +246,9 @@ func diffEvents(got, want []sessions.Event) []string {
 
 func (h *harness) ctx() context.Context { return h.t.Context() }
 
-// check fails the test unless the backend holds want: Load returns it and
-// LoadMeta returns it without messages and events.
+// check fails the test unless the backend holds want: Load returns it,
+// LoadMeta returns it without messages and events, and so do the methods
+// of the optional interfaces (checkPartial).
 func (h *harness) check(want *sessions.Record) {
 	h.t.Helper()
 	got, err := h.b.Load(h.ctx(), want.ID)
@@ -269,6 +270,7 @@ func (h *harness) check(want *sessions.Record) {
 	if d := diffRecord(meta, w); len(d) > 0 {
 		h.t.Fatalf("LoadMeta(%q) differs:\n%s", want.ID, strings.Join(d, "\n"))
 	}
+	h.checkPartial(want)
 }
 
 // create stores rec and returns the record the backend should now hold.

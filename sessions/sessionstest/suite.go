@@ -33,6 +33,11 @@
 //     ErrConflict, and the result is a valid transcript.
 //   - Exact round trips of messages (content blocks, tool calls with nested
 //     arguments, int64 and float64 values, usage) and events.
+//   - Optional interfaces, tested when the backend has them: a
+//     sessions.PartialLoader's LoadTranscript and LoadEvents agree with
+//     Load after every write of the suite; a sessions.HistoryBackend keeps
+//     every message a "message" event appended, through trims, resets,
+//     compactions and forks, and CreateWithHistory restores such a history.
 //
 // Records and messages in the suite are in the canonical form the JSON
 // encodings of package sessions produce (absent maps are nil, not empty),
@@ -77,6 +82,8 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"ForgetKeepsForks", testForgetKeepsForks},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ConcurrentForks", testConcurrentForks},
+		{"PartialNotFound", testPartialNotFound},
+		{"History", testHistory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

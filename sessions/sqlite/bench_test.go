@@ -67,7 +67,8 @@ func fill(b *testing.B, be *Backend, id string, n int, msg func(int) sessions.Me
 
 // BenchmarkLoad100k loads a stored session of 100,000 typical messages:
 // all of it, its metadata only, a fork of it through its shared prefix,
-// and one that also has the 100,000 "message" events the store logs.
+// and one that also has the 100,000 "message" events the store logs,
+// whole and without its log (LoadTranscript, what resuming reads).
 func BenchmarkLoad100k(b *testing.B) {
 	const n = 100_000
 	be := openClosed(b, filepath.Join(b.TempDir(), "sessions.db"))
@@ -89,6 +90,10 @@ func BenchmarkLoad100k(b *testing.B) {
 		{"LoadMeta", func() (*sessions.Record, error) { return be.LoadMeta(b.Context(), "big") }, 0},
 		{"LoadFork", func() (*sessions.Record, error) { return be.Load(b.Context(), "fork") }, n},
 		{"LoadWithEvents", func() (*sessions.Record, error) { return be.Load(b.Context(), "logged") }, n},
+		{"LoadTranscript", func() (*sessions.Record, error) {
+			rec, _, err := be.LoadTranscript(b.Context(), "logged")
+			return rec, err
+		}, n},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -82,6 +82,26 @@ type eventRow struct {
 	time   int64
 	corrID any
 	data   any
+	pos    any // a "message" event's message row, or NULL
+}
+
+// pairAppended sets the pos of the "message" events among events to the
+// rows of the messages they record, appended at positions first,
+// first+1, ...: when there is exactly one such event per appended
+// message (see sessions.HistoryBackend); otherwise it records none.
+func pairAppended(events []eventRow, first int64, appended int) {
+	var msgEvents []int
+	for i := range events {
+		if events[i].typ == sessions.EventMessage {
+			msgEvents = append(msgEvents, i)
+		}
+	}
+	if len(msgEvents) != appended {
+		return
+	}
+	for k, i := range msgEvents {
+		events[i].pos = first + int64(k)
+	}
 }
 
 // encodeEvents returns the stored form of events logged on session id.
@@ -134,4 +154,34 @@ func encodeSession(rec *sessions.Record) (*sessionRow, error) {
 		r.branched = int64(*rec.BranchedAt)
 	}
 	return r, nil
+}
+
+// encodeHistory returns the stored form of appended, the messages of
+// some "message" events among events by seq, in seq order, and sets
+// those events' pos to the rows the messages will take: 0, 1, ... (see
+// CreateWithHistory).
+func encodeHistory(id string, events []eventRow, appended map[int64]sessions.Message) ([]string, error) {
+	if len(appended) == 0 {
+		return nil, nil
+	}
+	var bodies []string
+	for i := range events {
+		m, ok := appended[events[i].seq]
+		if !ok {
+			continue
+		}
+		if events[i].typ != sessions.EventMessage {
+			return nil, fmt.Errorf("session %q: event %d is a %s event, not a message event: it appended no message", id, events[i].seq, events[i].typ)
+		}
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("session %q: message of event %d: %w", id, events[i].seq, err)
+		}
+		events[i].pos = int64(len(bodies))
+		bodies = append(bodies, string(data))
+	}
+	if len(bodies) != len(appended) {
+		return nil, fmt.Errorf("session %q: %d appended messages name events the session does not log", id, len(appended)-len(bodies))
+	}
+	return bodies, nil
 }

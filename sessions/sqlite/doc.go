@@ -13,11 +13,14 @@
 // is on disk when it returns) on every connection, and migrates the
 // schema. The schema version is PRAGMA user_version: migration n
 // moves it from n-1 to n inside one transaction, so reopening is a no-op
-// and two processes opening a new file at once migrate it once. A file
-// whose version is newer than this skein knows is refused, as is a file
-// that is some other application's database (PRAGMA application_id).
+// and two processes opening a new file at once migrate it once (the
+// check of the file's header and schema reads them in one transaction,
+// and the switch to WAL, which SQLite refuses at once while another
+// opener holds a lock, is retried for up to BusyTimeout). A file whose
+// version is newer than this skein knows is refused, as is a file that
+// is some other application's database (PRAGMA application_id).
 //
-// # Schema (version 1)
+// # Schema (version 2)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -26,6 +29,7 @@
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
+//	          pos: a "message" event's message row (version 2)
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses the encodings of package sessions
@@ -68,6 +72,21 @@
 // A frozen view is deleted when nothing references it any more (its fork
 // was deleted, or trimmed or reset past it); message rows stay while their
 // session exists, as the history the event log describes, and go with it.
+//
+// # History and partial loads
+//
+// A Write whose events hold one "message" event per appended message (as
+// the store logs them) stores, in each such event's pos, the position of
+// the message row it appended; LoadAppended joins them, so an export
+// shows the message of every "message" event, also after a trim, reset
+// or compaction dropped it from the current view (sessions.HistoryBackend).
+// CreateWithHistory stores such messages as rows before the current ones.
+// Events of version 1 have no pos.
+//
+// LoadTranscript is Load without the event log, which is as long as the
+// transcript and costs as much to read; the store resumes sessions with
+// it and reads the log with LoadEvents only for a snapshot
+// (sessions.PartialLoader).
 //
 // # Writes, versions and processes
 //

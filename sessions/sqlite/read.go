@@ -51,6 +51,113 @@ func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error)
 	return rec, err
 }
 
+// LoadTranscript returns the session's state without its event log, and
+// the seq of the log's newest event (sessions.ErrNotFound): what resuming
+// a session needs, at about half the cost of Load for a session whose log
+// has an event per message.
+func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Record, int64, error) {
+	var rec *sessions.Record
+	var lastSeq int64
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		r, st, err := loadRecord(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.sid).Scan(&lastSeq); err != nil {
+			return fmt.Errorf("session %q: events: %w", id, err)
+		}
+		rec = r
+		return nil
+	})
+	return rec, lastSeq, err
+}
+
+// LoadEvents returns the session's event log, oldest first
+// (sessions.ErrNotFound).
+func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, error) {
+	var events []sessions.Event
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		var sid int64
+		if err := tx.QueryRowContext(ctx, `SELECT sid FROM sessions WHERE id = ?`, id).Scan(&sid); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = sessions.ErrNotFound
+			}
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		var err error
+		if events, err = loadEvents(ctx, tx, sid, id); err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		return nil
+	})
+	return events, err
+}
+
+// LoadAppended returns the messages the session's "message" events
+// appended, by the events' seq, including those no longer in its current
+// message list (sessions.HistoryBackend, sessions.ErrNotFound).
+func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessions.Message, error) {
+	var out map[int64]sessions.Message
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		var sid int64
+		var n int
+		err := tx.QueryRowContext(ctx, `SELECT s.sid, (SELECT count(*) FROM events e WHERE e.sid = s.sid AND e.pos IS NOT NULL)
+			FROM sessions s WHERE s.id = ?`, id).Scan(&sid, &n)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = sessions.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("session %q: %w", id, err)
+		}
+		seqs := make([]int64, n)
+		msgs := make([]sessions.Message, n)
+		dec := newDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+		err = readAppended(ctx, tx, sid, seqs, dec)
+		if derr := dec.wait(); err == nil {
+			err = derr
+		}
+		if err != nil {
+			return fmt.Errorf("session %q: appended messages: %w", id, err)
+		}
+		out = make(map[int64]sessions.Message, n)
+		for i, seq := range seqs {
+			out[seq] = msgs[i]
+		}
+		return nil
+	})
+	return out, err
+}
+
+// readAppended fills seqs with the seqs of session sid's message events
+// that record their message row, in order, handing the rows' bodies to
+// dec.
+func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *decoder) error {
+	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
+		WHERE e.sid = ? AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	i := 0
+	var body sql.RawBytes
+	for ; i < len(seqs) && rows.Next(); i++ {
+		if err := rows.Scan(&seqs[i], &body); err != nil {
+			return err
+		}
+		dec.add(i, body)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if i != len(seqs) {
+		return fmt.Errorf("read %d rows, want %d", i, len(seqs))
+	}
+	return nil
+}
+
 // LoadMeta returns the session's state without messages and events
 // (sessions.ErrNotFound).
 func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, error) {

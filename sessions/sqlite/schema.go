@@ -12,12 +12,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1}
+var migrations = []string{migration1, migration2}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -72,6 +72,13 @@ CREATE TABLE events (
 	data    TEXT,
 	PRIMARY KEY (sid, seq)
 ) STRICT;
+`
+
+// migration2 records, for a "message" event, the position of the message
+// row it appended (sessions.HistoryBackend): NULL for other events and
+// for message events of version 1.
+const migration2 = `
+ALTER TABLE events ADD COLUMN pos INTEGER;
 `
 
 // checkSchema returns the database's schema version, or an error for a

@@ -33,7 +33,11 @@ type Backend struct {
 	wmu sync.Mutex
 }
 
-var _ sessions.Backend = (*Backend)(nil)
+var (
+	_ sessions.Backend        = (*Backend)(nil)
+	_ sessions.PartialLoader  = (*Backend)(nil)
+	_ sessions.HistoryBackend = (*Backend)(nil)
+)
 
 // Open opens the session database at path, creating its directory (mode
 // 0700) and the file (mode 0600) when they are missing, and migrates its
@@ -95,21 +99,55 @@ const pageSize = 8192
 
 func (b *Backend) init(ctx context.Context) error {
 	// Refuse another application's file before changing anything in it.
-	if _, err := checkSchema(ctx, b.db); err != nil {
+	// Its header and schema are read in one transaction: another process
+	// may be migrating the file right now.
+	if err := b.read(ctx, func(tx *sql.Tx) error {
+		_, err := checkSchema(ctx, tx)
+		return err
+	}); err != nil {
 		return err
 	}
 	// page_size only takes effect on a database that has no tables yet.
 	if _, err := b.db.ExecContext(ctx, fmt.Sprintf("PRAGMA page_size = %d", pageSize)); err != nil {
 		return err
 	}
-	var mode string
-	if err := b.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := walMode(ctx, b.db); err != nil {
 		return err
 	}
-	if mode != "wal" {
-		return fmt.Errorf("cannot use WAL mode (journal_mode is %s)", mode)
-	}
 	return migrate(ctx, b.db)
+}
+
+// walMode puts the database in WAL mode (a no-op when it is already).
+// Switching a new file needs it to itself, and SQLite refuses the switch
+// with SQLITE_BUSY at once, without waiting on busy_timeout, while
+// another process opening the same new file holds a lock: so it retries,
+// for up to BusyTimeout.
+func walMode(ctx context.Context, db *sql.DB) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		switch {
+		case err == nil && mode != "wal":
+			return fmt.Errorf("cannot use WAL mode (journal_mode is %s)", mode)
+		case err == nil:
+			return nil
+		case !isBusy(err) || time.Now().After(deadline):
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	const sqliteBusy = 5
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
 }
 
 // Path returns the database file's absolute path.

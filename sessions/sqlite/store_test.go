@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -92,5 +93,82 @@ func TestStore(t *testing.T) {
 	}
 	if n, err := s.Length(ctx, "main"); err != nil || n != 2 {
 		t.Fatalf("Length(main) = %d, %v; want 2", n, err)
+	}
+}
+
+// TestStoreResumesWithoutLog resumes a session in a new store, which
+// loads it without its event log (sessions.PartialLoader): writes keep
+// sequencing the log, and a snapshot reads the whole log, leaving out
+// events another store wrote after this one's copy went stale.
+func TestStoreResumesWithoutLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	ctx := t.Context()
+	newStore := func() *sessions.Store {
+		s, err := sessions.NewStore(openTest(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown() })
+		return s
+	}
+	first := newStore()
+	if _, err := first.Open(ctx, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := first.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := newStore()
+	if _, err := second.Open(ctx, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	events, err := second.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Seq != 4 {
+		t.Fatalf("events of the append after resuming: %+v, want one with seq 4", events)
+	}
+	snap, err := second.Snapshot(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := second.Backend().Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Events) != 4 || len(stored.Events) != 4 || len(snap.Messages) != 4 {
+		t.Fatalf("snapshot: %d events, %d messages; stored: %d events; want 4 each", len(snap.Events), len(snap.Messages), len(stored.Events))
+	}
+	for i := range snap.Events {
+		if snap.Events[i].Seq != int64(i+1) || snap.Events[i].Type != sessions.EventMessage {
+			t.Fatalf("snapshot event %d: %+v", i, snap.Events[i])
+		}
+	}
+
+	// A third store resumes it and writes; the second's copy is stale.
+	third := newStore()
+	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m4"}}}); err != nil {
+		t.Fatal(err)
+	}
+	fourth := newStore()
+	if _, err := fourth.Open(ctx, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m5"}}}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err = fourth.Snapshot(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Messages) != 5 || len(snap.Events) != 5 {
+		t.Fatalf("stale snapshot: %d messages, %d events; want 5 and 5 (its own copy)", len(snap.Messages), len(snap.Events))
+	}
+	_, err = fourth.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "late"}}})
+	if !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("write through a stale copy: %v, want a conflict", err)
 	}
 }

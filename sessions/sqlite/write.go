@@ -66,13 +66,13 @@ func insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow)
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (sid, seq, type, time, corr_id, data) VALUES (?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, sid, e.seq, e.typ, e.time, e.corrID, e.data); err != nil {
+		if _, err := stmt.ExecContext(ctx, sid, e.seq, e.typ, e.time, e.corrID, e.data, e.pos); err != nil {
 			return fmt.Errorf("event %d: %w", e.seq, err)
 		}
 	}
@@ -83,6 +83,13 @@ func insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow)
 // (sessions.ErrExists if the id is taken). rec.ChildIDs must be empty:
 // children are recorded by Fork. rec.ParentID is stored as given.
 func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
+	return b.CreateWithHistory(ctx, rec, nil)
+}
+
+// CreateWithHistory is Create that also records appended: the message
+// each of some "message" events of rec.Events appended, by seq, stored
+// as message rows before the current ones (sessions.HistoryBackend).
+func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
 	if err := checkNoChildren(rec); err != nil {
 		return err
 	}
@@ -101,12 +108,19 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 	if err != nil {
 		return err
 	}
+	history, err := encodeHistory(rec.ID, events, appended)
+	if err != nil {
+		return err
+	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		sid, err := insertSession(ctx, tx, rec, row, view{}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, row, view{ownFrom: int64(len(history))}, int64(len(bodies)))
 		if err != nil {
 			return err
 		}
-		if err := insertMessages(ctx, tx, sid, 0, bodies); err != nil {
+		if err := insertMessages(ctx, tx, sid, 0, history); err != nil {
+			return fmt.Errorf("session %q: %w", rec.ID, err)
+		}
+		if err := insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
 			return fmt.Errorf("session %q: %w", rec.ID, err)
 		}
 		if err := insertEvents(ctx, tx, sid, events); err != nil {
@@ -173,6 +187,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions
 			}
 			v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
 		}
+		pairAppended(events, v.next(n), len(appended))
 		if err := insertMessages(ctx, tx, st.sid, v.next(n), appended); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}

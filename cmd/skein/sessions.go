@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+const sessionsUsage = "<command> [flags] [arguments]"
+
+// sessionsCommand is one subcommand of `skein sessions`.
+type sessionsCommand struct {
+	name, usage, summary string
+	run                  func(args []string, io stdio) int
+}
+
+func sessionsCommands() []sessionsCommand {
+	return []sessionsCommand{
+		{"ls", "[flags]", "list stored sessions, newest first", sessionsLs},
+		{"show", "[flags] ID", "print a session's transcript (and tool calls, events)", sessionsShow},
+		{"export", "[flags] ID", "write a session as a JSONL event log or a JSON snapshot", sessionsExport},
+		{"import", "[flags] FILE", "store a session from an export (- reads stdin)", sessionsImport},
+		{"rm", "[flags] ID...", "delete sessions", sessionsRm},
+		{"gc", "--older-than DURATION [flags]", "delete sessions not updated for a while", sessionsGC},
+	}
+}
+
+// sessionsMain implements `skein sessions <command>`: the stored sessions
+// of a database, outside any pipeline.
+func sessionsMain(args []string, io stdio) int {
+	if len(args) == 0 {
+		return usageError(io, "skein sessions", "missing command (one of: "+sessionsNames()+")")
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintf(io.out, "Usage: skein sessions %s\n\nCommands:\n", sessionsUsage)
+		for _, c := range sessionsCommands() {
+			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db).")
+		fmt.Fprintln(io.out, "Run 'skein sessions <command> -h' for a command's flags.")
+		return exitOK
+	}
+	for _, c := range sessionsCommands() {
+		if c.name == args[0] {
+			return c.run(args[1:], io)
+		}
+	}
+	return usageError(io, "skein sessions", fmt.Sprintf("unknown command %q (one of: %s)", args[0], sessionsNames()))
+}
+
+func sessionsNames() string {
+	var names []string
+	for _, c := range sessionsCommands() {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// sessionsFlags returns the flag set of a sessions subcommand, with its
+// --store flag.
+func sessionsFlags(name string, store *storeFlag) *flag.FlagSet {
+	fs := newFlagSet("sessions " + name)
+	store.register(fs)
+	return fs
+}
+
+// usageOf returns the usage line of a sessions subcommand.
+func usageOf(name string) string {
+	for _, c := range sessionsCommands() {
+		if c.name == name {
+			return c.usage
+		}
+	}
+	return ""
+}
+
+// parseInterleaved parses args like parseFlags but also accepts flags
+// after the positional arguments (`rm ID --recursive`), which it
+// returns. "--" ends the flags.
+func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int, bool) {
+	var positional []string
+	for {
+		if code, stop := parseFlags(fs, usageOf(strings.TrimPrefix(fs.Name(), "skein sessions ")), args, io); stop {
+			return nil, code, true
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, 0, false
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(positional, rest...), 0, false
+		}
+		positional, args = append(positional, rest[0]), rest[1:]
+	}
+}
+
+// storedBackend opens the sessions database of a sessions subcommand. A
+// database that does not exist is created only when create is set
+// (import); otherwise it reads as an empty store, and no file is made.
+// --store memory is a usage error: it holds no stored sessions.
+func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
+	if store.memory() {
+		return nil, errUsage("--store memory holds no stored sessions: name a database file")
+	}
+	if store.path == "" {
+		return nil, errUsage(`--store must name a database file`)
+	}
+	if !create {
+		if _, err := os.Stat(store.path); errors.Is(err, fs.ErrNotExist) {
+			return sessions.NewMemoryBackend(), nil
+		}
+	}
+	return store.open()
+}
+
+// errUsage is an error that a sessions subcommand reports as a usage
+// error (exit 2).
+type errUsage string
+
+func (e errUsage) Error() string { return string(e) }
+
+// fail reports err for command cmd on one line and returns its exit code:
+// 2 for an errUsage, 1 for the others.
+func fail(io stdio, cmd string, err error) int {
+	var ue errUsage
+	if errors.As(err, &ue) {
+		return usageError(io, cmd, ue.Error())
+	}
+	fmt.Fprintf(io.err, "%s: %s\n", cmd, oneLine(err.Error()))
+	return exitFailed
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// sessionError words a backend error about session id for the CLI.
+func sessionError(store *storeFlag, id string, err error) error {
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return fmt.Errorf("unknown session id '%s' in %s", id, store.path)
+	case errors.Is(err, sessions.ErrExists):
+		return fmt.Errorf("session '%s' already exists in %s", id, store.path)
+	}
+	return err
+}
+
+// parseStatuses parses a comma-separated list of statuses.
+func parseStatuses(flagName, s string) ([]sessions.Status, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []sessions.Status
+	for _, part := range strings.Split(s, ",") {
+		st := sessions.Status(strings.TrimSpace(part))
+		if !st.Valid() {
+			names := make([]string, len(sessions.Statuses))
+			for i, x := range sessions.Statuses {
+				names[i] = string(x)
+			}
+			return nil, errUsage(fmt.Sprintf("--%s: unknown status %q (expected one of: %s)", flagName, st, strings.Join(names, ", ")))
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Export formats of `skein sessions export`.
+const (
+	formatJSONL = "jsonl" // the forensic event log (sessions.WriteJSONL)
+	formatJSON  = "json"  // the snapshot (sessions.WriteJSON)
+)
+
+// sessionsExport implements `skein sessions export ID`.
+func sessionsExport(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("export", &store)
+	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript) or json (the snapshot)")
+	output := fs.String("o", "", "write to this file (created user-only) instead of stdout")
+	ids, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	switch {
+	case len(ids) == 0:
+		return usageError(io, fs.Name(), "missing session ID")
+	case len(ids) > 1:
+		return usageError(io, fs.Name(), fmt.Sprintf("takes one session ID, got %d", len(ids)))
+	}
+	if *format != formatJSONL && *format != formatJSON {
+		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want jsonl or json", *format))
+	}
+	b, err := storedBackend(&store, false)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	ctx, id := context.Background(), ids[0]
+	rec, err := b.Load(ctx, id)
+	if err != nil {
+		return fail(io, fs.Name(), sessionError(&store, id, err))
+	}
+	var appended map[int64]sessions.Message
+	if hb, ok := b.(sessions.HistoryBackend); ok && *format == formatJSONL {
+		if appended, err = hb.LoadAppended(ctx, id); err != nil {
+			return fail(io, fs.Name(), sessionError(&store, id, err))
+		}
+	}
+	w, done := io.out, func() error { return nil }
+	if *output != "" {
+		f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fail(io, fs.Name(), err)
+		}
+		w, done = f, f.Close
+	}
+	if *format == formatJSON {
+		err = sessions.WriteJSON(w, rec)
+	} else {
+		err = sessions.WriteJSONL(w, rec, appended)
+	}
+	if err = errors.Join(err, done()); err != nil {
+		return fail(io, fs.Name(), fmt.Errorf("session '%s': %v", id, err))
+	}
+	return exitOK
+}
+
+// sessionsImport implements `skein sessions import FILE`.
+func sessionsImport(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("import", &store)
+	newID := fs.String("id", "", "store the session under this id instead of the exported one")
+	files, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	switch {
+	case len(files) == 0:
+		return usageError(io, fs.Name(), "missing FILE to import (- reads stdin)")
+	case len(files) > 1:
+		return usageError(io, fs.Name(), fmt.Sprintf("takes one FILE, got %d", len(files)))
+	}
+	in := io.in
+	if name := files[0]; name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", name, underlying(err)))
+		}
+		defer f.Close()
+		in = f
+	}
+	rec, appended, err := sessions.ReadExport(in)
+	if err != nil {
+		return fail(io, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
+	}
+	if *newID != "" {
+		rec.Rename(*newID)
+	}
+	b, err := storedBackend(&store, true)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if hb, ok := b.(sessions.HistoryBackend); ok && len(appended) > 0 {
+		err = hb.CreateWithHistory(ctx, rec, appended)
+	} else {
+		err = b.Create(ctx, rec)
+	}
+	if errors.Is(err, sessions.ErrExists) {
+		return fail(io, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, store.path))
+	}
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	fmt.Fprintf(io.out, "imported %s: %s, %s\n", rec.ID, plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
+	return exitOK
+}

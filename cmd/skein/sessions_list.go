@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// sessionsLs implements `skein sessions ls`: a page of the stored
+// sessions, newest first, without their messages.
+func sessionsLs(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("ls", &store)
+	status := fs.String("status", "", "only sessions with one of these statuses, comma-separated (active, cancelled, completed, error)")
+	parent := fs.String("parent", "", "only the forks of this session")
+	limit := fs.Int("limit", 20, "sessions per page (0: all)")
+	offset := fs.Int("offset", 0, "sessions to skip before the page")
+	asJSON := fs.Bool("json", false, `print {"sessions": [...], "total", "limit", "offset"} as JSON`)
+	rest, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	if len(rest) > 0 {
+		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
+	}
+	if *limit < 0 {
+		return usageError(io, fs.Name(), fmt.Sprintf("--limit must be >= 0, got %d", *limit))
+	}
+	if *offset < 0 {
+		return usageError(io, fs.Name(), fmt.Sprintf("--offset must be >= 0, got %d", *offset))
+	}
+	statuses, err := parseStatuses("status", *status)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	b, err := storedBackend(&store, false)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	page, total, err := b.List(context.Background(), sessions.ListFilter{Statuses: statuses, ParentID: *parent, Limit: *limit, Offset: *offset})
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	if *asJSON {
+		return printListJSON(io, page, total, *limit, *offset)
+	}
+	if len(page) > 0 {
+		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSTATUS\tMESSAGES\tTURNS\tFORKS\tPARENT\tCREATED\tUPDATED")
+		for _, s := range page {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Length, s.Turns, s.Children,
+				orDash(s.ParentID), listTime(s.CreatedAt), listTime(s.UpdatedAt))
+		}
+		tw.Flush()
+	}
+	switch {
+	case total == 0:
+		fmt.Fprintln(io.out, "no sessions")
+	case len(page) == 0:
+		fmt.Fprintf(io.out, "none of %s at offset %d\n", plural(total, "session"), *offset)
+	case len(page) == total:
+		fmt.Fprintln(io.out, plural(total, "session"))
+	default:
+		fmt.Fprintf(io.out, "%d-%d of %s (--offset %d for the next page)\n", *offset+1, *offset+len(page), plural(total, "session"), *offset+len(page))
+	}
+	return exitOK
+}
+
+// listJSON is a session in `ls --json`.
+type listJSON struct {
+	ID        string  `json:"id"`
+	Status    string  `json:"status"`
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt string  `json:"updated_at"`
+	ParentID  *string `json:"parent_id"`
+	Messages  int     `json:"messages"`
+	Turns     int     `json:"turns"`
+	Forks     int     `json:"forks"`
+}
+
+func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) int {
+	out := struct {
+		Sessions []listJSON `json:"sessions"`
+		Total    int        `json:"total"`
+		Limit    int        `json:"limit"`
+		Offset   int        `json:"offset"`
+	}{Sessions: []listJSON{}, Total: total, Limit: limit, Offset: offset}
+	for _, s := range page {
+		j := listJSON{ID: s.ID, Status: string(s.Status), CreatedAt: s.CreatedAt.UTC().Format(sessions.TimeFormat),
+			UpdatedAt: s.UpdatedAt.UTC().Format(sessions.TimeFormat), Messages: s.Length, Turns: s.Turns, Forks: s.Children}
+		if s.ParentID != "" {
+			j.ParentID = &s.ParentID
+		}
+		out.Sessions = append(out.Sessions, j)
+	}
+	enc := json.NewEncoder(io.out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fail(io, "skein sessions ls", err)
+	}
+	return exitOK
+}
+
+// listTime formats a time for listings: UTC, to the second.
+func listTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// descendants returns the forks of id and their forks, depth first.
+func descendants(ctx context.Context, b sessions.Backend, id string) ([]string, error) {
+	meta, err := b.LoadMeta(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range meta.ChildIDs {
+		out = append(out, c)
+		more, err := descendants(ctx, b, c)
+		if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	return out, nil
+}
+
+// sessionsRm implements `skein sessions rm ID...`.
+func sessionsRm(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("rm", &store)
+	recursive := fs.Bool("recursive", false, "also delete the session's forks, and theirs")
+	ids, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	if len(ids) == 0 {
+		return usageError(io, fs.Name(), "missing session ID")
+	}
+	b, err := storedBackend(&store, false)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	for _, id := range ids {
+		forks, err := descendants(ctx, b, id)
+		if err == nil {
+			err = b.Delete(ctx, id, *recursive)
+		}
+		switch {
+		case errors.Is(err, sessions.ErrHasChildren):
+			return fail(io, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, strings.Join(forks, ", ")))
+		case err != nil:
+			return fail(io, fs.Name(), sessionError(&store, id, err))
+		case len(forks) > 0:
+			fmt.Fprintf(io.out, "removed %s and its forks %s\n", id, strings.Join(forks, ", "))
+		default:
+			fmt.Fprintf(io.out, "removed %s\n", id)
+		}
+	}
+	return exitOK
+}
+
+// sessionsGC implements `skein sessions gc --older-than DURATION`.
+func sessionsGC(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("gc", &store)
+	olderThan := fs.String("older-than", "", "delete sessions last updated longer ago than this: a Go duration (36h, 90m) or days (30d); required")
+	status := fs.String("status", "", "only sessions with one of these statuses, comma-separated (active, cancelled, completed, error)")
+	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
+	rest, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	if len(rest) > 0 {
+		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
+	}
+	if *olderThan == "" {
+		return usageError(io, fs.Name(), "--older-than is required (for example --older-than 30d)")
+	}
+	age, err := parseAge(*olderThan)
+	if err != nil {
+		return usageError(io, fs.Name(), err.Error())
+	}
+	statuses, err := parseStatuses("status", *status)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	b, err := storedBackend(&store, false)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	filter := sessions.ListFilter{Statuses: statuses, UpdatedBefore: time.Now().Add(-age)}
+	c, err := sessions.Collect(context.Background(), b, filter, *dryRun)
+	verb := "removed"
+	if *dryRun {
+		verb = "would remove"
+	}
+	if c != nil {
+		for _, id := range c.Deleted {
+			fmt.Fprintf(io.out, "%s %s\n", verb, id)
+		}
+	}
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	fmt.Fprintf(io.out, "%s %s", verb, plural(len(c.Deleted), "session"))
+	if len(c.Kept) > 0 {
+		fmt.Fprintf(io.out, "; kept %s with forks that are not old enough or filtered out: %s", plural(len(c.Kept), "session"), strings.Join(c.Kept, ", "))
+	}
+	fmt.Fprintln(io.out)
+	return exitOK
+}
+
+// parseAge parses --older-than: a positive Go duration, or a whole
+// number of days ("30d").
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > 100_000 {
+			return 0, fmt.Errorf("--older-than %s: too many days", s)
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("--older-than %s: want a duration like 36h or 30d", s)
+		}
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("--older-than must be positive, got %s", s)
+	}
+	return d, nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Views of `skein sessions show`.
+const (
+	viewBasic   = "basic"   // the conversation: text of system, user and assistant messages
+	viewVerbose = "verbose" // plus tool calls and results, thinking, images, models and usage
+	viewDebug   = "debug"   // plus message metadata and every event with its fields
+)
+
+// sessionsShow implements `skein sessions show ID`.
+func sessionsShow(args []string, io stdio) int {
+	var store storeFlag
+	fs := sessionsFlags("show", &store)
+	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results) or debug (plus every event)")
+	ids, code, stop := parseInterleaved(fs, args, io)
+	if stop {
+		return code
+	}
+	switch {
+	case len(ids) == 0:
+		return usageError(io, fs.Name(), "missing session ID")
+	case len(ids) > 1:
+		return usageError(io, fs.Name(), fmt.Sprintf("takes one session ID, got %d", len(ids)))
+	}
+	switch *view {
+	case viewBasic, viewVerbose, viewDebug:
+	default:
+		return usageError(io, fs.Name(), fmt.Sprintf("--view %q: want basic, verbose or debug", *view))
+	}
+	b, err := storedBackend(&store, false)
+	if err != nil {
+		return fail(io, fs.Name(), err)
+	}
+	defer b.Close()
+	rec, err := b.Load(context.Background(), ids[0])
+	if err != nil {
+		return fail(io, fs.Name(), sessionError(&store, ids[0], err))
+	}
+	printSession(io.out, rec, *view)
+	return exitOK
+}
+
+// printSession writes rec in a view.
+func printSession(w io.Writer, rec *sessions.Record, view string) {
+	fmt.Fprintf(w, "session %s\n", rec.ID)
+	field := func(name, format string, args ...any) {
+		fmt.Fprintf(w, "  %-9s %s\n", name, fmt.Sprintf(format, args...))
+	}
+	field("status", "%s", rec.Status)
+	field("created", "%s", listTime(rec.CreatedAt))
+	field("updated", "%s", listTime(rec.UpdatedAt))
+	if rec.ParentID != "" {
+		if rec.BranchedAt != nil {
+			field("parent", "%s (branched at message %d)", rec.ParentID, *rec.BranchedAt)
+		} else {
+			field("parent", "%s", rec.ParentID)
+		}
+	}
+	if len(rec.ChildIDs) > 0 {
+		field("forks", "%s", strings.Join(rec.ChildIDs, ", "))
+	}
+	if rec.MaxTurns > 0 {
+		field("turns", "%d (cap %d)", rec.Turns, rec.MaxTurns)
+	} else {
+		field("turns", "%d", rec.Turns)
+	}
+	field("messages", "%d", len(rec.Messages))
+	field("events", "%d", len(rec.Events))
+	if len(rec.Metadata) > 0 {
+		field("metadata", "%s", compactJSON(rec.Metadata))
+	}
+	if rec.Summary != nil {
+		field("summary", "%s", indentLines(*rec.Summary, 12))
+	}
+	fmt.Fprintln(w)
+	if len(rec.Messages) == 0 {
+		fmt.Fprintln(w, "(no messages)")
+	}
+	for i := range rec.Messages {
+		printMessage(w, i, &rec.Messages[i], view)
+	}
+	if view == viewDebug {
+		fmt.Fprintln(w, "\nevents:")
+		for i := range rec.Events {
+			printEvent(w, &rec.Events[i])
+		}
+	}
+}
+
+// printMessage writes message i in a view: nothing at all for a message
+// the view leaves out (tool calls and results in basic).
+func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
+	prefix := fmt.Sprintf("[%d] %s", i, m.Role)
+	width := len(prefix) + 2
+	line := func(label, text string) {
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, label, indentLines(text, width))
+	}
+	if m.Role == sessions.RoleTool {
+		if view == viewBasic {
+			return
+		}
+		label := fmt.Sprintf(" %s (%s)", m.Name, m.ToolCallID)
+		if m.IsError {
+			label += " error"
+		}
+		line(label, m.TextContent())
+	} else {
+		text := m.TextContent()
+		if view != viewBasic {
+			for _, b := range m.Blocks {
+				switch b.Type {
+				case sessions.BlockThinking:
+					line(" thinking", b.Thinking)
+				case sessions.BlockImage:
+					line("", fmt.Sprintf("[image %s, %d bytes of base64]", b.MediaType, len(b.Data)))
+				}
+			}
+		}
+		if text != "" || (len(m.ToolCalls) == 0 && m.Blocks == nil) {
+			line("", text)
+		}
+		if view != viewBasic {
+			for _, c := range m.ToolCalls {
+				line(" calls", fmt.Sprintf("%s(%s) (%s)", c.Name, compactJSON(map[string]any(c.Arguments)), c.ID))
+			}
+		}
+	}
+	if view == viewBasic {
+		return
+	}
+	if m.Model != "" || m.Usage != nil {
+		var parts []string
+		if m.Model != "" {
+			parts = append(parts, "model "+m.Model)
+		}
+		if m.Usage != nil {
+			parts = append(parts, "usage "+compactJSON(m.Usage))
+		}
+		fmt.Fprintf(w, "%s(%s)\n", strings.Repeat(" ", width), strings.Join(parts, ", "))
+	}
+	if view == viewDebug && m.Metadata != nil {
+		fmt.Fprintf(w, "%smetadata %s\n", strings.Repeat(" ", width), compactJSON(m.Metadata))
+	}
+}
+
+// printEvent writes one event with every field: seq, time, type, corr_id
+// and the event's own fields in sorted order.
+func printEvent(w io.Writer, e *sessions.Event) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  #%d %s %s", e.Seq, e.Time.UTC().Format(sessions.TimeFormat), e.Type)
+	if e.CorrID != "" {
+		fmt.Fprintf(&b, " corr_id=%s", e.CorrID)
+	}
+	for _, k := range sessions.SortedKeys(e.Data) {
+		fmt.Fprintf(&b, " %s=%s", k, compactJSON(e.Data[k]))
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// compactJSON renders a JSON value on one line.
+func compactJSON(v any) string {
+	s, err := sessions.FormatJSON(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return s
+}
+
+// indentLines indents the lines of s after the first by n spaces.
+func indentLines(s string, n int) string {
+	return strings.ReplaceAll(s, "\n", "\n"+strings.Repeat(" ", n))
+}

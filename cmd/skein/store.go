@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/sqlite"
+)
+
+// defaultStore is where run and repl keep sessions unless --store or
+// SKEIN_STORE says otherwise: relative to the working directory.
+const defaultStore = ".skein/sessions.db"
+
+// storeMemory is the --store value of an ephemeral in-memory store.
+const storeMemory = "memory"
+
+// storeFlag is the --store flag: the session database of a command whose
+// sessions outlive it, or "memory". Unregistered, it means memory.
+type storeFlag struct {
+	path       string
+	registered bool
+}
+
+// register adds --store to fs, defaulting to $SKEIN_STORE, else
+// defaultStore.
+func (f *storeFlag) register(fs *flag.FlagSet) {
+	def := os.Getenv("SKEIN_STORE")
+	if def == "" {
+		def = defaultStore
+	}
+	f.registered = true
+	fs.StringVar(&f.path, "store", def, "session database (SQLite), created if missing, or \"memory\" for sessions that end with the process; env SKEIN_STORE")
+}
+
+// check validates the flag's value, returning a usage message.
+func (f *storeFlag) check() error {
+	if f.registered && f.path == "" {
+		return errors.New("--store must name a database file or be \"memory\"")
+	}
+	return nil
+}
+
+// memory reports whether the store is the in-memory one.
+func (f *storeFlag) memory() bool { return !f.registered || f.path == storeMemory }
+
+// open opens the store's backend, creating the database file (and its
+// directory, user-only) when it is missing.
+func (f *storeFlag) open() (sessions.Backend, error) {
+	if f.memory() {
+		return sessions.NewMemoryBackend(), nil
+	}
+	b, err := sqlite.Open(f.path)
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
+// storeError is a failure to open the session store: a command reports
+// it as a failure (exit 1), not a usage error (see failState).
+type storeError struct{ err error }
+
+func (e *storeError) Error() string {
+	return fmt.Sprintf("cannot open the session store: %v (--store names another, --store memory runs without one)", e.err)
+}
+
+func (e *storeError) Unwrap() error { return e.err }
+
+// failState reports an error of vmFlags.newState for command cmd on one
+// line and returns the exit code: 1 when the session store cannot be
+// opened, 2 for the others (flag values and files, usage errors).
+func failState(io stdio, cmd string, err error) int {
+	var se *storeError
+	if errors.As(err, &se) {
+		fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+		return exitFailed
+	}
+	return usageError(io, cmd, err.Error())
+}

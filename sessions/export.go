@@ -1,0 +1,464 @@
+package sessions
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Exports.
+//
+// A session is exported in one of two formats, and ReadExport reads both
+// back.
+//
+// JSON (WriteJSON) is one document in the snapshot shape of API.md §1.1:
+// {"_type": "transcript", "version": 1, id, status, created_at,
+// updated_at, summary, metadata, parent_id, child_ids, branched_at,
+// turns, max_turns, messages, events}. max_turns is null when the
+// session uses the VM's default cap.
+//
+// JSONL (WriteJSONL) is the forensic event log, one JSON object per line,
+// each with a "_type":
+//
+//   - "header", first: "version": 1, the session's fields as in JSON
+//     (without messages and events), and "message_count" and
+//     "event_count", the number of records that follow, so a truncated
+//     file is refused.
+//   - "event", one per event of the log, oldest first: seq, type,
+//     timestamp, session_id, corr_id (when set), then the event's own
+//     fields (durations, token counts, ...). A "message" event also has
+//     "message": the message it appended, when the backend kept it (a
+//     sessions.HistoryBackend keeps them all, also those a trim, reset or
+//     compaction dropped since).
+//   - "message", one per message of the current transcript, in order:
+//     "index" and "message". Compaction summaries and a fork's inherited
+//     messages are in no event, so an import needs these.
+
+// ExportVersion is the version of both export formats.
+const ExportVersion = 1
+
+// sessionFields are the session's own fields in an export.
+type sessionFields struct {
+	ID         string          `json:"id"`
+	Status     Status          `json:"status"`
+	CreatedAt  string          `json:"created_at"`
+	UpdatedAt  string          `json:"updated_at"`
+	Summary    *string         `json:"summary"`
+	Metadata   json.RawMessage `json:"metadata"`
+	ParentID   *string         `json:"parent_id"`
+	ChildIDs   []string        `json:"child_ids"`
+	BranchedAt *int            `json:"branched_at"`
+	Turns      int             `json:"turns"`
+	MaxTurns   *int            `json:"max_turns"`
+}
+
+// snapshotJSON is the JSON export.
+type snapshotJSON struct {
+	Type    string `json:"_type"`
+	Version int    `json:"version"`
+	sessionFields
+	Messages []Message `json:"messages"`
+	Events   []Event   `json:"events"`
+}
+
+// headerJSON is the first record of a JSONL export.
+type headerJSON struct {
+	Type    string `json:"_type"`
+	Version int    `json:"version"`
+	sessionFields
+	MessageCount int `json:"message_count"`
+	EventCount   int `json:"event_count"`
+}
+
+// messageRecord is a "message" record of a JSONL export.
+type messageRecord struct {
+	Type    string  `json:"_type"`
+	Index   int     `json:"index"`
+	Message Message `json:"message"`
+}
+
+// Record types of a JSONL export.
+const (
+	recordHeader  = "header"
+	recordEvent   = "event"
+	recordMessage = "message"
+)
+
+func fieldsOf(rec *Record) (sessionFields, error) {
+	meta := rec.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	data, err := EncodeJSON(meta)
+	if err != nil {
+		return sessionFields{}, fmt.Errorf("metadata: %v", err)
+	}
+	f := sessionFields{ID: rec.ID, Status: rec.Status, CreatedAt: formatTime(rec.CreatedAt), UpdatedAt: formatTime(rec.UpdatedAt),
+		Summary: rec.Summary, Metadata: data, ChildIDs: rec.ChildIDs, BranchedAt: rec.BranchedAt, Turns: rec.Turns}
+	if f.ChildIDs == nil {
+		f.ChildIDs = []string{}
+	}
+	if rec.ParentID != "" {
+		f.ParentID = &rec.ParentID
+	}
+	if rec.MaxTurns > 0 {
+		f.MaxTurns = &rec.MaxTurns
+	}
+	return f, nil
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// WriteJSON writes rec as a JSON export.
+func WriteJSON(w io.Writer, rec *Record) error {
+	f, err := fieldsOf(rec)
+	if err != nil {
+		return err
+	}
+	snap := snapshotJSON{Type: "transcript", Version: ExportVersion, sessionFields: f, Messages: rec.Messages, Events: rec.Events}
+	if snap.Messages == nil {
+		snap.Messages = []Message{}
+	}
+	if snap.Events == nil {
+		snap.Events = []Event{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(snap)
+}
+
+// WriteJSONL writes rec as a JSONL export; appended holds the messages
+// of its "message" events by seq (see HistoryBackend), or nil.
+func WriteJSONL(w io.Writer, rec *Record, appended map[int64]Message) error {
+	f, err := fieldsOf(rec)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(w)
+	header := headerJSON{Type: recordHeader, Version: ExportVersion, sessionFields: f,
+		MessageCount: len(rec.Messages), EventCount: len(rec.Events)}
+	if err := writeLine(bw, header); err != nil {
+		return err
+	}
+	var line bytes.Buffer
+	for i := range rec.Events {
+		line.Reset()
+		if err := eventRecord(&line, &rec.Events[i], appended); err != nil {
+			return err
+		}
+		if _, err := bw.Write(line.Bytes()); err != nil {
+			return err
+		}
+	}
+	for i := range rec.Messages {
+		if err := writeLine(bw, messageRecord{Type: recordMessage, Index: i, Message: rec.Messages[i]}); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func writeLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// eventRecord writes the JSONL record of e to buf: the envelope in the
+// seed's order, the event's fields in sorted order, and the message a
+// "message" event appended.
+func eventRecord(buf *bytes.Buffer, e *Event, appended map[int64]Message) error {
+	field := func(k string, v any) error {
+		data, err := EncodeJSON(v)
+		if err != nil {
+			return fmt.Errorf("event %d: field %q: %v", e.Seq, k, err)
+		}
+		buf.WriteByte(',')
+		key, _ := json.Marshal(k)
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(data)
+		return nil
+	}
+	buf.WriteString(`{"_type":"event"`)
+	envelope := []struct {
+		k string
+		v any
+	}{{"seq", e.Seq}, {"type", e.Type}, {"timestamp", formatTime(e.Time)}, {"session_id", e.SessionID}}
+	if e.CorrID != "" {
+		envelope = append(envelope, struct {
+			k string
+			v any
+		}{"corr_id", e.CorrID})
+	}
+	for _, kv := range envelope {
+		if err := field(kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	for _, k := range SortedKeys(e.Data) {
+		if k == "_type" || (k == "message" && e.Type == EventMessage) {
+			return fmt.Errorf("event %d (%s) has a field %q, which its export record uses", e.Seq, e.Type, k)
+		}
+		if err := field(k, e.Data[k]); err != nil {
+			return err
+		}
+	}
+	if m, ok := appended[e.Seq]; ok && e.Type == EventMessage {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("event %d: message: %v", e.Seq, err)
+		}
+		buf.WriteString(`,"message":`)
+		buf.Write(data)
+	}
+	buf.WriteString("}\n")
+	return nil
+}
+
+// ReadExport reads a JSON or JSONL export (it tells them apart by the
+// first record's "_type") and returns the session's record, ready for
+// Backend.Create (no ChildIDs: forks record themselves; Version 0), and,
+// from JSONL, the messages of its "message" events by seq, for
+// HistoryBackend.CreateWithHistory. It checks what an import needs: a
+// known version, the counts a JSONL header announces, increasing event
+// seqs, and a transcript that is valid provider input (tool calls
+// answered by their results; calls still open at the end are allowed, as
+// in a session whose process was killed).
+func ReadExport(r io.Reader) (*Record, map[int64]Message, error) {
+	br := bufio.NewReader(r)
+	first, err := readLine(br)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil, errors.New("empty export")
+		}
+		return nil, nil, err
+	}
+	var probe struct {
+		Type string `json:"_type"`
+	}
+	if json.Unmarshal(first, &probe) == nil && probe.Type == recordHeader {
+		return readJSONL(first, br)
+	}
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := readJSON(append(append(first, '\n'), rest...))
+	return rec, nil, err
+}
+
+// readLine returns the next non-blank line of br, without its newline.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			return bytes.TrimRight(line, "\r\n"), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func readJSON(data []byte) (*Record, error) {
+	var snap snapshotJSON
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return nil, fmt.Errorf("not a session export (JSON or JSONL): %v", err)
+	}
+	if snap.Type != "transcript" {
+		return nil, fmt.Errorf("not a session export: _type is %q, want \"transcript\" (JSON) or \"header\" (JSONL)", snap.Type)
+	}
+	if err := checkVersion(snap.Version); err != nil {
+		return nil, err
+	}
+	rec, err := snap.record()
+	if err != nil {
+		return nil, err
+	}
+	rec.Messages, rec.Events = snap.Messages, snap.Events
+	return rec, checkImported(rec, nil)
+}
+
+func checkVersion(v int) error {
+	if v != ExportVersion {
+		return fmt.Errorf("export version %d is not supported (this skein reads version %d)", v, ExportVersion)
+	}
+	return nil
+}
+
+func readJSONL(first []byte, br *bufio.Reader) (*Record, map[int64]Message, error) {
+	var header headerJSON
+	if err := json.Unmarshal(first, &header); err != nil {
+		return nil, nil, fmt.Errorf("line 1: header: %v", err)
+	}
+	if err := checkVersion(header.Version); err != nil {
+		return nil, nil, err
+	}
+	rec, err := header.record()
+	if err != nil {
+		return nil, nil, fmt.Errorf("line 1: header: %v", err)
+	}
+	if header.MessageCount < 0 || header.EventCount < 0 {
+		return nil, nil, errors.New("line 1: header: negative message_count or event_count")
+	}
+	appended := map[int64]Message{}
+	for n := 2; ; n++ {
+		line, err := readLine(br)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := readRecord(line, rec, appended); err != nil {
+			return nil, nil, fmt.Errorf("line %d: %v", n, err)
+		}
+	}
+	if len(rec.Events) != header.EventCount || len(rec.Messages) != header.MessageCount {
+		return nil, nil, fmt.Errorf("the export is incomplete: %d events and %d messages, but its header announces %d and %d",
+			len(rec.Events), len(rec.Messages), header.EventCount, header.MessageCount)
+	}
+	return rec, appended, checkImported(rec, appended)
+}
+
+// readRecord adds one JSONL record after the header to rec and appended.
+func readRecord(line []byte, rec *Record, appended map[int64]Message) error {
+	m, err := DecodeJSONObject(line)
+	if err != nil {
+		return err
+	}
+	typ, _ := m["_type"].(string)
+	delete(m, "_type")
+	switch typ {
+	case recordEvent:
+		var msg *Message
+		if raw, ok := m["message"]; ok && m["type"] == EventMessage {
+			delete(m, "message")
+			if msg, err = messageValue(raw); err != nil {
+				return fmt.Errorf("event: message: %v", err)
+			}
+		}
+		var e Event
+		if err := e.setFields(m); err != nil {
+			return fmt.Errorf("event: %v", err)
+		}
+		if msg != nil {
+			appended[e.Seq] = *msg
+		}
+		rec.Events = append(rec.Events, e)
+	case recordMessage:
+		index, ok := m["index"].(int64)
+		if !ok || index != int64(len(rec.Messages)) {
+			return fmt.Errorf("message record %v out of order: want index %d", m["index"], len(rec.Messages))
+		}
+		msg, err := messageValue(m["message"])
+		if err != nil {
+			return fmt.Errorf("message %d: %v", index, err)
+		}
+		rec.Messages = append(rec.Messages, *msg)
+	case recordHeader:
+		return errors.New("a second header")
+	default:
+		return fmt.Errorf("unknown record _type %q (expected event or message)", typ)
+	}
+	return nil
+}
+
+// messageValue converts a decoded JSON value to a message.
+func messageValue(v any) (*Message, error) {
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("got %s, want an object", JSONTypeName(v))
+	}
+	data, err := EncodeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	var m Message
+	if err := m.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// record converts the exported session fields to a record without
+// messages and events.
+func (f *sessionFields) record() (*Record, error) {
+	if f.ID == "" {
+		return nil, errors.New("no session id")
+	}
+	if !f.Status.Valid() {
+		return nil, fmt.Errorf("unknown status %q", f.Status)
+	}
+	rec := &Record{ID: f.ID, Status: f.Status, Summary: f.Summary, BranchedAt: f.BranchedAt, Turns: f.Turns}
+	var err error
+	if rec.CreatedAt, err = time.Parse(TimeFormat, f.CreatedAt); err != nil {
+		return nil, fmt.Errorf("created_at: %v", err)
+	}
+	if rec.UpdatedAt, err = time.Parse(TimeFormat, f.UpdatedAt); err != nil {
+		return nil, fmt.Errorf("updated_at: %v", err)
+	}
+	if len(f.Metadata) > 0 && string(f.Metadata) != "null" {
+		if rec.Metadata, err = DecodeJSONObject(f.Metadata); err != nil {
+			return nil, fmt.Errorf("metadata: %v", err)
+		}
+		if len(rec.Metadata) == 0 {
+			rec.Metadata = nil // as stored: no metadata
+		}
+	}
+	if f.ParentID != nil {
+		rec.ParentID = *f.ParentID
+	}
+	if f.MaxTurns != nil {
+		rec.MaxTurns = *f.MaxTurns
+	}
+	if rec.Turns < 0 || rec.MaxTurns < 0 || (rec.BranchedAt != nil && *rec.BranchedAt < 0) {
+		return nil, errors.New("negative turns, max_turns or branched_at")
+	}
+	return rec, nil
+}
+
+// checkImported checks an imported record's events and transcript.
+func checkImported(rec *Record, appended map[int64]Message) error {
+	var last int64
+	for i := range rec.Events {
+		e := &rec.Events[i]
+		if e.Seq <= last {
+			return fmt.Errorf("event seq %d follows %d: seqs must increase", e.Seq, last)
+		}
+		last = e.Seq
+		if e.SessionID != "" && e.SessionID != rec.ID {
+			return fmt.Errorf("event %d belongs to session %q, not %q", e.Seq, e.SessionID, rec.ID)
+		}
+		e.SessionID = rec.ID
+		if err := checkEventData(e); err != nil {
+			return err
+		}
+	}
+	for seq, m := range appended {
+		if err := CheckShape(&m); err != nil {
+			return fmt.Errorf("event %d: message: %v", seq, err)
+		}
+	}
+	view := Transcript{}
+	for i := range rec.Messages {
+		if err := CheckAppend(view, &rec.Messages[i]); err != nil {
+			return fmt.Errorf("message %d: %v", i, err)
+		}
+		view = view.Append(rec.Messages[i])
+	}
+	return nil
+}
+
+// Rename gives an imported record another id: its events move with it.
+func (rec *Record) Rename(id string) {
+	rec.ID = id
+	for i := range rec.Events {
+		rec.Events[i].SessionID = id
+	}
+}

@@ -1,0 +1,146 @@
+package sessions
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// fastSamples are messages in every stored form: the fast path must
+// decode all of them itself.
+func fastSamples() []Message {
+	return []Message{
+		{Role: RoleUser, Text: "hello"},
+		{Role: RoleSystem, Text: "Quotes \" and \\ backslashes, <tags> & unicode: héllo 世界 🎉\t\n\r\b\f \x01 \u2028 \u2029 /"},
+		{Role: RoleUser, Blocks: []Block{{Type: BlockText, Text: "look"}, {Type: BlockImage, MediaType: "image/png", Data: "iVBORw0K"}},
+			Metadata: map[string]any{"n": int64(2), "f": 0.75, "w": 2.0, "z": 0.0, "neg": -3.5e-7, "big": int64(math.MaxInt64),
+				"min": int64(math.MinInt64), "huge": 1e300, "tags": []any{"a", int64(1), 1.5, true, false, nil, []any{}, map[string]any{}},
+				"nested": map[string]any{"k": map[string]any{"deep": []any{map[string]any{"x": int64(-3)}}}}, "ключ \"q\"": "v"}},
+		{Role: RoleAssistant, Blocks: []Block{{Type: BlockThinking, Thinking: "hmm", Signature: "c2ln"}, {Type: BlockText, Text: "ok"}},
+			ToolCalls: []ToolCall{{ID: "c1", Name: "search", Arguments: map[string]any{"q": "x", "n": int64(3), "f": 3.0, "o": map[string]any{"on": true}}},
+				{ID: "c2", Name: "noop", Arguments: map[string]any{}}},
+			Model: "m", Usage: map[string]any{"input_tokens": int64(10), "cost": 0.01}},
+		{Role: RoleTool, ToolCallID: "c1", Name: "search", Text: "result"},
+		{Role: RoleTool, ToolCallID: "c2", Name: "noop", IsError: true, Text: ""},
+		{Role: RoleAssistant, Model: "m"},
+		{Role: RoleUser, Blocks: []Block{}},
+		{Role: RoleUser, Text: strings.Repeat("long ", 500)},
+	}
+}
+
+func TestFastMessageDecodesStoredForms(t *testing.T) {
+	for i, m := range fastSamples() {
+		data, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fast, slow Message
+		if err := fastMessage(data, &fast); err != nil {
+			t.Fatalf("sample %d: the fast path gave up on %s: %v", i, data, err)
+		}
+		if err := slow.unmarshalSlow(data); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(fast, slow) || !reflect.DeepEqual(fast, m) {
+			t.Fatalf("sample %d:\n\tfast %#v\n\tslow %#v\n\twant %#v", i, fast, slow, m)
+		}
+	}
+}
+
+// TestFastPathAgrees decodes texts that exercise the fast path's edges
+// and checks that UnmarshalJSON and DecodeJSON give what encoding/json
+// gives, whether the fast path took them or not.
+func TestFastPathAgrees(t *testing.T) {
+	messages := []struct {
+		json string
+		fast bool // the fast path decodes it itself
+	}{
+		{`{"role":"user","content":"\ud83c\udf89 \u00e9\/\"\\"}`, true},
+		{` { "role" : "user" , "content" : [ ] , "metadata" : null } `, true},
+		{`{"role":"assistant","tool_calls":[{"id":"a","name":"b"}]}`, true},
+		{`{"role":"assistant","tool_calls":[{"id":"a","name":"b","arguments":null}]}`, true},
+		{`{"role":"user","content":null,"usage":{"x":1e2,"y":-0,"z":12345678901234567890}}`, true},
+		{`{"Role":"user"}`, false},
+		{`{"role":"user","role":"system"}`, false},
+		{`{"role":"user","content":"a","content":[]}`, false},
+		{`{"role":"user","content":"\ud800"}`, false},
+		{"{\"role\":\"user\",\"content\":\"\xff\"}", false},
+		{`{"role":null}`, false},
+		{`{"role":"user","extra":1}`, false},
+		{`{"role":"user","tool_calls":null}`, false},
+		{`{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}`, false},
+		{`{"role":"user","metadata":{"n":01}}`, false},
+		{`{"role":"user","metadata":{"n":1e999}}`, false},
+		{`{"role":"user"} x`, false},
+		{`{"role":"user",}`, false},
+		{`{"role":"user","content":5}`, false},
+		{`{"role":"assistant","tool_calls":[{"id":"a","arguments":[1]}]}`, false},
+	}
+	for _, tc := range messages {
+		var fast Message
+		fastErr := fastMessage([]byte(tc.json), &fast)
+		if (fastErr == nil) != tc.fast {
+			t.Errorf("%s: fast path error %v, want fast = %v", tc.json, fastErr, tc.fast)
+		}
+		if fastErr != nil && !errors.Is(fastErr, errSlow) {
+			t.Errorf("%s: the fast path failed with %v instead of giving up", tc.json, fastErr)
+		}
+		var got, want Message
+		gotErr, wantErr := got.UnmarshalJSON([]byte(tc.json)), want.unmarshalSlow([]byte(tc.json))
+		if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n\tgot  %#v, %v\n\twant %#v, %v", tc.json, got, gotErr, want, wantErr)
+		}
+	}
+	for _, text := range []string{`1`, `-2.5`, `"x"`, `[1,"a",{"b":null}]`, `{"a":{"b":[true,false]}}`, `{"a":1}{`, `nul`, `{"a":"\u12"}`, ` 7 `} {
+		got, gotErr := DecodeJSON([]byte(text))
+		want, wantErr := decodeJSONSlow([]byte(text))
+		if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("DecodeJSON(%s) = %#v, %v; encoding/json gives %#v, %v", text, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// FuzzFastMessage checks that whatever the fast path decodes, it decodes
+// as encoding/json does.
+func FuzzFastMessage(f *testing.F) {
+	for _, m := range fastSamples() {
+		data, _ := json.Marshal(m)
+		f.Add(data)
+	}
+	f.Add([]byte(`{"role":"user","content":"\ud83c\udf89"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, slow Message
+		if fastMessage(data, &fast) != nil {
+			return
+		}
+		if err := slow.unmarshalSlow(data); err != nil {
+			t.Fatalf("%q: the fast path decoded what encoding/json refuses: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\n\tfast %#v\n\tslow %#v", data, fast, slow)
+		}
+	})
+}
+
+// FuzzFastJSON is FuzzFastMessage for DecodeJSON.
+func FuzzFastJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5,"x",true,null,{}]}`, `-0`, `1e5`, `"\u00e9\n"`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, err := fastJSON(data)
+		if err != nil {
+			return
+		}
+		slow, err := decodeJSONSlow(data)
+		if err != nil {
+			t.Fatalf("%q: the fast path decoded what encoding/json refuses: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q: fast %#v, slow %#v", data, fast, slow)
+		}
+	})
+}

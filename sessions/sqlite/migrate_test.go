@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// TestMigrateFromVersion1 opens a database of schema version 1, as the
+// first release wrote it, and checks that it is migrated in place with
+// its sessions intact: the events of version 1 record no message rows,
+// new writes do.
+func TestMigrateFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db := rawDB(t, path)
+	for _, q := range []string{
+		"PRAGMA journal_mode = WAL",
+		migrations[0],
+		fmt.Sprintf("PRAGMA user_version = 1; PRAGMA application_id = %d", applicationID),
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base_from, base_to, own_from, length)
+			VALUES ('old', 'completed', 1, 2, 1, 0, 1, 0, 0, 0, 1)`,
+		`INSERT INTO messages (sid, pos, body) VALUES (1, 0, '{"role":"user","content":"from v1"}')`,
+		`INSERT INTO events (sid, seq, type, time, data) VALUES (1, 1, 'message', 2, '{"index":0,"role":"user"}')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b := openClosed(t, path)
+	if v := pragma[int](t, db, "user_version"); v != SchemaVersion {
+		t.Fatalf("user_version after migrating %d, want %d", v, SchemaVersion)
+	}
+	ctx := t.Context()
+	rec, err := b.Load(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Messages) != 1 || rec.Messages[0].Text != "from v1" || len(rec.Events) != 1 || rec.Status != sessions.StatusCompleted {
+		t.Fatalf("migrated session: %+v", rec)
+	}
+	if got, err := b.LoadAppended(ctx, "old"); err != nil || len(got) != 0 {
+		t.Fatalf("LoadAppended of a version 1 session = %v, %v; want nothing", got, err)
+	}
+	m := sessions.Message{Role: sessions.RoleUser, Text: "from v2"}
+	err = b.Write(ctx, "old", rec.Version, &sessions.Change{Append: []sessions.Message{m},
+		Events: []sessions.Event{{Seq: 2, Type: sessions.EventMessage, Time: time.Now(), Data: map[string]any{"index": int64(1), "role": "user"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.LoadAppended(ctx, "old")
+	if err != nil || len(got) != 1 || got[2].Text != "from v2" {
+		t.Fatalf("LoadAppended after a write = %v, %v; want event 2's message", got, err)
+	}
+	b.Close()
+	// Reopening the migrated file changes nothing.
+	b = openClosed(t, path)
+	if rec, err := b.Load(ctx, "old"); err != nil || len(rec.Messages) != 2 {
+		t.Fatalf("after reopening: %v, %v", rec, err)
+	}
+}
