@@ -80,21 +80,17 @@ func unpackWrite(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tup
 }
 
 func fsWrite(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	path, data, err := unpackWrite(b, args, kwargs)
-	if err != nil {
-		return nil, err
-	}
-	p, err := policyOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	if err := p.WriteFile(path, data); err != nil {
-		return nil, fail(b.Name(), err)
-	}
-	return starlark.None, nil
+	return writeWith(thread, b, args, kwargs, (*workspace.Policy).WriteFile)
 }
 
 func fsAppend(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	return writeWith(thread, b, args, kwargs, (*workspace.Policy).AppendFile)
+}
+
+// writeWith is fs.write and fs.append: unpack (path, data), then write
+// through the thread's policy.
+func writeWith(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple,
+	write func(p *workspace.Policy, path string, data []byte) error) (starlark.Value, error) {
 	path, data, err := unpackWrite(b, args, kwargs)
 	if err != nil {
 		return nil, err
@@ -103,7 +99,7 @@ func fsAppend(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, err
 	}
-	if err := p.AppendFile(path, data); err != nil {
+	if err := write(p, path, data); err != nil {
 		return nil, fail(b.Name(), err)
 	}
 	return starlark.None, nil

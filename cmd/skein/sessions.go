@@ -171,3 +171,15 @@ func parseStatuses(flagName, s string) ([]sessions.Status, error) {
 	}
 	return out, nil
 }
+
+// oneID checks that a command that works on one session got exactly one
+// id; when not, it reports the usage error and returns its exit code.
+func oneID(cmd string, ids []string, io stdio) (int, bool) {
+	switch {
+	case len(ids) == 0:
+		return usageError(io, cmd, "missing session ID"), true
+	case len(ids) > 1:
+		return usageError(io, cmd, fmt.Sprintf("takes one session ID, got %d", len(ids))), true
+	}
+	return 0, false
+}

@@ -25,11 +25,8 @@ func sessionsShow(args []string, io stdio) int {
 	if stop {
 		return code
 	}
-	switch {
-	case len(ids) == 0:
-		return usageError(io, fs.Name(), "missing session ID")
-	case len(ids) > 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("takes one session ID, got %d", len(ids)))
+	if code, bad := oneID(fs.Name(), ids, io); bad {
+		return code
 	}
 	switch *view {
 	case viewBasic, viewVerbose, viewDebug:
