@@ -71,6 +71,7 @@ func BenchmarkRunStartup(b *testing.B) {
 	for b.Loop() {
 		for range 20 {
 			cmd := exec.Command(bin, "run", script)
+			cmd.Dir = dir // the default store, .skein/sessions.db, goes here
 			start := time.Now()
 			out, err := cmd.Output()
 			times = append(times, time.Since(start))
