@@ -269,8 +269,9 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 // finish heals open tool calls and records how the loop ended. It writes
 // with a context that is not cancelled: the run's may be. Its own
 // failures are not reported: the loop is already ending with the error
-// (or status) that matters, and a session left with open calls is healed
-// on its next load anyway.
+// (or status) that matters. A session left with open calls (when even
+// the heal failed) is healed on its next load from a durable store; a
+// live one makes the next loop fail loudly, naming the open calls.
 func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Event) {
 	ctx := context.WithoutCancel(l.ctx)
 	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
