@@ -388,16 +388,7 @@ func nonNil(s []string) []string {
 func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, keys []string) (string, starlark.Value, *options, error) {
 	var prompt string
 	var system, positional starlark.Value = starlark.None, starlark.None
-	var named []starlark.Tuple
-	var rest []starlark.Tuple
-	for _, kv := range kwargs {
-		switch kv[0].(starlark.String) {
-		case "prompt", "system", "options":
-			named = append(named, kv)
-		default:
-			rest = append(rest, kv)
-		}
-	}
+	named, rest := splitKwargs(kwargs, "prompt", "system", "options")
 	if err := starlark.UnpackArgs(b.Name(), args, named, "prompt", &prompt, "system?", &system, "options?", &positional); err != nil {
 		return "", nil, nil, err
 	}

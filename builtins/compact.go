@@ -196,33 +196,11 @@ func lastModel(msgs []sessions.Message) string {
 }
 
 func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	if len(args) == 0 && len(kwargs) == 0 {
-		return nil, starlark.UnpackArgs(b.Name(), args, kwargs, "id", new(string))
-	}
-	var idv, positional starlark.Value = nil, starlark.None
-	var rest []starlark.Tuple
-	for _, kv := range kwargs {
-		switch kv[0].(starlark.String) {
-		case "id":
-			idv = kv[1]
-		case "opts":
-			positional = kv[1]
-		default:
-			rest = append(rest, kv)
-		}
-	}
-	if len(args) > 2 {
-		return nil, fmt.Errorf("%s: got %d positional arguments, want at most 2", b.Name(), len(args))
-	}
-	if len(args) >= 1 {
-		idv = args[0]
-	}
-	if len(args) == 2 {
-		positional = args[1]
-	}
-	id, ok := idv.(starlark.String)
-	if !ok {
-		return nil, fmt.Errorf("%s: for parameter id: got %s, want string", b.Name(), typeName(idv))
+	var id string
+	var positional starlark.Value = starlark.None
+	named, rest := splitKwargs(kwargs, "id", "opts")
+	if err := starlark.UnpackArgs(b.Name(), args, named, "id", &id, "opts?", &positional); err != nil {
+		return nil, err
 	}
 	o, err := unpackOptions(b.Name(), positional, rest, compactKeys)
 	if err != nil {
@@ -237,7 +215,7 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if o.has("compact_strategy") || o.has("hard_limit_strategy") {
 		// the llm strategy defaults to the session's last model; a read
 		// that does not refresh recency (the compaction itself will)
-		if rec, err := st.Store.Snapshot(ctx, string(id)); err == nil {
+		if rec, err := st.Store.Snapshot(ctx, id); err == nil {
 			model = lastModel(rec.Messages)
 		}
 	}
@@ -245,23 +223,16 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	if _, events, err := agent.CompactSession(ctx, st.Store, string(id), opts, agent.TriggerManual); err != nil {
+	if _, events, err := agent.CompactSession(ctx, st.Store, id, opts, agent.TriggerManual); err != nil {
 		return nil, loopErr(b.Name(), err)
 	} else if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
 	}
-	n, err := st.Store.Length(ctx, string(id))
+	n, err := st.Store.Length(ctx, id)
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.MakeInt(n), nil
-}
-
-func typeName(v starlark.Value) string {
-	if v == nil {
-		return "nothing"
-	}
-	return v.Type()
 }
 
 func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -61,6 +61,19 @@ func unpackOptions(fn string, positional starlark.Value, kwargs []starlark.Tuple
 	return o, nil
 }
 
+// splitKwargs separates the keyword arguments naming the builtin's own
+// parameters from the rest, which are options (unpackOptions).
+func splitKwargs(kwargs []starlark.Tuple, params ...string) (named, rest []starlark.Tuple) {
+	for _, kv := range kwargs {
+		if contains(params, string(kv[0].(starlark.String))) {
+			named = append(named, kv)
+		} else {
+			rest = append(rest, kv)
+		}
+	}
+	return named, rest
+}
+
 // has reports whether key was given (None counts as given).
 func (o *options) has(key string) bool {
 	_, ok := o.values[key]
@@ -80,7 +93,8 @@ func (o *options) typeErr(key string, v starlark.Value, want string) error {
 	return fmt.Errorf("%s: option '%s': got %s, want %s", o.fn, key, v.Type(), want)
 }
 
-// int sets *dst from key if given; the value must be an int >= min.
+// int sets *dst from key if given; the value must be an int >= min
+// (and small enough for an int).
 func (o *options) int(key string, dst *int, min int) error {
 	v, ok := o.get(key)
 	if !ok {
@@ -91,7 +105,10 @@ func (o *options) int(key string, dst *int, min int) error {
 		return o.typeErr(key, v, "int")
 	}
 	n, ok := i.Int64()
-	if !ok || n < int64(min) || n > 1<<40 {
+	if !ok || n > 1<<40 {
+		return fmt.Errorf("%s: `%s` is too large", o.fn, key)
+	}
+	if n < int64(min) {
 		return fmt.Errorf("%s: `%s` must be >= %d", o.fn, key, min)
 	}
 	*dst = int(n)

@@ -63,20 +63,27 @@ func (t *starlarkTool) Hash() (uint32, error) { return starlark.String(t.spec.Na
 func (t *starlarkTool) ToolSpec() llm.ToolSpec { return t.spec }
 
 // Attr exposes name, description and parameters.
-func (t *starlarkTool) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "name":
-		return starlark.String(t.spec.Name), nil
-	case "description":
-		return starlark.String(t.spec.Description), nil
-	case "parameters":
-		return vm.ToStarlark(t.spec.Parameters), nil
-	}
-	return nil, nil
-}
+func (t *starlarkTool) Attr(name string) (starlark.Value, error) { return specAttr(t.spec, name), nil }
 
 // AttrNames lists the attributes.
-func (t *starlarkTool) AttrNames() []string { return []string{"description", "name", "parameters"} }
+func (t *starlarkTool) AttrNames() []string { return specAttrNames() }
+
+// specAttr is the attribute name of a tool value read from its spec, or
+// nil if the spec has no such attribute.
+func specAttr(spec llm.ToolSpec, name string) starlark.Value {
+	switch name {
+	case "name":
+		return starlark.String(spec.Name)
+	case "description":
+		return starlark.String(spec.Description)
+	case "parameters":
+		return vm.ToStarlark(spec.Parameters)
+	}
+	return nil
+}
+
+// specAttrNames lists the attributes specAttr knows, sorted.
+func specAttrNames() []string { return []string{"description", "name", "parameters"} }
 
 // Bind returns the tool as the engine runs it: on thread.
 func (t *starlarkTool) Bind(thread *starlark.Thread) agent.Tool {

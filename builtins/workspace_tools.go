@@ -88,25 +88,18 @@ func (t *builtinTool) ToolSpec() llm.ToolSpec { return t.spec }
 
 // Attr exposes name, description, parameters and approve.
 func (t *builtinTool) Attr(name string) (starlark.Value, error) {
-	switch name {
-	case "name":
-		return starlark.String(t.spec.Name), nil
-	case "description":
-		return starlark.String(t.spec.Description), nil
-	case "parameters":
-		return vm.ToStarlark(t.spec.Parameters), nil
-	case "approve":
-		if t.approve == nil {
-			return starlark.None, nil
-		}
-		return t.approve, nil
+	if name != "approve" {
+		return specAttr(t.spec, name), nil
 	}
-	return nil, nil
+	if t.approve == nil {
+		return starlark.None, nil
+	}
+	return t.approve, nil
 }
 
 // AttrNames lists the attributes.
 func (t *builtinTool) AttrNames() []string {
-	return []string{"approve", "description", "name", "parameters"}
+	return append([]string{"approve"}, specAttrNames()...)
 }
 
 // CallInternal returns a copy of the tool configured by the keyword
