@@ -57,17 +57,18 @@ func textsOf(ms []Message) []string {
 func TestTranscriptHead(t *testing.T) {
 	base := Transcript{}.Append(msgs("a", 4)...)
 	f := base.Fork().Append(msgs("b", 3)...)
+	want := fmt.Sprint(texts(f))
 	for n := 0; n <= f.Len(); n++ {
 		h := f.Head(n)
 		if h.Len() != n {
 			t.Fatalf("Head(%d).Len() = %d", n, h.Len())
 		}
 		h = h.Append(Message{Role: RoleUser, Text: "new"})
-		if got := f.At(min(n, f.Len()-1)).Text; got == "new" {
-			t.Fatalf("appending to Head(%d) changed the source", n)
+		if h.Len() != n+1 || h.At(n).Text != "new" {
+			t.Fatalf("appending to Head(%d) gave %v", n, texts(h))
 		}
-		if f.Len() != 7 {
-			t.Fatalf("source length changed to %d", f.Len())
+		if got := fmt.Sprint(texts(f)); got != want {
+			t.Fatalf("appending to Head(%d) changed the source to %s", n, got)
 		}
 	}
 }
