@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -180,6 +181,9 @@ type loop struct {
 	// see estimate. callLen is the session length sent in the current call.
 	usage, usageAt, callLen int
 	viewport                bool
+	// schemas holds the compiled parameter schemas of the tools called so
+	// far (see argsSchema).
+	schemas map[string]*schema.Schema
 }
 
 // Run runs the loop. It returns an error when the loop fails (a model
@@ -620,8 +624,14 @@ func (l *loop) invoke(call sessions.ToolCall) (string, error) {
 	if tool == nil {
 		return "", &badCall{fmt.Sprintf("unknown tool '%s' (available: %s)", call.Name, strings.Join(names, ", "))}
 	}
-	if err := ValidateArgs(call.Arguments, tool.Spec().Parameters); err != nil {
-		return "", &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
+	sch, err := l.argsSchema(tool)
+	if err != nil {
+		return "", err
+	}
+	if sch != nil {
+		if err := sch.Validate("arguments", call.Arguments); err != nil {
+			return "", &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
+		}
 	}
 	return tool.Run(l.ctx, call)
 }

@@ -252,38 +252,6 @@ func TestParallelLoops(t *testing.T) {
 	wg.Wait()
 }
 
-func TestValidateArgs(t *testing.T) {
-	schema := map[string]any{"type": "object", "required": []any{"a"}, "additionalProperties": false, "properties": map[string]any{
-		"a": map[string]any{"type": "string", "minLength": int64(2)},
-		"n": map[string]any{"type": "integer", "minimum": int64(0), "maximum": int64(10)},
-		"l": map[string]any{"type": "array", "items": map[string]any{"type": "number"}, "maxItems": int64(2)},
-		"e": map[string]any{"enum": []any{"x", int64(1)}},
-		"u": map[string]any{"type": []any{"string", "null"}},
-	}}
-	tests := []struct {
-		args map[string]any
-		err  string
-	}{
-		{map[string]any{"a": "ok"}, ""},
-		{map[string]any{"a": "ok", "n": 3.0, "l": []any{1.5, int64(2)}, "e": 1.0, "u": nil}, ""},
-		{map[string]any{}, "arguments: missing required argument 'a'"},
-		{map[string]any{"a": "x"}, "arguments.a: is 1 characters long, want at least 2"},
-		{map[string]any{"a": "ok", "n": int64(11)}, "arguments.n: 11 is more than the maximum 10"},
-		{map[string]any{"a": "ok", "n": 1.5}, "arguments.n: got number, want integer"},
-		{map[string]any{"a": "ok", "l": []any{"s"}}, "arguments.l[0]: got string, want number"},
-		{map[string]any{"a": "ok", "l": []any{1.0, 2.0, 3.0}}, "arguments.l: has 3 items, want at most 2"},
-		{map[string]any{"a": "ok", "e": "y"}, `arguments.e: "y" is not one of the allowed values ["x", 1]`},
-		{map[string]any{"a": "ok", "u": int64(1)}, "arguments.u: got number, want null or string"},
-		{map[string]any{"a": "ok", "z": true}, "arguments: unexpected argument 'z' (expected: a, e, l, n, u)"},
-	}
-	for _, tc := range tests {
-		err := ValidateArgs(tc.args, schema)
-		if (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
-			t.Errorf("ValidateArgs(%v) = %v, want %q", tc.args, err, tc.err)
-		}
-	}
-}
-
 func TestToolErrorDecidesItsOwnFate(t *testing.T) {
 	refused := errors.New("path is outside the workspace")
 	for _, mode := range []ToolErrors{ToolErrorsReport, ToolErrorsRaise} {

@@ -7,7 +7,11 @@ package builtins
 // A plain Starlark function is a tool too: its name is the tool name, the
 // first paragraph of its docstring the description, an "Args:" section
 // (Google style) the parameter descriptions; parameters without defaults
-// are required; a parameter's JSON type comes from its default's type.
+// are required. A parameter's JSON type comes from the type in its Args:
+// line ("a (int): ..."; see docType), else from its default's type; with
+// neither (or a None default) any JSON value is accepted. Every schema,
+// inferred or given as parameters=, is compiled when the tool is made and
+// enforced in full on each call (llm/schema).
 
 import (
 	"context"
@@ -20,6 +24,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -46,11 +51,23 @@ type Tool interface {
 type starlarkTool struct {
 	fn   starlark.Callable
 	spec llm.ToolSpec
+	args *schema.Schema // spec.Parameters compiled
+}
+
+// newStarlarkTool makes a tool of fn, compiling its parameter schema: a
+// schema that does not compile is an error here, not at the first call.
+func newStarlarkTool(fn starlark.Callable, spec llm.ToolSpec) (*starlarkTool, error) {
+	args, err := schema.Compile(spec.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %v", err)
+	}
+	return &starlarkTool{fn: fn, spec: spec, args: args}, nil
 }
 
 var (
 	_ Tool              = (*starlarkTool)(nil)
 	_ starlark.HasAttrs = (*starlarkTool)(nil)
+	_ agent.SchemaTool  = (*boundTool)(nil)
 )
 
 func (t *starlarkTool) String() string        { return fmt.Sprintf("<tool %s>", t.spec.Name) }
@@ -96,6 +113,9 @@ type boundTool struct {
 }
 
 func (b *boundTool) Spec() llm.ToolSpec { return b.tool.spec }
+
+// ArgsSchema returns the schema compiled when the tool was made.
+func (b *boundTool) ArgsSchema() *schema.Schema { return b.tool.args }
 
 func (b *boundTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
 	kwargs := make([]starlark.Tuple, 0, len(call.Arguments))
@@ -173,7 +193,11 @@ func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if err := checkToolName(spec.Name); err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)
 	}
-	return &starlarkTool{fn: fn, spec: spec}, nil
+	t, err := newStarlarkTool(fn, spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	return t, nil
 }
 
 func checkToolName(name string) error {
@@ -206,7 +230,11 @@ func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
 			if err := checkToolName(x.Name()); err != nil {
 				return nil, fmt.Errorf("%s: tools[%d]: %v", fn, i, err)
 			}
-			t = &starlarkTool{fn: x, spec: inferSpec(x)}
+			st, err := newStarlarkTool(x, inferSpec(x))
+			if err != nil {
+				return nil, fmt.Errorf("%s: tools[%d]: %v", fn, i, err)
+			}
+			t = st
 		default:
 			return nil, fmt.Errorf("%s: tools[%d]: got %s, want a function or a tool", fn, i, x.Type())
 		}
@@ -222,7 +250,7 @@ func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
 
 // inferSpec builds a tool spec from a function's signature and docstring.
 func inferSpec(fn *starlark.Function) llm.ToolSpec {
-	description, argDocs := parseDocstring(fn.Doc())
+	description, argDocs, argTypes := parseDocstring(fn.Doc())
 	props := map[string]any{}
 	var required []any
 	n := fn.NumParams()
@@ -235,7 +263,7 @@ func inferSpec(fn *starlark.Function) llm.ToolSpec {
 	for i := 0; i < n; i++ {
 		name, _ := fn.Param(i)
 		dflt := fn.ParamDefault(i)
-		prop := map[string]any{"type": jsonTypeOf(dflt)}
+		prop := paramSchema(argTypes[name], dflt)
 		if d := argDocs[name]; d != "" {
 			prop["description"] = d
 		}
@@ -254,10 +282,29 @@ func inferSpec(fn *starlark.Function) llm.ToolSpec {
 	return llm.ToolSpec{Name: fn.Name(), Description: description, Parameters: schema}
 }
 
-// jsonTypeOf maps a default value to a JSON Schema type (string when
-// there is no default or it is None).
+// paramSchema is the schema of one inferred parameter: from its docstring
+// type when that names a known type, else from its default's type, else
+// no constraint. A None default also accepts null.
+func paramSchema(docType string, dflt starlark.Value) map[string]any {
+	prop, ok := typeSchema(docType)
+	if !ok {
+		prop = map[string]any{}
+		if t := jsonTypeOf(dflt); t != "" {
+			prop["type"] = t
+		}
+	}
+	if dflt == starlark.None {
+		prop = orNull(prop)
+	}
+	return prop
+}
+
+// jsonTypeOf maps a default value to a JSON Schema type ("" when there is
+// no default or it is None: no constraint).
 func jsonTypeOf(v starlark.Value) string {
 	switch v.(type) {
+	case starlark.String:
+		return "string"
 	case starlark.Int:
 		return "integer"
 	case starlark.Float:
@@ -269,12 +316,168 @@ func jsonTypeOf(v starlark.Value) string {
 	case *starlark.Dict:
 		return "object"
 	}
-	return "string"
+	return ""
+}
+
+// typeSchema is the schema of a docstring type: str, int, float, bool,
+// list, dict (also Python's typing spellings: List, Dict, Any), element
+// types list[T] and dict[str, T], unions "A | B", and Optional[T]. ok is
+// false for an empty or unknown type, which then says nothing.
+func typeSchema(t string) (map[string]any, bool) {
+	t = strings.TrimSpace(t)
+	if t == "" {
+		return nil, false
+	}
+	if parts := splitTop(t, '|'); len(parts) > 1 {
+		return unionSchema(parts)
+	}
+	if inner, ok := generic(t, "Optional"); ok {
+		return unionSchema([]string{inner, "None"})
+	}
+	if inner, ok := generic(t, "Union"); ok {
+		return unionSchema(splitTop(inner, ','))
+	}
+	for _, name := range []string{"list", "List", "tuple", "Tuple", "Sequence"} {
+		if inner, ok := generic(t, name); ok {
+			items := splitTop(inner, ',')
+			s := map[string]any{"type": "array"}
+			if len(items) == 1 {
+				if is, ok := typeSchema(items[0]); ok {
+					s["items"] = is
+				}
+			}
+			return s, true
+		}
+	}
+	for _, name := range []string{"dict", "Dict", "Mapping"} {
+		if inner, ok := generic(t, name); ok {
+			s := map[string]any{"type": "object"}
+			if kv := splitTop(inner, ','); len(kv) == 2 {
+				if vs, ok := typeSchema(kv[1]); ok {
+					s["additionalProperties"] = vs
+				}
+			}
+			return s, true
+		}
+	}
+	switch t {
+	case "str", "string":
+		return map[string]any{"type": "string"}, true
+	case "int", "integer":
+		return map[string]any{"type": "integer"}, true
+	case "float", "number":
+		return map[string]any{"type": "number"}, true
+	case "bool", "boolean":
+		return map[string]any{"type": "boolean"}, true
+	case "list", "List", "tuple", "Tuple", "Sequence":
+		return map[string]any{"type": "array"}, true
+	case "dict", "Dict", "Mapping", "object":
+		return map[string]any{"type": "object"}, true
+	case "None", "NoneType", "null":
+		return map[string]any{"type": "null"}, true
+	case "any", "Any":
+		return map[string]any{}, true
+	}
+	return nil, false
+}
+
+// unionSchema is the schema of a union: plain types merge into one "type"
+// list (their other keywords kept); anything richer becomes anyOf. Any
+// unknown member makes the union unknown.
+func unionSchema(parts []string) (map[string]any, bool) {
+	var members []map[string]any
+	for _, p := range parts {
+		m, ok := typeSchema(p)
+		if !ok {
+			return nil, false
+		}
+		if len(m) == 0 {
+			return m, true // Any absorbs the rest
+		}
+		members = append(members, m)
+	}
+	var types []any
+	merged := map[string]any{}
+	for _, m := range members {
+		tn, _ := m["type"].(string)
+		for k, v := range m {
+			if k == "type" {
+				continue
+			}
+			if _, clash := merged[k]; clash {
+				return map[string]any{"anyOf": anyOf(members)}, true
+			}
+			merged[k] = v
+		}
+		for _, seen := range types {
+			if seen == tn {
+				return map[string]any{"anyOf": anyOf(members)}, true
+			}
+		}
+		types = append(types, tn)
+	}
+	merged["type"] = types
+	return merged, true
+}
+
+func anyOf(members []map[string]any) []any {
+	out := make([]any, len(members))
+	for i, m := range members {
+		out[i] = m
+	}
+	return out
+}
+
+// orNull makes a parameter schema accept null too.
+func orNull(prop map[string]any) map[string]any {
+	switch t := prop["type"].(type) {
+	case string:
+		if t != "null" {
+			prop["type"] = []any{t, "null"}
+		}
+	case []any:
+		for _, x := range t {
+			if x == "null" {
+				return prop
+			}
+		}
+		prop["type"] = append(t, "null")
+	}
+	return prop
+}
+
+// generic returns the inside of "name[inner]".
+func generic(t, name string) (string, bool) {
+	if !strings.HasPrefix(t, name+"[") || !strings.HasSuffix(t, "]") {
+		return "", false
+	}
+	return t[len(name)+1 : len(t)-1], true
+}
+
+// splitTop splits s at sep outside brackets.
+func splitTop(s string, sep rune) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case sep:
+			if depth == 0 {
+				parts = append(parts, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, strings.TrimSpace(s[start:]))
 }
 
 // parseDocstring splits a Google-style docstring into its first paragraph
-// and the descriptions of an "Args:" section.
-func parseDocstring(doc string) (string, map[string]string) {
+// and, from an "Args:" section, each argument's description and the type
+// written in parentheses after its name ("a (int): ...").
+func parseDocstring(doc string) (description string, args, types map[string]string) {
 	lines := strings.Split(strings.TrimSpace(doc), "\n")
 	var first []string
 	i := 0
@@ -285,7 +488,8 @@ func parseDocstring(doc string) (string, map[string]string) {
 		}
 		first = append(first, l)
 	}
-	args := map[string]string{}
+	args = map[string]string{}
+	types = map[string]string{}
 	for ; i < len(lines); i++ {
 		if t := strings.TrimSpace(lines[i]); t == "Args:" || t == "Arguments:" {
 			break
@@ -311,7 +515,13 @@ func parseDocstring(doc string) (string, map[string]string) {
 			name, desc, _ := strings.Cut(t, ":")
 			name = strings.TrimSpace(name)
 			if j := strings.Index(name, "("); j > 0 {
+				typ := strings.TrimSuffix(strings.TrimSpace(name[j+1:]), ")")
+				// "x (int, optional)": the type is before the comma.
+				if k := strings.LastIndex(typ, ", optional"); k >= 0 {
+					typ = typ[:k]
+				}
 				name = strings.TrimSpace(name[:j])
+				types[name] = typ
 			}
 			current = name
 			args[name] = strings.TrimSpace(desc)
@@ -323,7 +533,7 @@ func parseDocstring(doc string) (string, map[string]string) {
 		}
 		break
 	}
-	return strings.Join(first, " "), args
+	return strings.Join(first, " "), args, types
 }
 
 // isArgLine reports whether a docstring line starts an argument entry:
