@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestExamples runs every pipeline in examples/ the way a user would.
+// TestExamples runs every pipeline in examples/ the way a user would:
+// with the default store (.skein/sessions.db under the working directory),
+// twice in a row. The second run must succeed and print the same thing:
+// an example never trips over the sessions its first run stored.
 func TestExamples(t *testing.T) {
 	files, err := filepath.Glob("../../examples/*.star")
 	if err != nil {
@@ -16,31 +20,48 @@ func TestExamples(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no examples found")
 	}
+	for i, f := range files {
+		if files[i], err = filepath.Abs(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("SKEIN_STORE", "")
+	t.Chdir(t.TempDir())
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code := skein(exampleArgs(file), stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
-			if code != exitOK {
-				t.Fatalf("skein run %s exited %d\nstdout:\n%s\nstderr:\n%s", file, code, out.String(), errOut.String())
-			}
-			if out.Len() == 0 {
-				t.Fatalf("%s printed nothing", file)
+			var first string
+			for run := 1; run <= 2; run++ {
+				var out, errOut bytes.Buffer
+				code := skein(exampleArgs(file), stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
+				if code != exitOK {
+					t.Fatalf("run %d: skein run %s exited %d\nstdout:\n%s\nstderr:\n%s", run, file, code, out.String(), errOut.String())
+				}
+				if out.Len() == 0 {
+					t.Fatalf("%s printed nothing", file)
+				}
+				if run == 1 {
+					first = out.String()
+				} else if out.String() != first {
+					t.Errorf("the second run printed something else:\n%s\nthe first:\n%s", out.String(), first)
+				}
 			}
 		})
 	}
+	if _, err := os.Stat(filepath.Join(".skein", "sessions.db")); err != nil {
+		t.Errorf("the examples did not use the default store: %v", err)
+	}
 }
 
-// exampleArgs is the command line that runs one example offline, with
-// the in-memory store: the examples use fixed session ids, and a durable
-// store would resume them on the next run (and leave .skein/ here).
+// exampleArgs is the command line that runs one example offline, as its
+// header says.
 func exampleArgs(file string) []string {
 	switch filepath.Base(file) {
 	case "code_agent.star":
 		// Go is installed wherever these tests run; go test of the
 		// sample project uses the build cache the tests have filled.
-		return []string{"run", "--store", "memory", "--allow-cmd", "go", file}
+		return []string{"run", "--allow-cmd", "go", file}
 	}
-	return []string{"run", "--store", "memory", file}
+	return []string{"run", file}
 }
 
 // TestExampleEvals runs the scripted evaluations under examples/ (every

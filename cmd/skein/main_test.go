@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -24,14 +25,27 @@ func TestScripts(t *testing.T) {
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// sleep DURATION: wait, e.g. for a background command to start
-			"sleep": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 1 {
-					ts.Fatalf("usage: sleep DURATION")
+			// waitfile FILE REGEXP: wait (up to a minute) until FILE exists
+			// and its content matches REGEXP, e.g. for a background
+			// command to say it has started; a fixed sleep is flaky on a
+			// loaded machine
+			"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: waitfile FILE REGEXP")
 				}
-				d, err := time.ParseDuration(args[0])
+				re, err := regexp.Compile(args[1])
 				ts.Check(err)
-				time.Sleep(d)
+				deadline := time.Now().Add(time.Minute)
+				for {
+					data, err := os.ReadFile(ts.MkAbs(args[0]))
+					if err == nil && re.Match(data) {
+						return
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("waitfile %s: no match for %q after a minute (content %q, %v)", args[0], args[1], data, err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 			},
 		},
 		Setup: func(env *testscript.Env) error {

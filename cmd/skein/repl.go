@@ -97,7 +97,7 @@ func replCommand(args []string, std stdio) int {
 
 	intr := newInterrupter(interactive)
 	defer intr.stop()
-	loop(repl, st, lines, intr, vf.timeout, std)
+	loop(repl, st, lines, intr, vf.timeout, &vf.store, std)
 	if err := closeVM(); err != nil {
 		fmt.Fprintf(std.err, "skein repl: %v\n", err)
 		return exitFailed
@@ -107,7 +107,7 @@ func replCommand(args []string, std stdio) int {
 
 // loop reads and evaluates inputs until the end of input or :quit.
 // Errors are printed and the loop goes on.
-func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, std stdio) {
+func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) {
 	for {
 		in, err := repl.Read(lines)
 		switch {
@@ -133,6 +133,9 @@ func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *i
 		done()
 		if err != nil {
 			fmt.Fprintln(std.err, vm.FormatError(err))
+			if h := store.hint(err); h != "" {
+				fmt.Fprintln(std.err, h)
+			}
 			continue
 		}
 		if v != nil && v != starlark.None {

@@ -43,6 +43,9 @@ func runCommand(args []string, io stdio) int {
 	closeErr := closeVM()
 	if err != nil {
 		fmt.Fprintln(io.err, vm.FormatError(err))
+		if h := vf.store.hint(err); h != "" {
+			fmt.Fprintln(io.err, h)
+		}
 		return exitFailed
 	}
 	if closeErr != nil {

@@ -80,3 +80,18 @@ func failState(io stdio, cmd string, err error) int {
 	}
 	return usageError(io, cmd, err.Error())
 }
+
+// hint returns advice for a script error caused by the durable store, or
+// "": a session that "already exists" there is most often one an earlier
+// run stored under a fixed id.
+func (f *storeFlag) hint(err error) string {
+	var se *sessions.Error
+	if f.memory() || !errors.As(err, &se) || !errors.Is(se.Err, sessions.ErrExists) {
+		return ""
+	}
+	rm := "skein sessions rm " + se.ID
+	if f.path != defaultStore {
+		rm = fmt.Sprintf("skein sessions rm --store %s %s", f.path, se.ID)
+	}
+	return fmt.Sprintf("hint: session '%s' is stored in %s, perhaps by an earlier run: remove it with `%s`, pick another id (None mints a new one), or run with --store memory", se.ID, f.path, rm)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -171,6 +172,12 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		}
 	}
 	if f.record != "" {
+		// Create the fixture's directory (recording into testdata/ of a
+		// fresh checkout is the usual first use).
+		if err := os.MkdirAll(filepath.Dir(f.record), 0o755); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("--llm-record: %v", err)
+		}
 		file, err := os.OpenFile(f.record, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err != nil {
 			closeAll()
