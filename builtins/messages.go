@@ -12,9 +12,10 @@ import (
 
 // blockKeys lists the keys allowed in a content block dict, by type.
 var blockKeys = map[string][]string{
-	sessions.BlockText:     {"text", "type"},
-	sessions.BlockThinking: {"signature", "thinking", "type"},
-	sessions.BlockImage:    {"data", "media_type", "type"},
+	sessions.BlockText:             {"text", "type"},
+	sessions.BlockThinking:         {"data", "origin", "signature", "thinking", "type"},
+	sessions.BlockRedactedThinking: {"data", "type"},
+	sessions.BlockImage:            {"data", "media_type", "type"},
 }
 
 // messageFromStarlark converts a message dict (API.md §1.2) to a Message,
@@ -147,7 +148,7 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 	typ, ok := t.(starlark.String)
 	allowed, known := blockKeys[string(typ)]
 	if !ok || !known {
-		return b, fmt.Errorf("block must have a string `type` (one of: image, text, thinking)")
+		return b, fmt.Errorf("block must have a string `type` (one of: %s)", strings.Join(sessions.BlockTypes, ", "))
 	}
 	b.Type = string(typ)
 	for _, item := range d.Items() {
@@ -169,6 +170,8 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 			b.Thinking = s
 		case "signature":
 			b.Signature = s
+		case "origin":
+			b.Origin = s
 		case "media_type":
 			b.MediaType = s
 		case "data":
@@ -269,6 +272,12 @@ func blockToStarlark(b sessions.Block) *starlark.Dict {
 		if b.Signature != "" {
 			set("signature", b.Signature)
 		}
+		if b.Origin != "" {
+			set("origin", b.Origin)
+			set("data", b.Data)
+		}
+	case sessions.BlockRedactedThinking:
+		set("data", b.Data)
 	case sessions.BlockImage:
 		set("media_type", b.MediaType)
 		set("data", b.Data)

@@ -47,6 +47,8 @@ func EstimateMessage(m *sessions.Message) int {
 			t += textTokens(b.Text, dense)
 		case sessions.BlockThinking:
 			t += textTokens(b.Thinking, false)
+		case sessions.BlockRedactedThinking:
+			t += textTokens(b.Data, true)
 		case sessions.BlockImage:
 			t += imageTokens
 		}

@@ -512,6 +512,8 @@ func (p *parser) content(m *Message) error {
 					dst = &b.Thinking
 				case "signature":
 					dst = &b.Signature
+				case "origin":
+					dst = &b.Origin
 				case "media_type":
 					dst = &b.MediaType
 				case "data":

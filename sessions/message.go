@@ -29,20 +29,34 @@ var Roles = []string{RoleAssistant, RoleSystem, RoleTool, RoleUser}
 
 // Content block types.
 const (
-	BlockText     = "text"
-	BlockThinking = "thinking"
-	BlockImage    = "image"
+	BlockText             = "text"
+	BlockThinking         = "thinking"
+	BlockRedactedThinking = "redacted_thinking"
+	BlockImage            = "image"
 )
+
+// BlockTypes lists the content block types in sorted order.
+var BlockTypes = []string{BlockImage, BlockRedactedThinking, BlockText, BlockThinking}
 
 // Block is one content block of a message whose content is a list.
 // Which fields are meaningful depends on Type:
-// text: Text; thinking: Thinking and optional Signature; image: MediaType and Data
-// (base64).
+//
+//   - text: Text;
+//   - thinking: Thinking (readable reasoning, possibly empty), and the
+//     state a provider needs back on the next request: Signature
+//     (Anthropic's signature), or Origin naming the wire protocol and
+//     Data holding that protocol's opaque reasoning state unchanged
+//     (Origin "openai_responses": the reasoning item as JSON; "gemini":
+//     the reply's parts as JSON, thought signatures included);
+//   - redacted_thinking: Data, Anthropic's encrypted thinking, sent back
+//     unchanged;
+//   - image: MediaType and Data (base64).
 type Block struct {
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	Origin    string `json:"origin,omitempty"`
 	MediaType string `json:"media_type,omitempty"`
 	Data      string `json:"data,omitempty"`
 }
@@ -148,22 +162,32 @@ func CheckShape(m *Message) error {
 func checkBlock(b Block) error {
 	switch b.Type {
 	case BlockText:
-		if b.Thinking != "" || b.Signature != "" || b.MediaType != "" || b.Data != "" {
+		if b.Thinking != "" || b.Signature != "" || b.Origin != "" || b.MediaType != "" || b.Data != "" {
 			return fmt.Errorf("a text block has only `type` and `text`")
 		}
 	case BlockThinking:
-		if b.Text != "" || b.MediaType != "" || b.Data != "" {
-			return fmt.Errorf("a thinking block has only `type`, `thinking` and `signature`")
+		if b.Text != "" || b.MediaType != "" {
+			return fmt.Errorf("a thinking block has only `type`, `thinking`, `signature`, `origin` and `data`")
+		}
+		if b.Data != "" && b.Origin == "" {
+			return fmt.Errorf("a thinking block with `data` needs the `origin` that made it")
+		}
+	case BlockRedactedThinking:
+		if b.Data == "" {
+			return fmt.Errorf("a redacted_thinking block needs string `data`")
+		}
+		if b.Text != "" || b.Thinking != "" || b.Signature != "" || b.Origin != "" || b.MediaType != "" {
+			return fmt.Errorf("a redacted_thinking block has only `type` and `data`")
 		}
 	case BlockImage:
 		if b.MediaType == "" || b.Data == "" {
 			return fmt.Errorf("an image block needs string `media_type` and `data`")
 		}
-		if b.Text != "" || b.Thinking != "" || b.Signature != "" {
+		if b.Text != "" || b.Thinking != "" || b.Signature != "" || b.Origin != "" {
 			return fmt.Errorf("an image block has only `type`, `media_type` and `data`")
 		}
 	default:
-		return fmt.Errorf("unknown block type %q (expected one of: image, text, thinking)", b.Type)
+		return fmt.Errorf("unknown block type %q (expected one of: %s)", b.Type, strings.Join(BlockTypes, ", "))
 	}
 	return nil
 }

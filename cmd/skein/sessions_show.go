@@ -117,6 +117,8 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 				switch b.Type {
 				case sessions.BlockThinking:
 					line(" thinking", b.Thinking)
+				case sessions.BlockRedactedThinking:
+					line(" thinking", fmt.Sprintf("[redacted, %d bytes]", len(b.Data)))
 				case sessions.BlockImage:
 					line("", fmt.Sprintf("[image %s, %d bytes of base64]", b.MediaType, len(b.Data)))
 				}

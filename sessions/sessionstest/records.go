@@ -61,6 +61,8 @@ func richMessages() []sessions.Message {
 		{Role: sessions.RoleAssistant,
 			Blocks: []sessions.Block{
 				{Type: sessions.BlockThinking, Thinking: "which tools?", Signature: "c2lnbmF0dXJl"},
+				{Type: sessions.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"},
+				{Type: sessions.BlockThinking, Thinking: "summary <b>", Origin: "openai_responses", Data: `{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"summary <b>"}],"encrypted_content":"gAAAA=="}`},
 				{Type: sessions.BlockText, Text: "calling two tools"},
 			},
 			ToolCalls: []sessions.ToolCall{
