@@ -43,6 +43,65 @@ type Request struct {
 	// ignores Stream.
 	Stream  bool
 	OnDelta func(Delta)
+	// Thinking, if set, asks the model to reason before it answers.
+	Thinking *Thinking
+	// NoCache turns off prompt-cache breakpoints (the `cache` option
+	// "none"); by default providers that need them marked (Anthropic) get
+	// them on the system prompt, the tools and the last message.
+	NoCache bool
+}
+
+// Thinking levels for Thinking.Effort.
+const (
+	EffortLow    = "low"
+	EffortMedium = "medium"
+	EffortHigh   = "high"
+)
+
+// Thinking asks a model to reason before it answers. Providers take
+// whichever of the two fields their API has and derive the other: a
+// budget maps to an effort (under 4096 tokens low, under 16384 medium,
+// else high), an effort to a budget (EffortBudget).
+type Thinking struct {
+	BudgetTokens int    // reasoning tokens allowed (Anthropic, Gemini); 0: not set
+	Effort       string // EffortLow, EffortMedium or EffortHigh (OpenAI); "": not set
+}
+
+// EffortBudget is the budget an effort stands for: low 2048, medium 8192,
+// high 24576 tokens.
+func EffortBudget(effort string) int {
+	switch effort {
+	case EffortLow:
+		return 2048
+	case EffortHigh:
+		return 24576
+	}
+	return 8192
+}
+
+// Budget returns the thinking budget in tokens: BudgetTokens, else the
+// budget of Effort.
+func (t *Thinking) Budget() int {
+	if t.BudgetTokens > 0 {
+		return t.BudgetTokens
+	}
+	return EffortBudget(t.Effort)
+}
+
+// Level returns the thinking effort: Effort, else the effort a budget
+// stands for.
+func (t *Thinking) Level() string {
+	switch {
+	case t.Effort != "":
+		return t.Effort
+	case t.BudgetTokens <= 0:
+		return EffortMedium
+	case t.BudgetTokens < 4096:
+		return EffortLow
+	case t.BudgetTokens < 16384:
+		return EffortMedium
+	}
+	return EffortHigh
 }
 
 // Delta is one streamed piece of a reply.
@@ -51,7 +110,12 @@ type Delta struct {
 	Thinking string // a piece of thinking text
 }
 
-// Usage counts the tokens of one call.
+// Usage counts the tokens of one call. InputTokens counts every token of
+// the prompt, those read from or written to a prompt cache included;
+// OutputTokens counts every generated token, reasoning included (both as
+// OpenAI counts them). CacheReadTokens and CacheWriteTokens are the parts
+// of InputTokens read from and written to the cache, ReasoningTokens the
+// part of OutputTokens spent reasoning.
 type Usage struct {
 	InputTokens      int
 	OutputTokens     int

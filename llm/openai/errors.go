@@ -89,10 +89,12 @@ func hasError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
 
-// failure turns an error response into an *llm.Error. Its message is
+// Failure turns an error response of OpenAI or of a server speaking its
+// error format (Chat Completions, Responses, Azure OpenAI, compatible
+// servers) into an *llm.Error. Its message is
 // "http <status>: <code or type>: <message>", or the trimmed body when the
 // body is not a JSON error.
-func failure(status int, h http.Header, body []byte) *llm.Error {
+func Failure(status int, h http.Header, body []byte) *llm.Error {
 	e, ok := parseError(body)
 	var msg string
 	if ok {
@@ -105,9 +107,9 @@ func failure(status int, h http.Header, body []byte) *llm.Error {
 	return wire.HTTPError(status, h, cat, msg, final)
 }
 
-// replyError turns an error object found in a 200 reply (mid-stream, or
+// ReplyError turns an error object found in a 200 reply (mid-stream, or
 // instead of a completion) into an *llm.Error.
-func replyError(raw json.RawMessage) *llm.Error {
+func ReplyError(raw json.RawMessage) *llm.Error {
 	e := decodeError(raw)
 	cat, _ := classify(0, &e)
 	return &llm.Error{Category: cat, Message: wire.Describe("error in the reply", e.kind(), e.Message)}

@@ -166,7 +166,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Body:     body,
 		Timeout:  p.timeout,
 		Secret:   p.key,
-		Fail:     failure,
+		Fail:     Failure,
 		Parse: func(r *http.Response) (*llm.Response, error) {
 			if wire.IsEventStream(r) {
 				return readStream(r.Body, req.OnDelta)

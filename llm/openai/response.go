@@ -125,7 +125,7 @@ func readCompletion(body io.Reader) (*llm.Response, error) {
 		return nil, wire.Malformed("reply", err)
 	}
 	if hasError(c.Error) {
-		return nil, replyError(c.Error)
+		return nil, ReplyError(c.Error)
 	}
 	if len(c.Choices) == 0 {
 		return nil, &llm.Error{Category: llm.ServerError, Message: "the reply has no choices"}
@@ -166,7 +166,7 @@ func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) 
 			return nil, wire.Malformed("stream chunk", err)
 		}
 		if hasError(c.Error) {
-			return nil, replyError(c.Error)
+			return nil, ReplyError(c.Error)
 		}
 		if r.model == "" {
 			r.model = c.Model

@@ -1,0 +1,202 @@
+package openairesponses
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// The request body of POST /responses.
+type request struct {
+	Model           string     `json:"model"`
+	Instructions    string     `json:"instructions,omitempty"`
+	Input           []any      `json:"input"`
+	Tools           []tool     `json:"tools,omitempty"`
+	ToolChoice      any        `json:"tool_choice,omitempty"`
+	Temperature     *float64   `json:"temperature,omitempty"`
+	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
+	Reasoning       *reasoning `json:"reasoning,omitempty"`
+	Include         []string   `json:"include,omitempty"`
+	Store           bool       `json:"store"`
+	Stream          bool       `json:"stream,omitempty"`
+}
+
+type reasoning struct {
+	Effort  string `json:"effort"`
+	Summary string `json:"summary"`
+}
+
+// inputMessage is a message item in its short form.
+type inputMessage struct {
+	Role string `json:"role"`
+	// Content is a string or a list of input parts.
+	Content any `json:"content"`
+}
+
+type inputText struct {
+	Type string `json:"type"` // "input_text"
+	Text string `json:"text"`
+}
+
+type inputImage struct {
+	Type     string `json:"type"` // "input_image"
+	ImageURL string `json:"image_url"`
+}
+
+type functionCall struct {
+	Type      string `json:"type"` // "function_call"
+	CallID    string `json:"call_id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type functionCallOutput struct {
+	Type   string `json:"type"` // "function_call_output"
+	CallID string `json:"call_id"`
+	Output string `json:"output"`
+}
+
+type tool struct {
+	Type        string         `json:"type"` // "function"
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters"`
+	Strict      bool           `json:"strict"`
+}
+
+// reasoningModel matches the models that reason by default (o1..o9,
+// gpt-5, codex): their replies need their encrypted reasoning included.
+var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
+
+// encodeRequest maps req onto the wire format:
+//
+//   - the system prompt is `instructions`; system messages of the
+//     transcript stay in place as system message items;
+//   - user messages are message items: string content stays a string,
+//     blocks become input_text and input_image (data: URL) parts;
+//   - an assistant message holding a thinking block of origin
+//     "openai_responses" is sent as the output items that block keeps,
+//     unchanged (reasoning items with their encrypted content, and the
+//     message and function_call items they pair with); any other
+//     assistant message is its text as a message item, then one
+//     function_call item per tool call;
+//   - tool results are function_call_output items (the protocol has no
+//     error flag; the text says it);
+//   - tools are functions with strict off (skein's schemas are not
+//     written for strict mode); tool_choice is sent only with tools;
+//   - MaxTokens is max_output_tokens; stop sequences do not exist in this
+//     API and are not sent;
+//   - Thinking becomes reasoning {effort, summary: "auto"}; a request with
+//     Thinking, or to a model that reasons by default, asks for the
+//     encrypted reasoning (include reasoning.encrypted_content);
+//   - store is always false: skein keeps the transcript.
+func encodeRequest(req *llm.Request) ([]byte, error) {
+	out := request{
+		Model:           req.Model,
+		Instructions:    req.System,
+		Temperature:     req.Temperature,
+		MaxOutputTokens: req.MaxTokens,
+		Stream:          req.Stream,
+		Input:           make([]any, 0, len(req.Messages)),
+	}
+	for i := range req.Messages {
+		items, err := encodeMessage(&req.Messages[i])
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %v", i, err)
+		}
+		out.Input = append(out.Input, items...)
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if params == nil {
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out.Tools = append(out.Tools, tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
+	}
+	if len(req.Tools) > 0 {
+		switch req.ToolChoice {
+		case "":
+		case "auto", "none", "required":
+			out.ToolChoice = req.ToolChoice
+		default:
+			out.ToolChoice = map[string]any{"type": "function", "name": req.ToolChoice}
+		}
+	}
+	if req.Thinking != nil {
+		out.Reasoning = &reasoning{Effort: req.Thinking.Level(), Summary: "auto"}
+	}
+	if req.Thinking != nil || reasoningModel.MatchString(req.Model) {
+		out.Include = []string{"reasoning.encrypted_content"}
+	}
+	// Kept items are sent exactly as they came: no HTML escaping.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func encodeMessage(m *sessions.Message) ([]any, error) {
+	switch m.Role {
+	case sessions.RoleTool:
+		return []any{functionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.TextContent()}}, nil
+	case sessions.RoleAssistant:
+		return encodeAssistant(m)
+	}
+	if m.Blocks == nil {
+		return []any{inputMessage{Role: m.Role, Content: m.Text}}, nil
+	}
+	parts := make([]any, 0, len(m.Blocks))
+	for _, b := range m.Blocks {
+		switch b.Type {
+		case sessions.BlockText:
+			parts = append(parts, inputText{Type: "input_text", Text: b.Text})
+		case sessions.BlockImage:
+			parts = append(parts, inputImage{Type: "input_image", ImageURL: "data:" + b.MediaType + ";base64," + b.Data})
+		}
+	}
+	if len(parts) == 0 {
+		return []any{inputMessage{Role: m.Role, Content: ""}}, nil
+	}
+	return []any{inputMessage{Role: m.Role, Content: parts}}, nil
+}
+
+func encodeAssistant(m *sessions.Message) ([]any, error) {
+	var items []any
+	for _, b := range m.Blocks {
+		if b.Type != sessions.BlockThinking || b.Origin != Name || b.Data == "" {
+			continue
+		}
+		var kept []json.RawMessage
+		if err := json.Unmarshal([]byte(b.Data), &kept); err != nil {
+			return nil, fmt.Errorf("a thinking block of origin %s does not hold a list of output items: %v", Name, err)
+		}
+		for _, item := range kept {
+			items = append(items, item)
+		}
+	}
+	if items != nil {
+		return items, nil
+	}
+	if text := m.TextContent(); text != "" {
+		items = append(items, inputMessage{Role: sessions.RoleAssistant, Content: text})
+	}
+	for _, c := range m.ToolCalls {
+		args := c.Arguments
+		if args == nil {
+			args = map[string]any{}
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+		}
+		items = append(items, functionCall{Type: "function_call", CallID: c.ID, Name: c.Name, Arguments: string(b)})
+	}
+	return items, nil
+}
