@@ -1,69 +1,50 @@
 package builtins
 
 import (
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/anthropic"
 	"github.com/skein-dev/skein/llm/openai"
+	"github.com/skein-dev/skein/llm/openairesponses"
 )
 
 // requestTimeout bounds one HTTP request to a real provider (a streamed
 // reply included); an agent loop's timeout_s bounds the whole loop.
 const requestTimeout = 5 * time.Minute
 
-// DefaultLLM returns the provider settings of a VM: every real provider
-// (openai, ollama, anthropic and OpenAI-compatible servers by any other
-// name with a base_url), reading keys and base URLs through getenv only.
-//
-// Keys: OPENAI_API_KEY, ANTHROPIC_API_KEY, and for an OpenAI-compatible
-// provider named NAME, NAME_API_KEY (upper-cased, '-' as '_'), if set.
-// Base URLs: the base_url option, else OPENAI_BASE_URL,
-// SKEIN_OLLAMA_BASE_URL, ANTHROPIC_BASE_URL.
+// DefaultLLM returns the provider settings of a VM: a factory per wire
+// protocol, so that every name of llm.Presets (and any other name with a
+// base_url, as an OpenAI-compatible server) can be built. Keys and base
+// URLs are read through getenv only, as the presets say.
 func DefaultLLM(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
 		Getenv:     getenv,
 		HTTPClient: providerClient(),
 		Factories: map[string]llm.Factory{
-			llm.ProviderOpenAI:    openAIFactory,
-			llm.ProviderOllama:    openAIFactory,
-			llm.ProviderAnthropic: anthropicFactory,
+			llm.ProtocolOpenAI:          openAIFactory,
+			llm.ProtocolAzure:           openAIFactory,
+			llm.ProtocolOpenAIResponses: responsesFactory,
+			llm.ProtocolAnthropic:       anthropicFactory,
 		},
-		OpenAICompatible: openAIFactory,
 	}
 }
 
 func openAIFactory(pc llm.ProviderConfig) (llm.Provider, error) {
-	cfg := openai.ConfigFromEnv(pc.Name, pc.Getenv)
-	if pc.BaseURL != "" {
-		cfg.BaseURL = pc.BaseURL
+	cfg := openai.Config{Name: pc.Name, BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout}
+	if pc.Protocol == llm.ProtocolAzure {
+		cfg.Name, cfg.APIVersion = openai.NameAzure, pc.Getenv("AZURE_OPENAI_API_VERSION")
 	}
-	switch pc.Name {
-	case llm.ProviderOpenAI:
-		if cfg.APIKey == "" {
-			return nil, fmt.Errorf("provider openai: OPENAI_API_KEY is not set")
-		}
-	case llm.ProviderOllama:
-	default:
-		cfg.APIKey = pc.Getenv(keyVar(pc.Name))
-	}
-	cfg.HTTPClient, cfg.Timeout = pc.HTTPClient, requestTimeout
 	return openai.New(cfg)
 }
 
+func responsesFactory(pc llm.ProviderConfig) (llm.Provider, error) {
+	return openairesponses.New(openairesponses.Config{Name: pc.Name, BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
+}
+
 func anthropicFactory(pc llm.ProviderConfig) (llm.Provider, error) {
-	cfg := anthropic.ConfigFromEnv(pc.Getenv)
-	if pc.BaseURL != "" {
-		cfg.BaseURL = pc.BaseURL
-	}
-	if cfg.APIKey == "" {
-		return nil, fmt.Errorf("provider anthropic: ANTHROPIC_API_KEY is not set")
-	}
-	cfg.HTTPClient, cfg.Timeout = pc.HTTPClient, requestTimeout
-	return anthropic.New(cfg)
+	return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
 }
 
 // providerClient is the HTTP client of a VM's real providers: the default
@@ -76,8 +57,3 @@ func providerClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// keyVar is the environment variable holding the key of an
-// OpenAI-compatible provider: "groq" -> GROQ_API_KEY.
-func keyVar(name string) string {
-	return strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_API_KEY"
-}

@@ -3,6 +3,9 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +142,84 @@ func TestFallback(t *testing.T) {
 	}
 	if e, ok := AsError(err); !ok || e.Provider != "e2" {
 		t.Fatalf("does not unwrap to the last: %v", err)
+	}
+}
+
+func TestBuildFromPresets(t *testing.T) {
+	env := map[string]string{"GROQ_API_KEY": "gk", "GOOGLE_API_KEY": "goog", "SKEIN_OLLAMA_BASE_URL": "http://gpu:11434/v1", "MYSERVER_API_KEY": "mk"}
+	var got ProviderConfig
+	s := &Settings{Getenv: func(k string) string { return env[k] }, Factories: map[string]Factory{}}
+	for _, proto := range []string{ProtocolOpenAI, ProtocolOpenAIResponses, ProtocolAnthropic, ProtocolGemini, ProtocolAzure} {
+		s.Factories[proto] = func(pc ProviderConfig) (Provider, error) { got = pc; return &flaky{name: pc.Name}, nil }
+	}
+	tests := []struct {
+		name, base string
+		want       ProviderConfig
+		err        string
+	}{
+		{name: "groq", want: ProviderConfig{Name: "groq", Protocol: "openai", BaseURL: "https://api.groq.com/openai/v1", APIKey: "gk"}},
+		{name: "groq", base: "http://proxy/v1", want: ProviderConfig{Name: "groq", Protocol: "openai", BaseURL: "http://proxy/v1", APIKey: "gk"}},
+		{name: "gemini", want: ProviderConfig{Name: "gemini", Protocol: "gemini", BaseURL: "https://generativelanguage.googleapis.com", APIKey: "goog"}},
+		{name: "ollama", want: ProviderConfig{Name: "ollama", Protocol: "openai", BaseURL: "http://gpu:11434/v1"}},
+		{name: "vllm", want: ProviderConfig{Name: "vllm", Protocol: "openai", BaseURL: "http://localhost:8000/v1"}},
+		{name: "myserver", base: "http://box/v1", want: ProviderConfig{Name: "myserver", Protocol: "openai", BaseURL: "http://box/v1", APIKey: "mk"}},
+		{name: "openai_responses", err: "provider openai_responses: OPENAI_API_KEY is not set"},
+		{name: "azure", err: "provider azure needs a base_url (or AZURE_OPENAI_ENDPOINT)"},
+		{name: "openai_compatible", err: `provider "openai_compatible" needs a base_url`},
+		{name: "myserver", err: `unknown provider "myserver"`},
+	}
+	for _, tt := range tests {
+		got = ProviderConfig{}
+		_, err := s.Build(tt.name, tt.base)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Build(%q, %q): got %v, want %q", tt.name, tt.base, err, tt.err)
+			}
+			continue
+		}
+		got.Getenv, got.HTTPClient = nil, nil
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("Build(%q, %q): got %+v, %v; want %+v", tt.name, tt.base, got, err, tt.want)
+		}
+	}
+}
+
+// TestPresetsDocumented keeps the table of docs/providers.md in step with
+// Presets.
+func TestPresetsDocumented(t *testing.T) {
+	data, err := os.ReadFile("../docs/providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	begin, end := strings.Index(doc, "<!-- presets:begin -->\n"), strings.Index(doc, "<!-- presets:end -->")
+	if begin < 0 || end < begin {
+		t.Fatal("docs/providers.md has no presets table markers")
+	}
+	var b strings.Builder
+	b.WriteString("| name | protocol | default base URL | base URL variable | key variables | key required |\n|---|---|---|---|---|---|\n")
+	code := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "`" + s + "`"
+	}
+	for _, p := range Presets {
+		base := code(p.BaseURL)
+		if base == "" {
+			base = "(none: the resource endpoint)"
+		}
+		var keys []string
+		for _, k := range p.KeyEnv {
+			keys = append(keys, code(k))
+		}
+		req := "no"
+		if p.KeyRequired {
+			req = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", p.Name, p.Protocol, base, code(p.BaseURLEnv), strings.Join(keys, ", "), req)
+	}
+	if got := doc[begin+len("<!-- presets:begin -->\n") : end]; got != b.String() {
+		t.Errorf("docs/providers.md presets table is out of date; want:\n%s", b.String())
 	}
 }

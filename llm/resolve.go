@@ -8,25 +8,33 @@ import (
 	"strings"
 )
 
-// Provider names known to skein. Any other name reaches an
-// OpenAI-compatible server when a base URL is given.
+// Provider names with a meaning of their own. Presets lists every named
+// provider; any other name reaches an OpenAI-compatible server when a
+// base URL is given.
 const (
 	ProviderMock             = "mock"
 	ProviderOpenAI           = "openai"
+	ProviderOpenAIResponses  = "openai_responses"
 	ProviderAnthropic        = "anthropic"
+	ProviderGemini           = "gemini"
+	ProviderAzure            = "azure"
 	ProviderOllama           = "ollama"
 	ProviderOpenAICompatible = "openai_compatible"
 )
 
-// ProviderConfig is what a Factory needs to build a provider.
+// ProviderConfig is what a Factory needs to build a provider: the name and
+// protocol, and the base URL and key already resolved from the base_url
+// option, the environment and the preset.
 type ProviderConfig struct {
 	Name       string // as the script wrote it
-	BaseURL    string // "" for the provider's default
+	Protocol   string // one of the Protocol* constants
+	BaseURL    string // never empty
+	APIKey     string // "" when none is set (and none is required)
 	Getenv     func(string) string
 	HTTPClient *http.Client
 }
 
-// Factory builds a real provider. It reads API keys through Getenv only.
+// Factory builds a real provider of one protocol.
 type Factory func(ProviderConfig) (Provider, error)
 
 // Settings are a VM's model defaults and the providers it can reach.
@@ -39,10 +47,8 @@ type Settings struct {
 	Getenv func(string) string
 	// HTTPClient is used by real providers (nil: their default).
 	HTTPClient *http.Client
-	// Factories build real providers by name: "openai", "anthropic",
-	// "ollama", and OpenAICompatible for every other name.
-	Factories        map[string]Factory
-	OpenAICompatible Factory
+	// Factories build real providers by protocol (ProtocolOpenAI, ...).
+	Factories map[string]Factory
 	// Middleware, if set, wraps every real provider Build returns (the
 	// --llm-record recorder).
 	Middleware func(Provider) Provider
@@ -53,13 +59,15 @@ var openAIModel = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`)
 // ErrNoProvider explains how to configure a provider. It names every
 // way, the offline mock included.
 var ErrNoProvider = fmt.Errorf("no provider configured: pass provider=\"mock\" for offline runs, or " +
-	"provider=\"openai\"/\"anthropic\"/\"ollama\"/\"openai_compatible\" (with base_url), set --provider or SKEIN_PROVIDER, " +
-	"use a claude-* or gpt-* model, or set ANTHROPIC_API_KEY or OPENAI_API_KEY")
+	"provider=\"openai\"/\"anthropic\"/\"gemini\"/\"ollama\"/... or \"openai_compatible\" (with base_url), set --provider or SKEIN_PROVIDER, " +
+	"use a claude-*, gpt-* or gemini-* model, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
 
 // ResolveName picks the provider of a call (API.md §4): the explicit name,
 // then the VM default, then the model's name (claude-* is Anthropic;
-// gpt-*, o1..o9 and chatgpt-* are OpenAI), then whichever API key is set
-// (Anthropic first). It returns ErrNoProvider when nothing applies.
+// gpt-*, o1..o9 and chatgpt-* are OpenAI; gemini-* is Gemini), then
+// whichever API key is set
+// (Anthropic, then OpenAI, then Gemini). It returns ErrNoProvider when
+// nothing applies.
 func (s *Settings) ResolveName(explicit, model string) (string, error) {
 	if explicit != "" {
 		return explicit, nil
@@ -72,12 +80,17 @@ func (s *Settings) ResolveName(explicit, model string) (string, error) {
 		return ProviderAnthropic, nil
 	case openAIModel.MatchString(model):
 		return ProviderOpenAI, nil
+	case strings.HasPrefix(model, "gemini-"):
+		return ProviderGemini, nil
 	}
 	if s.getenv("ANTHROPIC_API_KEY") != "" {
 		return ProviderAnthropic, nil
 	}
 	if s.getenv("OPENAI_API_KEY") != "" {
 		return ProviderOpenAI, nil
+	}
+	if s.getenv("GEMINI_API_KEY") != "" || s.getenv("GOOGLE_API_KEY") != "" {
+		return ProviderGemini, nil
 	}
 	return "", ErrNoProvider
 }
@@ -99,27 +112,42 @@ func (s *Settings) Build(name, baseURL string) (Provider, error) {
 	return s.Middleware(p), nil
 }
 
+// build resolves name through Presets (see LookupPreset): the protocol's
+// factory gets the base URL (the baseURL argument, else the preset's
+// environment variable, else its default) and the key (the first of the
+// preset's key variables that is set). A hosted service without its key,
+// and a name without a preset or a base URL, fail here, before any call.
 func (s *Settings) build(name, baseURL string) (Provider, error) {
-	cfg := ProviderConfig{Name: name, BaseURL: baseURL, Getenv: s.Getenv, HTTPClient: s.HTTPClient}
+	preset, known := LookupPreset(name)
+	f := s.Factories[preset.Protocol]
+	if f == nil || (!known && baseURL == "" && name != ProviderOpenAICompatible) {
+		known := append([]string{ProviderMock, ProviderOpenAICompatible}, PresetNames()...)
+		sort.Strings(known)
+		return nil, fmt.Errorf("unknown provider %q (expected one of: %s, or any name with a base_url)", name, strings.Join(known, ", "))
+	}
+	cfg := ProviderConfig{Name: name, Protocol: preset.Protocol, BaseURL: baseURL, Getenv: s.Getenv, HTTPClient: s.HTTPClient}
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
 	}
-	if f, ok := s.Factories[name]; ok {
-		return f(cfg)
+	if cfg.BaseURL == "" && preset.BaseURLEnv != "" {
+		cfg.BaseURL = cfg.Getenv(preset.BaseURLEnv)
 	}
-	if s.OpenAICompatible != nil && (baseURL != "" || name == ProviderOpenAICompatible) {
-		if baseURL == "" {
-			return nil, fmt.Errorf("provider %q needs a base_url", name)
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = preset.BaseURL
+	}
+	if cfg.BaseURL == "" {
+		if preset.BaseURLEnv != "" {
+			return nil, fmt.Errorf("provider %s needs a base_url (or %s)", name, preset.BaseURLEnv)
 		}
-		return s.OpenAICompatible(cfg)
+		return nil, fmt.Errorf("provider %q needs a base_url", name)
 	}
-	known := []string{ProviderMock}
-	for n := range s.Factories {
-		known = append(known, n)
+	for _, k := range preset.KeyEnv {
+		if cfg.APIKey = cfg.Getenv(k); cfg.APIKey != "" {
+			break
+		}
 	}
-	if s.OpenAICompatible != nil {
-		known = append(known, ProviderOpenAICompatible)
+	if cfg.APIKey == "" && preset.KeyRequired {
+		return nil, fmt.Errorf("provider %s: %s is not set", name, strings.Join(preset.KeyEnv, " or "))
 	}
-	sort.Strings(known)
-	return nil, fmt.Errorf("unknown provider %q (expected one of: %s, or any name with a base_url)", name, strings.Join(known, ", "))
+	return f(cfg)
 }

@@ -1,8 +1,9 @@
 // Package openai is skein's client for the OpenAI Chat Completions API
 // (POST {base}/chat/completions), written on net/http and encoding/json.
-// It implements llm.Provider for OpenAI itself and for every server that
-// speaks the same protocol: Ollama, vLLM, llama.cpp, LM Studio and
-// gateways.
+// It implements llm.Provider for OpenAI itself, for Azure OpenAI (name
+// "azure": deployment URLs, the api-version parameter and the api-key
+// header) and for every server that speaks the same protocol: Ollama,
+// vLLM, llama.cpp, LM Studio, hosted services and gateways.
 //
 // A Provider maps an llm.Request onto the wire format (request.go), reads
 // the reply as one JSON body or as a stream of server-sent events
@@ -28,7 +29,12 @@ const (
 	NameOpenAI     = "openai"
 	NameOllama     = "ollama"
 	NameCompatible = "openai_compatible"
+	NameAzure      = "azure"
 )
+
+// DefaultAzureAPIVersion is the api-version sent to Azure OpenAI when the
+// configuration names none.
+const DefaultAzureAPIVersion = "2024-10-21"
 
 // Default base URLs.
 const (
@@ -61,6 +67,9 @@ type Config struct {
 	// Timeout bounds each call, the whole streamed reply included (0: no
 	// limit beyond the caller's context). Expiry is a `timeout` error.
 	Timeout time.Duration
+	// APIVersion is Azure's api-version (default DefaultAzureAPIVersion);
+	// other servers ignore it.
+	APIVersion string
 }
 
 // ConfigFromEnv returns the configuration of the named provider from the
@@ -94,6 +103,10 @@ type Provider struct {
 	key     string
 	client  *http.Client
 	timeout time.Duration
+	// azure: url is the resource endpoint; the deployment (the model) and
+	// the api-version are added per call, and the key goes in api-key.
+	azure      bool
+	apiVersion string
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -112,6 +125,8 @@ func New(cfg Config) (*Provider, error) {
 			base = DefaultBaseURL
 		case NameOllama:
 			base = OllamaBaseURL
+		case NameAzure:
+			return nil, fmt.Errorf("%s: a base url (the resource endpoint, https://NAME.openai.azure.com) is required", name)
 		default:
 			return nil, fmt.Errorf("%s: a base url is required for an openai-compatible provider", name)
 		}
@@ -124,13 +139,20 @@ func New(cfg Config) (*Provider, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	return &Provider{
+	p := &Provider{
 		name:    name,
 		url:     strings.TrimRight(base, "/") + "/chat/completions",
 		key:     cfg.APIKey,
 		client:  client,
 		timeout: cfg.Timeout,
-	}, nil
+	}
+	if name == NameAzure {
+		p.azure, p.url, p.apiVersion = true, strings.TrimRight(base, "/"), cfg.APIVersion
+		if p.apiVersion == "" {
+			p.apiVersion = DefaultAzureAPIVersion
+		}
+	}
+	return p, nil
 }
 
 // Name returns the provider's configured name.
@@ -155,13 +177,21 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	} else {
 		h.Set("Accept", "application/json")
 	}
-	if p.key != "" {
+	target := p.url
+	switch {
+	case p.azure:
+		// {endpoint}/openai/deployments/{deployment}/chat/completions
+		target += "/openai/deployments/" + url.PathEscape(req.Model) + "/chat/completions?api-version=" + url.QueryEscape(p.apiVersion)
+		if p.key != "" {
+			h.Set("api-key", p.key)
+		}
+	case p.key != "":
 		h.Set("Authorization", "Bearer "+p.key)
 	}
 	resp, err := wire.Do(ctx, &wire.Call{
 		Provider: p.name,
 		Client:   p.client,
-		URL:      p.url,
+		URL:      target,
 		Header:   h,
 		Body:     body,
 		Timeout:  p.timeout,

@@ -616,3 +616,39 @@ func TestCancelAfterWholeReplyArrived(t *testing.T) {
 		t.Errorf("got %+v, %v; want context.Canceled", resp, err)
 	}
 }
+
+// TestAzure: the deployment (the model) and api-version are in the URL,
+// the key in the api-key header only.
+func TestAzure(t *testing.T) {
+	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")), wiretest.JSON(200, file(t, "text_response.json")))
+	p := newProvider(t, srv, func(c *openai.Config) { c.Name = "azure"; c.BaseURL = srv.URL + "/" })
+	if _, err := p.Complete(context.Background(), &llm.Request{Model: "my gpt-4o", Messages: []sessions.Message{user("hi")}, MaxTokens: 20}); err != nil {
+		t.Fatal(err)
+	}
+	p = newProvider(t, srv, func(c *openai.Config) { c.Name = "azure"; c.APIVersion = "2025-04-01-preview" })
+	if _, err := p.Complete(context.Background(), &llm.Request{Model: "o4-mini", Messages: []sessions.Message{user("hi")}, Thinking: &llm.Thinking{BudgetTokens: 20000}}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	for i, want := range []string{"/openai/deployments/my%20gpt-4o/chat/completions?api-version=2024-10-21", "/v1/openai/deployments/o4-mini/chat/completions?api-version=2025-04-01-preview"} {
+		r := reqs[i]
+		if got := r.URL; got != want {
+			t.Errorf("request %d: url %q, want %q", i, got, want)
+		}
+		if r.Header.Get("api-key") != testKey || r.Header.Get("Authorization") != "" {
+			t.Errorf("request %d: headers %v", i, r.Header)
+		}
+	}
+	var body map[string]any
+	json.Unmarshal(reqs[0].Body, &body)
+	if body["max_completion_tokens"] != 20.0 {
+		t.Errorf("body %v", body)
+	}
+	json.Unmarshal(reqs[1].Body, &body)
+	if body["reasoning_effort"] != "high" {
+		t.Errorf("body %v", body)
+	}
+	if _, err := openai.New(openai.Config{Name: "azure"}); err == nil || !strings.Contains(err.Error(), "the resource endpoint") {
+		t.Errorf("no endpoint: %v", err)
+	}
+}

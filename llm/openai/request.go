@@ -18,6 +18,7 @@ type chatRequest struct {
 	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
 	MaxTokens           int            `json:"max_tokens,omitempty"`
 	Stop                []string       `json:"stop,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
 	Stream              bool           `json:"stream,omitempty"`
 	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 }
@@ -88,8 +89,11 @@ type functionSpec struct {
 //   - a tool without a parameter schema gets the empty object schema;
 //   - tool_choice is sent only with tools: "auto", "none", "required", or
 //     a named function for any other value;
-//   - MaxTokens > 0 is max_completion_tokens for "openai" and max_tokens
-//     for every other server (older compatible servers know only that);
+//   - MaxTokens > 0 is max_completion_tokens for "openai" and "azure" and
+//     max_tokens for every other server (older compatible servers know
+//     only that);
+//   - Thinking is reasoning_effort (its effort, or the effort its budget
+//     stands for);
 //   - streaming asks for the usage chunk (stream_options.include_usage).
 func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	out := chatRequest{
@@ -125,11 +129,14 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 		}
 	}
 	if req.MaxTokens > 0 {
-		if p.name == NameOpenAI {
+		if p.name == NameOpenAI || p.azure {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
 			out.MaxTokens = req.MaxTokens
 		}
+	}
+	if req.Thinking != nil {
+		out.ReasoningEffort = req.Thinking.Level()
 	}
 	if req.Stream {
 		out.Stream = true

@@ -50,6 +50,7 @@ func JSON(status int, body string) Reply {
 type Request struct {
 	Method string
 	Path   string
+	URL    string // the path and query as sent
 	Header http.Header
 	Body   []byte
 }
@@ -78,7 +79,7 @@ func NewServer(t testing.TB, replies ...Reply) *Server {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, URL: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		s.t.Errorf("unexpected request %d to %s", len(s.requests), r.URL.Path)
