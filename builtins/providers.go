@@ -56,4 +56,3 @@ func providerClient() *http.Client {
 	t.MaxIdleConnsPerHost = 256
 	return &http.Client{Transport: t}
 }
-
