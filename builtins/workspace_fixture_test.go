@@ -30,9 +30,9 @@ const testSecret = "s3cr3t-value-never-shown"
 // server's host:port.
 var workspaceFiles = map[string]workspace.Config{
 	"fs_test.star":        {},
-	"exec_test.star":      {AllowCmds: []string{"sh", "cat"}},
+	"exec_test.star":      {AllowCmds: []string{"sh", "cat"}, AllowEnv: []string{"GREETING", "HOME_SET"}},
 	"http_test.star":      {AllowNet: []string{"$ALLOWED"}},
-	"secret_test.star":    {AllowCmds: []string{"sh"}, AllowNet: []string{"$ALLOWED"}},
+	"secret_test.star":    {AllowCmds: []string{"sh"}, AllowNet: []string{"$ALLOWED"}, AllowEnv: []string{"*"}},
 	"tools_test.star":     {Tier: workspace.Full, AllowCmds: []string{"sh", "cat"}, AllowNet: []string{"$ALLOWED"}},
 	"workspace_test.star": {Tier: workspace.Full, AllowCmds: []string{"sh", "cat"}, AllowNet: []string{"$ALLOWED", "*.example.com"}},
 }

@@ -27,16 +27,6 @@ const (
 // kept them open does not hold Run up longer than this.
 const outputGrace = 2 * time.Second
 
-// inheritedEnv are the environment variables a command inherits from
-// skein's environment. Nothing else is passed unless given in
-// RunOptions.Env or RunOptions.SecretEnv.
-var inheritedEnv = []string{
-	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "TZ", "TMPDIR",
-	"LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME",
-	// Windows needs these to start most programs.
-	"SYSTEMROOT", "SYSTEMDRIVE", "WINDIR", "COMSPEC", "PATHEXT", "TEMP", "TMP", "USERPROFILE",
-}
-
 // RunOptions are the options of Run. The zero value is usable.
 type RunOptions struct {
 	// Stdin is written to the command's standard input; "" gives it an
@@ -45,10 +35,12 @@ type RunOptions struct {
 	// Timeout bounds the run (DefaultTimeout if 0 or negative).
 	Timeout time.Duration
 	// Env are environment variables added to the minimal inherited
-	// environment, overriding it.
+	// environment, overriding it. Each name must be on the policy's
+	// environment allowlist (Config.AllowEnv).
 	Env map[string]string
 	// SecretEnv are environment variables whose values are secrets,
-	// revealed only in the command's environment. They override Env.
+	// revealed only in the command's environment. They override Env and
+	// are checked against the allowlist as Env is.
 	SecretEnv map[string]Secret
 	// Dir is the working directory: "" for Root, otherwise a directory
 	// in write scope (a relative path is relative to Root).
@@ -83,7 +75,9 @@ type RunResult struct {
 //
 // The command gets a minimal environment: PATH, HOME, the locale and a
 // few others from skein's environment (never API keys or other secrets),
-// plus opts.Env and opts.SecretEnv. It runs in its own process group,
+// plus opts.Env and opts.SecretEnv, whose names must be on the
+// environment allowlist and never one of the variables that make a
+// loader, shell or interpreter run other code (see Config.AllowEnv). It runs in its own process group,
 // which is killed when the command exits (no process it started
 // outlives Run, unless it left the group with setsid), when the timeout
 // expires (TimedOut, Code -1, a nil error) and when ctx is done (Code -1
@@ -121,7 +115,7 @@ func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunR
 	if err != nil {
 		return nil, err
 	}
-	env, err := commandEnv(opts.Env, opts.SecretEnv)
+	env, err := p.commandEnv(opts.Env, opts.SecretEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -285,45 +279,6 @@ func (p *Policy) lookCmd(name, dir string) (string, error) {
 		return "", fmt.Errorf("command %q not found in PATH", name)
 	}
 	return found, nil
-}
-
-// commandEnv builds a command's environment, sorted by name.
-func commandEnv(extra map[string]string, secrets map[string]Secret) ([]string, error) {
-	env := map[string]string{}
-	for _, k := range inheritedEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	for k, v := range extra {
-		if err := checkEnvVar(k, v); err != nil {
-			return nil, err
-		}
-		env[k] = v
-	}
-	for k, s := range secrets {
-		if err := checkEnvVar(k, s.Reveal()); err != nil {
-			return nil, err
-		}
-		env[k] = s.Reveal()
-	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// checkEnvVar checks a variable; its message never includes the value.
-func checkEnvVar(name, value string) error {
-	if name == "" || strings.ContainsAny(name, "=\x00") {
-		return fmt.Errorf("invalid environment variable name %q", name)
-	}
-	if strings.ContainsRune(value, 0) {
-		return fmt.Errorf("environment variable %q: value contains a NUL byte", name)
-	}
-	return nil
 }
 
 // capped keeps the first max bytes written to it and counts the rest.

@@ -188,7 +188,7 @@ func TestRunEnvironment(t *testing.T) {
 	t.Setenv("FOO_API_KEY", "sk-parent-secret")
 	t.Setenv("SKEIN_TEST_UNLISTED", "unlisted")
 	t.Setenv("LANG", "C.UTF-8")
-	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{"sh"}})
+	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{"sh"}, AllowEnv: []string{"*"}})
 	res, err := p.Run(context.Background(), []string{"sh", "-c", "env"}, RunOptions{
 		Env:       map[string]string{"BAR": "baz", "LANG": "C"},
 		SecretEnv: map[string]Secret{"TOKEN": NewSecret("MY_TOKEN", "tok-123")},
@@ -314,7 +314,7 @@ func TestRunHugeOutputBoundedMemory(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{self}})
+	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{self}, AllowEnv: []string{"SKEIN_WORKSPACE_HELPER"}})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -337,5 +337,50 @@ func TestRunHugeOutputBoundedMemory(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 24<<20 {
 		t.Errorf("allocated %d MiB for %d MiB of output", alloc>>20, 2*floodBytes>>20)
+	}
+}
+
+// TestRunEnvAllowlist: a script may set only the environment variables
+// the policy allows, and never one that makes a command load or run other
+// code (LD_PRELOAD with only "echo" allowed runs anything).
+func TestRunEnvAllowlist(t *testing.T) {
+	needBins(t, "sh")
+	dir := tempDir(t)
+	none := mustNew(t, Config{Root: dir, AllowCmds: []string{"sh"}})
+	_, err := none.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{"GREETING": "hi"}})
+	if err == nil || !errors.Is(err, ErrNotAllowed) || err.Error() != `environment variable "GREETING" is not allowed (no variables are allowed; use --allow-env)` {
+		t.Errorf("no allowlist: err = %v", err)
+	}
+	_, err = none.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{SecretEnv: map[string]Secret{"TOKEN": NewSecret("T", "v")}})
+	if err == nil || !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("no allowlist, a secret: err = %v", err)
+	}
+
+	p := mustNew(t, Config{Root: dir, AllowCmds: []string{"sh"}, AllowEnv: []string{"GREETING", "APP_*"}})
+	res, err := p.Run(context.Background(), []string{"sh", "-c", `echo "$GREETING $APP_MODE"`}, RunOptions{Env: map[string]string{"GREETING": "hi", "APP_MODE": "x"}})
+	if err != nil || res.Stdout != "hi x\n" {
+		t.Fatalf("allowed names: %v, %+v", err, res)
+	}
+	_, err = p.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{"OTHER": "1"}})
+	if err == nil || err.Error() != `environment variable "OTHER" is not allowed (allowed: GREETING, APP_*)` {
+		t.Errorf("unlisted name: err = %v", err)
+	}
+
+	any := mustNew(t, Config{Root: dir, AllowCmds: []string{"sh"}, AllowEnv: []string{"*"}})
+	for _, name := range []string{"LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "GCONV_PATH", "BASH_ENV", "ENV",
+		"PYTHONSTARTUP", "PERL5OPT", "NODE_OPTIONS", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL", "PATH", "HOME", "BASH_FUNC_x%%",
+		"GLIBC_TUNABLES", "RUBYOPT", "JAVA_TOOL_OPTIONS", "GOFLAGS", "PAGER"} {
+		_, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{name: "./evil.so"}})
+		if err == nil || !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), fmt.Sprintf("environment variable %q is never allowed", name)) {
+			t.Errorf("%s with AllowEnv *: err = %v", name, err)
+		}
+	}
+	if _, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{"GREETING": "hi"}}); err != nil {
+		t.Errorf("AllowEnv * refused a plain name: %v", err)
+	}
+	for _, bad := range []string{"LD_PRELOAD", "LD_*", "GIT_*", "", "A=B", "A*B", "*X"} {
+		if _, err := New(Config{Root: dir, AllowEnv: []string{bad}}); err == nil {
+			t.Errorf("AllowEnv %q accepted", bad)
+		}
 	}
 }

@@ -92,6 +92,14 @@ type Config struct {
 	// no egress. Private, loopback and other non-public addresses are
 	// reached only through an exact host or IP entry, never a wildcard.
 	AllowNet []string
+	// AllowEnv are the environment variables a script may set for a
+	// command (exec.run's env, --allow-env): names ("GREETING"), prefixes
+	// ending in "*" ("MYAPP_*"), or "*" for any name. Empty: none. Names
+	// that make a loader, shell, interpreter or tool run code the command
+	// line did not name (LD_*, DYLD_*, BASH_ENV, PYTHONSTARTUP,
+	// NODE_OPTIONS, GIT_*, PATH, HOME, ...) are refused even under "*",
+	// and an entry that names or covers one is an error.
+	AllowEnv []string
 }
 
 // Policy is the workspace policy of one run. It is immutable and safe for
@@ -103,6 +111,7 @@ type Policy struct {
 	cmds     []string
 	netRules []hostRule
 	net      []string // netRules as written, for messages
+	env      []string // the environment allowlist
 
 	// lookupIP resolves a host name; tests replace it.
 	lookupIP  func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -131,6 +140,10 @@ func New(c Config) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
+	env, err := checkEnvAllow(c.AllowEnv)
+	if err != nil {
+		return nil, err
+	}
 	rules := make([]hostRule, 0, len(c.AllowNet))
 	for _, e := range c.AllowNet {
 		r, err := parseHostRule(e)
@@ -143,6 +156,7 @@ func New(c Config) (*Policy, error) {
 		root:     root,
 		tier:     tier,
 		cmds:     cmds,
+		env:      env,
 		netRules: rules,
 		lookupIP: defaultLookupIP,
 	}
@@ -242,6 +256,9 @@ func (p *Policy) WriteRoot() string { return p.scopeDir(accessWrite) }
 // AllowCmds returns a copy of the command allowlist.
 func (p *Policy) AllowCmds() []string { return slices.Clone(p.cmds) }
 
+// AllowEnv returns a copy of the environment allowlist.
+func (p *Policy) AllowEnv() []string { return slices.Clone(p.env) }
+
 // AllowNet returns a copy of the network allowlist, normalised (lower
 // case, no trailing dot).
 func (p *Policy) AllowNet() []string { return slices.Clone(p.net) }
@@ -258,6 +275,9 @@ func (p *Policy) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "; commands: %s; net: %s", listOrNone(p.cmds), listOrNone(p.net))
+	if len(p.env) > 0 {
+		fmt.Fprintf(&b, "; env: %s", strings.Join(p.env, ", "))
+	}
 	return b.String()
 }
 
@@ -301,6 +321,7 @@ func (p *Policy) Narrow(n Narrowing) (*Policy, error) {
 		tier:     p.tier,
 		gitRoot:  p.gitRoot,
 		cmds:     p.cmds,
+		env:      p.env,
 		netRules: p.netRules,
 		lookupIP: p.lookupIP,
 	}

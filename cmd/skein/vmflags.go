@@ -36,6 +36,7 @@ type vmFlags struct {
 	tier       workspace.Tier // fsScope parsed by check
 	allowCmd   listFlag
 	allowNet   listFlag
+	allowEnv   listFlag
 	store      storeFlag // memory unless registerStore added --store
 }
 
@@ -74,6 +75,7 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workspace, "workspace", "", "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)")
 	fs.StringVar(&f.fsScope, "fs-scope", "sandboxed", "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full")
 	fs.Var(&f.allowCmd, "allow-cmd", "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)")
+	fs.Var(&f.allowEnv, "allow-env", "environment variables exec.run's env may set: NAME, PREFIX_*, or * (loader and interpreter hooks such as LD_PRELOAD are never allowed); comma-separated, repeatable (default: none)")
 	fs.Var(&f.allowNet, "allow-net", "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)")
 }
 
@@ -123,7 +125,7 @@ func (f *vmFlags) policy(root string) (*workspace.Policy, error) {
 			return nil, fmt.Errorf("--workspace %s: not a directory", root)
 		}
 	}
-	return workspace.New(workspace.Config{Root: root, Tier: f.tier, AllowCmds: f.allowCmd, AllowNet: f.allowNet})
+	return workspace.New(workspace.Config{Root: root, Tier: f.tier, AllowCmds: f.allowCmd, AllowNet: f.allowNet, AllowEnv: f.allowEnv})
 }
 
 // vmConfig is what a command adds to the shared flags to build a VM.
