@@ -41,6 +41,10 @@ var (
 	// ErrHasChildren means a delete was refused because forks of the
 	// session exist.
 	ErrHasChildren = errors.New("session has children")
+	// ErrCycle means a session's parents lead back to it: Create refuses
+	// such a record, and a lineage walk that meets a cycle stored by an
+	// older version stops with it.
+	ErrCycle = errors.New("fork cycle")
 )
 
 // Record is the complete stored state of one session: what a Backend

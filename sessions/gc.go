@@ -44,27 +44,16 @@ func Collect(ctx context.Context, b Backend, f ListFilter, dryRun bool) (*Collec
 			children[s.ID] = meta.ChildIDs
 		}
 	}
-	// deletable reports whether id and all its forks match, listing
-	// them in c.Deleted, forks first.
+	// A session is deletable when it and all its forks match. The walk
+	// is iterative (post-order: forks before their parent) and stops with
+	// ErrCycle on a cycle stored by an older version.
 	c := &Collection{}
-	verdict := map[string]bool{}
-	var deletable func(id string) bool
-	deletable = func(id string) bool {
-		if v, ok := verdict[id]; ok {
-			return v
-		}
-		ok := matched[id]
-		for _, child := range children[id] {
-			ok = deletable(child) && ok
-		}
-		verdict[id] = ok
-		if ok {
-			c.Deleted = append(c.Deleted, id)
-		}
-		return ok
-	}
+	deletable := map[string]bool{}
 	for _, s := range matches {
-		if !deletable(s.ID) {
+		if err := judge(s.ID, matched, children, deletable, &c.Deleted); err != nil {
+			return nil, err
+		}
+		if !deletable[s.ID] {
 			c.Kept = append(c.Kept, s.ID)
 		}
 	}
@@ -89,4 +78,54 @@ func Collect(ctx context.Context, b Backend, f ListFilter, dryRun bool) (*Collec
 	c.Deleted = deleted
 	slices.Sort(c.Kept)
 	return c, nil
+}
+
+// judge decides, for root and its forks not yet in verdict, whether each
+// matches with all its forks, appending the deletable ones to deleted,
+// forks first. It walks with an explicit stack: a fork tree as deep as
+// the store allows does not grow the Go stack, and a cycle is ErrCycle.
+func judge(root string, matched map[string]bool, children map[string][]string, verdict map[string]bool, deleted *[]string) error {
+	if _, ok := verdict[root]; ok {
+		return nil
+	}
+	type frame struct {
+		id   string
+		next int // index of the next child to visit
+		ok   bool
+	}
+	onPath := map[string]bool{root: true}
+	stack := []frame{{id: root, ok: matched[root]}}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if kids := children[top.id]; top.next < len(kids) {
+			child := kids[top.next]
+			top.next++
+			if v, ok := verdict[child]; ok {
+				top.ok = top.ok && v
+				continue
+			}
+			if onPath[child] {
+				path := make([]string, 0, len(stack)+1)
+				for _, f := range stack {
+					path = append(path, f.id)
+				}
+				return cycleError(root, append(path, child))
+			}
+			onPath[child] = true
+			stack = append(stack, frame{id: child, ok: matched[child]})
+			continue
+		}
+		done := *top
+		stack = stack[:len(stack)-1]
+		delete(onPath, done.id)
+		verdict[done.id] = done.ok
+		if done.ok {
+			*deleted = append(*deleted, done.id)
+		}
+		if len(stack) > 0 {
+			parent := &stack[len(stack)-1]
+			parent.ok = parent.ok && done.ok
+		}
+	}
+	return nil
 }

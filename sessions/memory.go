@@ -39,6 +39,15 @@ func (b *MemoryBackend) Create(_ context.Context, rec *Record) error {
 	if _, ok := b.sessions[rec.ID]; ok {
 		return fmt.Errorf("session %q: %w", rec.ID, ErrExists)
 	}
+	if err := CheckParentChain(rec.ID, rec.ParentID, func(id string) (string, bool, error) {
+		r, ok := b.sessions[id]
+		if !ok {
+			return "", false, nil
+		}
+		return r.rec.ParentID, true, nil
+	}); err != nil {
+		return err
+	}
 	r := &memRecord{rec: cloneRecordFields(rec), transcript: NewTranscript(slices.Clone(rec.Messages))}
 	b.sessions[rec.ID] = r
 	return nil

@@ -612,7 +612,9 @@ type Lineage struct {
 }
 
 // Ancestry returns the session's parent, children and root (found by
-// walking parents while they are known to the store).
+// walking parents while they are known to the store). Parents that lead
+// back to a session already walked (a cycle stored by an older version)
+// are ErrCycle.
 func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
 	rec, err := s.Meta(ctx, id)
 	if err != nil {
@@ -620,7 +622,12 @@ func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
 	}
 	l := &Lineage{ParentID: rec.ParentID, ChildIDs: rec.ChildIDs, RootID: id}
 	seen := map[string]bool{id: true}
-	for p := rec.ParentID; p != "" && !seen[p]; {
+	path := []string{id}
+	for p := rec.ParentID; p != ""; {
+		path = append(path, p)
+		if seen[p] {
+			return nil, cycleError(id, path)
+		}
 		seen[p] = true
 		prec, err := s.Meta(ctx, p)
 		if err != nil {

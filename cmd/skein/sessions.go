@@ -152,6 +152,15 @@ func sessionError(store *storeFlag, id string, err error) error {
 	return err
 }
 
+// cycleHint says how to remove a parent cycle stored by an older
+// version, which lineage walks refuse (sessions.ErrCycle).
+func cycleHint(err error) error {
+	if errors.Is(err, sessions.ErrCycle) {
+		return fmt.Errorf("%w (stored by an older version: skein sessions rm ID --recursive removes the whole cycle)", err)
+	}
+	return err
+}
+
 // parseStatuses parses a comma-separated list of statuses.
 func parseStatuses(flagName, s string) ([]sessions.Status, error) {
 	if s == "" {

@@ -119,24 +119,6 @@ func orDash(s string) string {
 	return s
 }
 
-// descendants returns the forks of id and their forks, depth first.
-func descendants(ctx context.Context, b sessions.Backend, id string) ([]string, error) {
-	meta, err := b.LoadMeta(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range meta.ChildIDs {
-		out = append(out, c)
-		more, err := descendants(ctx, b, c)
-		if err != nil && !errors.Is(err, sessions.ErrNotFound) {
-			return nil, err
-		}
-		out = append(out, more...)
-	}
-	return out, nil
-}
-
 // sessionsRm implements `skein sessions rm ID...`.
 func sessionsRm(args []string, io stdio) int {
 	var store storeFlag
@@ -156,15 +138,16 @@ func sessionsRm(args []string, io stdio) int {
 	defer b.Close()
 	ctx := context.Background()
 	for _, id := range ids {
-		forks, err := descendants(ctx, b, id)
-		if err == nil {
+		forks, err := sessions.Descendants(ctx, b, id)
+		if err == nil || (*recursive && errors.Is(err, sessions.ErrCycle)) {
+			// A recursive delete removes a stored cycle whole.
 			err = b.Delete(ctx, id, *recursive)
 		}
 		switch {
 		case errors.Is(err, sessions.ErrHasChildren):
 			return fail(io, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, strings.Join(forks, ", ")))
 		case err != nil:
-			return fail(io, fs.Name(), sessionError(&store, id, err))
+			return fail(io, fs.Name(), cycleHint(sessionError(&store, id, err)))
 		case len(forks) > 0:
 			fmt.Fprintf(io.out, "removed %s and its forks %s\n", id, strings.Join(forks, ", "))
 		default:
@@ -216,7 +199,7 @@ func sessionsGC(args []string, io stdio) int {
 		}
 	}
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(io, fs.Name(), cycleHint(err))
 	}
 	fmt.Fprintf(io.out, "%s %s", verb, plural(len(c.Deleted), "session"))
 	if len(c.Kept) > 0 {

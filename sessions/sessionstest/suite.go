@@ -29,6 +29,8 @@
 //     backend that can drop a session without deleting it (a
 //     sessions.Forgetter, the memory backend's LRU eviction) must keep the
 //     forks' shared messages readable.
+//   - Create refuses a ParentID that would close a cycle through the
+//     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
 //     ErrConflict, and the result is a valid transcript.
 //   - Exact round trips of messages (content blocks, tool calls with nested
@@ -84,6 +86,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"ConcurrentForks", testConcurrentForks},
 		{"PartialNotFound", testPartialNotFound},
 		{"History", testHistory},
+		{"ParentCycle", testParentCycle},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,22 @@ func checkNoChildren(rec *sessions.Record) error {
 	return nil
 }
 
+// checkParentChain refuses, in the transaction that inserts it, a new
+// session whose stored parents lead back to it (sessions.ErrCycle).
+func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) error {
+	return sessions.CheckParentChain(rec.ID, rec.ParentID, func(id string) (string, bool, error) {
+		var parent sql.NullString
+		err := tx.QueryRowContext(ctx, `SELECT parent_id FROM sessions WHERE id = ?`, id).Scan(&parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("session %q: %w", rec.ID, err)
+		}
+		return parent.String, true, nil
+	})
+}
+
 // insertSession stores rec's own fields with the current view v of n
 // messages and returns the new row's sid (sessions.ErrExists).
 func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *sessionRow, v view, n int64) (int64, error) {
@@ -93,9 +109,6 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 	if err := checkNoChildren(rec); err != nil {
 		return err
 	}
-	if rec.ParentID == rec.ID {
-		return fmt.Errorf("session %q: a session cannot be its own parent", rec.ID)
-	}
 	row, err := encodeSession(rec)
 	if err != nil {
 		return err
@@ -113,6 +126,9 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		return err
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
+		if err := checkParentChain(ctx, tx, rec); err != nil {
+			return err
+		}
 		sid, err := insertSession(ctx, tx, rec, row, view{ownFrom: int64(len(history))}, int64(len(bodies)))
 		if err != nil {
 			return err
