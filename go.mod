@@ -13,6 +13,8 @@ require (
 	modernc.org/sqlite v1.60.0
 )
 
+require github.com/expr-lang/expr v1.17.8
+
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

@@ -323,6 +323,7 @@ func recordToStarlark(rec *sessions.Record) *starlark.Dict {
 	set("status", starlark.String(string(rec.Status)))
 	set("created_at", starlark.String(rec.CreatedAt.UTC().Format(sessions.TimeFormat)))
 	set("updated_at", starlark.String(rec.UpdatedAt.UTC().Format(sessions.TimeFormat)))
+	set("title", optionalString(rec.Title))
 	set("messages", messagesToStarlark(rec.Messages))
 	events := make([]starlark.Value, len(rec.Events))
 	for i := range rec.Events {

@@ -2,7 +2,8 @@ package builtins
 
 // Session builtins (API.md §1).
 //
-//	agent_session_open(id=None, max_turns=None) -> str
+//	agent_session_open(id=None, max_turns=None, title=None, metadata=None) -> str
+//	agent_session_update(id, title=None, metadata=None) -> None
 //	agent_session_exists(id) -> bool
 //	agent_session_length(id) -> int
 //	agent_session_snapshot(id) -> dict or None
@@ -31,7 +32,8 @@ import (
 func sessionSpecs() []Spec {
 	const area = "Sessions"
 	return []Spec{
-		{"agent_session_open", "(id=None, max_turns=None) -> str", "Open (resume or create) a session; None mints a UUIDv7 id.", area, sessionOpen},
+		{"agent_session_open", "(id=None, max_turns=None, title=None, metadata=None) -> str", "Open (resume or create) a session; None mints a UUIDv7 id. title and metadata are set on create, merged in on resume.", area, sessionOpen},
+		{"agent_session_update", "(id, title=None, metadata=None) -> None", "Set the session's title and merge keys into its metadata.", area, sessionUpdate},
 		{"agent_session_exists", "(id) -> bool", "Whether a session is live or stored.", area, sessionExists},
 		{"agent_session_length", "(id) -> int", "The session's message count.", area, sessionLength},
 		{"agent_session_snapshot", "(id) -> dict or None", "A deep, mutable copy of the session (None for an unknown id).", area, sessionSnapshot},
@@ -94,12 +96,41 @@ func nonNegative(fn, param string, n int) error {
 	return nil
 }
 
+// sessionInfo unpacks the title and metadata parameters of
+// agent_session_open and agent_session_update (None: unchanged).
+func sessionInfo(fn string, titleV, metaV starlark.Value) (sessions.Info, error) {
+	var info sessions.Info
+	switch v := titleV.(type) {
+	case starlark.NoneType:
+	case starlark.String:
+		t := string(v)
+		info.Title = &t
+	default:
+		return info, fmt.Errorf("%s: for parameter title: got %s, want string or None", fn, titleV.Type())
+	}
+	if metaV != starlark.None {
+		if _, ok := metaV.(*starlark.Dict); !ok {
+			return info, fmt.Errorf("%s: for parameter metadata: got %s, want dict or None", fn, metaV.Type())
+		}
+		m, err := vm.FromStarlark(metaV, "metadata")
+		if err != nil {
+			return info, fmt.Errorf("%s: %v", fn, err)
+		}
+		info.Metadata = m.(map[string]any)
+	}
+	return info, nil
+}
+
 func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var idv, maxTurnsV starlark.Value = starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id?", &idv, "max_turns?", &maxTurnsV); err != nil {
+	var idv, maxTurnsV, titleV, metaV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id?", &idv, "max_turns?", &maxTurnsV, "title?", &titleV, "metadata?", &metaV); err != nil {
 		return nil, err
 	}
 	id, given, err := optionalID(b.Name(), "id", idv)
+	if err != nil {
+		return nil, err
+	}
+	info, err := sessionInfo(b.Name(), titleV, metaV)
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +153,31 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if !given {
 		id = st.NewID()
 	}
-	if _, err := st.Store.Open(vm.ContextOf(thread), id, maxTurns); err != nil {
+	if _, err := st.Store.OpenWith(vm.ContextOf(thread), id, sessions.OpenOptions{MaxTurns: maxTurns, Info: info}); err != nil {
 		return nil, sessionErr(b.Name(), err)
 	}
 	return starlark.String(id), nil
+}
+
+func sessionUpdate(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	var titleV, metaV starlark.Value = starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "title?", &titleV, "metadata?", &metaV); err != nil {
+		return nil, err
+	}
+	info, err := sessionInfo(b.Name(), titleV, metaV)
+	if err != nil {
+		return nil, err
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	events, err := st.Store.SetInfo(vm.ContextOf(thread), id, info)
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	return starlark.None, deliver(thread, st.Store, events)
 }
 
 func sessionExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -50,27 +50,37 @@ var (
 // Record is the complete stored state of one session: what a Backend
 // loads and what a snapshot shows.
 type Record struct {
-	ID         string
-	Status     Status
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Messages   []Message
-	Events     []Event
-	Summary    *string
-	Metadata   map[string]any
-	ParentID   string
-	ChildIDs   []string
-	BranchedAt *int
-	Turns      int
-	MaxTurns   int // 0: the VM's default cap
+	ID        string
+	Status    Status
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// Title is the session's title, "" when it has none.
+	Title    string
+	Messages []Message
+	Events   []Event
+	Summary  *string
+	// Metadata is the session's free-form JSON object (repo, user,
+	// context, parent_session_id of a fork), nil when empty.
+	Metadata map[string]any
+	// FirstPrompt is derived from Messages and kept by the store: the
+	// first line of the first user message's text, at most
+	// FirstPromptLen characters; "" when there is no user message.
+	// Listings show it when Title is empty (see Summary.Label).
+	FirstPrompt string
+	ParentID    string
+	ChildIDs    []string
+	BranchedAt  *int
+	Turns       int
+	MaxTurns    int // 0: the VM's default cap
 	// Version counts committed writes; a backend refuses a Write whose base
 	// version is not the stored one (ErrConflict).
 	Version int64
 }
 
 // Change is one atomic write to a session. A backend applies it all or
-// nothing, in this order: Replace or DropFirst, then Append, Events,
-// Summary, Status, AddTurns, MaxTurns, UpdatedAt.
+// nothing, in this order: Replace or DropFirst or DropLast, then Append,
+// Events, Summary, Status, AddTurns, MaxTurns, Title, Metadata,
+// FirstPrompt, UpdatedAt.
 type Change struct {
 	// Replace, when true, makes ReplaceWith the whole current message list
 	// (reset, compaction). The previous messages stay in history only
@@ -80,7 +90,12 @@ type Change struct {
 	// DropFirst removes that many messages from the front of the current
 	// message list (trim).
 	DropFirst int
-	Append    []Message
+	// DropLast removes that many messages from the end of the current
+	// message list (rewind). A backend that keeps history keeps them in it.
+	// It is ignored when Replace is set and may not be combined with
+	// DropFirst.
+	DropLast int
+	Append   []Message
 	// Events are appended to the log; they arrive sequenced and stamped.
 	Events []Event
 	// SetSummary, when true, sets the running summary to Summary (nil clears).
@@ -91,6 +106,17 @@ type Change struct {
 	AddTurns int
 	// MaxTurns, when > 0, becomes the session's turn cap.
 	MaxTurns int
+	// SetTitle, when true, sets the title to Title ("" clears it).
+	SetTitle bool
+	Title    string
+	// SetMetadata, when true, makes Metadata the whole metadata object
+	// (nil clears it); the store merges updates before writing.
+	SetMetadata bool
+	Metadata    map[string]any
+	// SetFirstPrompt, when true, sets the derived FirstPrompt (the store
+	// sets it when the first user message changes).
+	SetFirstPrompt bool
+	FirstPrompt    string
 	// UpdatedAt is the time of the write (set by the store).
 	UpdatedAt time.Time
 }
@@ -120,14 +146,17 @@ type ListFilter struct {
 
 // Summary is one row of a session listing: no message bodies.
 type Summary struct {
-	ID        string
-	Status    Status
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	ParentID  string
-	Length    int
-	Turns     int
-	Children  int
+	ID          string
+	Status      Status
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ParentID    string
+	Length      int
+	Turns       int
+	Children    int
+	Title       string
+	FirstPrompt string
+	Metadata    map[string]any
 }
 
 // Backend stores sessions. Implementations must be safe for concurrent use

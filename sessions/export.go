@@ -17,7 +17,7 @@ import (
 //
 // JSON (WriteJSON) is one document in the snapshot shape of API.md §1.1:
 // {"_type": "transcript", "version": 1, id, status, created_at,
-// updated_at, summary, metadata, parent_id, child_ids, branched_at,
+// updated_at, title, summary, metadata, parent_id, child_ids, branched_at,
 // turns, max_turns, messages, events}. max_turns is null when the
 // session uses the VM's default cap.
 //
@@ -47,6 +47,7 @@ type sessionFields struct {
 	Status     Status          `json:"status"`
 	CreatedAt  string          `json:"created_at"`
 	UpdatedAt  string          `json:"updated_at"`
+	Title      *string         `json:"title"`
 	Summary    *string         `json:"summary"`
 	Metadata   json.RawMessage `json:"metadata"`
 	ParentID   *string         `json:"parent_id"`
@@ -101,6 +102,9 @@ func fieldsOf(rec *Record) (sessionFields, error) {
 		Summary: rec.Summary, Metadata: data, ChildIDs: rec.ChildIDs, BranchedAt: rec.BranchedAt, Turns: rec.Turns}
 	if f.ChildIDs == nil {
 		f.ChildIDs = []string{}
+	}
+	if rec.Title != "" {
+		f.Title = &rec.Title
 	}
 	if rec.ParentID != "" {
 		f.ParentID = &rec.ParentID
@@ -414,6 +418,9 @@ func (f *sessionFields) record() (*Record, error) {
 	if f.ParentID != nil {
 		rec.ParentID = *f.ParentID
 	}
+	if f.Title != nil {
+		rec.Title = *f.Title
+	}
 	if f.MaxTurns != nil {
 		rec.MaxTurns = *f.MaxTurns
 	}
@@ -452,6 +459,7 @@ func checkImported(rec *Record, appended map[int64]Message) error {
 		}
 		view = view.Append(rec.Messages[i])
 	}
+	rec.FirstPrompt = FirstPrompt(view)
 	return nil
 }
 

@@ -106,16 +106,22 @@ func (b *MemoryBackend) Write(_ context.Context, id string, base int64, ch *Chan
 }
 
 // checkDropFirst reports an error when ch drops messages a list of n
-// messages does not have (DropFirst is ignored when Replace is set).
+// messages does not have (DropFirst and DropLast are ignored when Replace
+// is set), or drops from both ends.
 func checkDropFirst(ch *Change, n int) error {
-	if ch.DropFirst < 0 || (!ch.Replace && ch.DropFirst > n) {
+	switch {
+	case ch.DropFirst < 0 || (!ch.Replace && ch.DropFirst > n):
 		return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n)
+	case ch.DropLast < 0 || (!ch.Replace && ch.DropLast > n):
+		return fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, n)
+	case !ch.Replace && ch.DropFirst > 0 && ch.DropLast > 0:
+		return fmt.Errorf("cannot drop messages from both ends in one write")
 	}
 	return nil
 }
 
 // ApplyToTranscript returns t after the message edits of ch (Replace or
-// DropFirst, then Append). It is shared by the store and the in-memory
+// DropFirst or DropLast, then Append). It is shared by the store and the in-memory
 // backend so both apply a Change the same way.
 func ApplyToTranscript(t Transcript, ch *Change) Transcript {
 	switch {
@@ -123,6 +129,8 @@ func ApplyToTranscript(t Transcript, ch *Change) Transcript {
 		t = NewTranscript(slices.Clone(ch.ReplaceWith))
 	case ch.DropFirst > 0:
 		t = t.Tail(t.Len() - ch.DropFirst)
+	case ch.DropLast > 0:
+		t = t.Head(t.Len() - ch.DropLast)
 	}
 	if len(ch.Append) > 0 {
 		t = t.Append(ch.Append...)
@@ -143,6 +151,15 @@ func ApplyToRecord(rec *Record, ch *Change) {
 	rec.Turns += ch.AddTurns
 	if ch.MaxTurns > 0 {
 		rec.MaxTurns = ch.MaxTurns
+	}
+	if ch.SetTitle {
+		rec.Title = ch.Title
+	}
+	if ch.SetMetadata {
+		rec.Metadata = CloneJSONObject(ch.Metadata)
+	}
+	if ch.SetFirstPrompt {
+		rec.FirstPrompt = ch.FirstPrompt
 	}
 	if !ch.UpdatedAt.IsZero() {
 		rec.UpdatedAt = ch.UpdatedAt
@@ -187,7 +204,8 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		}
 		all = append(all, Summary{ID: r.rec.ID, Status: r.rec.Status, CreatedAt: r.rec.CreatedAt,
 			UpdatedAt: r.rec.UpdatedAt, ParentID: r.rec.ParentID, Length: r.transcript.Len(),
-			Turns: r.rec.Turns, Children: len(r.rec.ChildIDs)})
+			Turns: r.rec.Turns, Children: len(r.rec.ChildIDs), Title: r.rec.Title,
+			FirstPrompt: r.rec.FirstPrompt, Metadata: CloneJSONObject(r.rec.Metadata)})
 	}
 	b.mu.Unlock()
 	sort.Slice(all, func(i, j int) bool {

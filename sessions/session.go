@@ -27,6 +27,9 @@ type Session struct {
 	subs      []any
 	pending   []Message
 	evicted   bool
+	// promptChecked reports whether rec.FirstPrompt is known to match the
+	// transcript (it is checked on the session's first write).
+	promptChecked bool
 }
 
 // newSession returns a live session holding rec, whose Events are its

@@ -212,18 +212,50 @@ func (s *Store) record(ctx context.Context, sess *Session) (*Record, error) {
 // > 0 sets the session's turn cap. It reports whether it created the
 // session.
 func (s *Store) Open(ctx context.Context, id string, maxTurns int) (bool, error) {
+	return s.OpenWith(ctx, id, OpenOptions{MaxTurns: maxTurns})
+}
+
+// OpenOptions are the settings of Store.OpenWith.
+type OpenOptions struct {
+	// MaxTurns > 0 sets the session's turn cap.
+	MaxTurns int
+	// Info, when it sets anything, is the title and metadata of a new
+	// session, or an update of a resumed one (see Store.SetInfo).
+	Info Info
+}
+
+// Info is an update of a session's title and metadata: a nil Title keeps
+// the title ("" clears it); the keys of Metadata replace the session's
+// keys of the same name, the others stay.
+type Info struct {
+	Title    *string
+	Metadata map[string]any
+}
+
+func (in Info) empty() bool { return in.Title == nil && in.Metadata == nil }
+
+// check validates the metadata's values.
+func (in Info) check() error { return CheckMetadata(in.Metadata) }
+
+// OpenWith is Open with a title and metadata: set on a new session, merged
+// into a resumed one. It reports whether it created the session.
+func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool, error) {
+	if err := opts.Info.check(); err != nil {
+		return false, err
+	}
 	sess, err := s.get(ctx, id)
 	if err == nil {
-		ch := &Change{MaxTurns: maxTurns}
 		sess.mu.Lock()
-		status := sess.rec.Status
+		status, version := sess.rec.Status, sess.rec.Version
+		ch := infoChange(&sess.rec, opts.Info)
 		sess.mu.Unlock()
+		ch.MaxTurns = opts.MaxTurns
 		if status != StatusActive {
 			ch.Status = StatusActive
-			ch.Events = []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}}}
+			ch.Events = append(ch.Events, Event{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}})
 		}
-		if ch.MaxTurns > 0 || ch.Status != "" {
-			_, err = s.apply(ctx, sess, ch, anyVersion)
+		if ch.MaxTurns > 0 || ch.Status != "" || len(ch.Events) > 0 {
+			_, err = s.apply(ctx, sess, ch, version)
 		}
 		return false, err
 	}
@@ -236,7 +268,11 @@ func (s *Store) Open(ctx context.Context, id string, maxTurns int) (bool, error)
 		return false, nil // created concurrently
 	}
 	now := s.clock()
-	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns}
+	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: opts.MaxTurns,
+		Metadata: MergeMetadata(nil, opts.Info.Metadata)}
+	if opts.Info.Title != nil {
+		rec.Title = *opts.Info.Title
+	}
 	if err := s.backend.Create(ctx, rec); err != nil {
 		return false, wrap(id, err)
 	}
@@ -351,6 +387,9 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	now := s.clock()
 	w := *ch
 	w.UpdatedAt = now
+	if p := sess.firstPromptAfter(ch); p != sess.rec.FirstPrompt {
+		w.SetFirstPrompt, w.FirstPrompt = true, p
+	}
 	events := make([]Event, 0, len(ch.Append)+len(ch.Events))
 	base := sess.transcript.Len()
 	if ch.Replace {
@@ -378,6 +417,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		return nil, wrap(id, err)
 	}
 	sess.applied(&w)
+	sess.promptChecked = true
 	return w.Events, nil
 }
 
@@ -394,6 +434,8 @@ func checkChange(t Transcript, ch *Change) error {
 			view.extra = append(view.extra, ch.ReplaceWith[i])
 		}
 		base = view
+	case ch.DropFirst > 0 && ch.DropLast > 0:
+		return fmt.Errorf("cannot drop messages from both ends in one write")
 	case ch.DropFirst > 0:
 		if ch.DropFirst > t.Len() {
 			return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, t.Len())
@@ -402,6 +444,16 @@ func checkChange(t Transcript, ch *Change) error {
 			return fmt.Errorf("dropping %d messages would separate a tool result from its call", ch.DropFirst)
 		}
 		base = &dropped{base: t, drop: ch.DropFirst}
+	case ch.DropLast > 0:
+		if ch.DropLast > t.Len() {
+			return fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, t.Len())
+		}
+		base = t.Head(t.Len() - ch.DropLast)
+	}
+	if ch.SetMetadata {
+		if err := CheckMetadata(ch.Metadata); err != nil {
+			return err
+		}
 	}
 	view := &extended{base: base}
 	for i := range ch.Append {
@@ -548,7 +600,8 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
 	}
 	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
-		Metadata: map[string]any{"parent_session_id": src}, ParentID: src, MaxTurns: parent.rec.MaxTurns}
+		Metadata:    MergeMetadata(parent.rec.Metadata, map[string]any{"parent_session_id": src}),
+		FirstPrompt: FirstPrompt(parent.transcript.Head(keep)), ParentID: src, MaxTurns: parent.rec.MaxTurns}
 	if opts.BranchedAt {
 		child.BranchedAt = &keep
 	}
@@ -718,7 +771,8 @@ func (s *Store) Live() []Summary {
 		sess.mu.Lock()
 		out = append(out, Summary{ID: sess.rec.ID, Status: sess.rec.Status, CreatedAt: sess.rec.CreatedAt,
 			UpdatedAt: sess.rec.UpdatedAt, ParentID: sess.rec.ParentID, Length: sess.transcript.Len(),
-			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs)})
+			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs), Title: sess.rec.Title,
+			FirstPrompt: sess.rec.FirstPrompt, Metadata: CloneJSONObject(sess.rec.Metadata)})
 		sess.mu.Unlock()
 	}
 	return out

@@ -22,6 +22,7 @@ func sessionsLs(args []string, io stdio) int {
 	parent := fs.String("parent", "", "only the forks of this session")
 	limit := fs.Int("limit", 20, "sessions per page (0: all)")
 	offset := fs.Int("offset", 0, "sessions to skip before the page")
+	where := fs.String("where", "", "only sessions for which this expr-lang condition holds, over id, title, status, messages, turns, created, updated, parent, metadata (e.g. 'metadata.repo == \"api\" && turns > 3')")
 	asJSON := fs.Bool("json", false, `print {"sessions": [...], "total", "limit", "offset"} as JSON`)
 	rest, code, stop := parseInterleaved(fs, args, io)
 	if stop {
@@ -40,12 +41,18 @@ func sessionsLs(args []string, io stdio) int {
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
+	var filter *sessions.Where
+	if flagSet(fs, "where") {
+		if filter, err = sessions.CompileWhere(*where); err != nil {
+			return usageError(io, fs.Name(), "--where: "+err.Error())
+		}
+	}
 	b, err := storedBackend(&store, false)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
 	defer b.Close()
-	page, total, err := b.List(context.Background(), sessions.ListFilter{Statuses: statuses, ParentID: *parent, Limit: *limit, Offset: *offset})
+	page, total, err := sessions.ListWhere(context.Background(), b, sessions.ListFilter{Statuses: statuses, ParentID: *parent, Limit: *limit, Offset: *offset}, filter)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
@@ -54,10 +61,10 @@ func sessionsLs(args []string, io stdio) int {
 	}
 	if len(page) > 0 {
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTATUS\tMESSAGES\tTURNS\tFORKS\tPARENT\tCREATED\tUPDATED")
+		fmt.Fprintln(tw, "ID\tSTATUS\tMESSAGES\tTURNS\tFORKS\tPARENT\tCREATED\tUPDATED\tTITLE")
 		for _, s := range page {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, s.Status, s.Length, s.Turns, s.Children,
-				orDash(s.ParentID), listTime(s.CreatedAt), listTime(s.UpdatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Length, s.Turns, s.Children,
+				orDash(s.ParentID), listTime(s.CreatedAt), listTime(s.UpdatedAt), orDash(s.Label()))
 		}
 		tw.Flush()
 	}
@@ -84,6 +91,11 @@ type listJSON struct {
 	Messages  int     `json:"messages"`
 	Turns     int     `json:"turns"`
 	Forks     int     `json:"forks"`
+	// Title is the session's title; Label what the table shows (the
+	// title, else the first user message's first line).
+	Title    *string        `json:"title"`
+	Label    string         `json:"label"`
+	Metadata map[string]any `json:"metadata"`
 }
 
 func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) int {
@@ -98,6 +110,13 @@ func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) 
 			UpdatedAt: s.UpdatedAt.UTC().Format(sessions.TimeFormat), Messages: s.Length, Turns: s.Turns, Forks: s.Children}
 		if s.ParentID != "" {
 			j.ParentID = &s.ParentID
+		}
+		if s.Title != "" {
+			j.Title = &s.Title
+		}
+		j.Label, j.Metadata = s.Label(), s.Metadata
+		if j.Metadata == nil {
+			j.Metadata = map[string]any{}
 		}
 		out.Sessions = append(out.Sessions, j)
 	}

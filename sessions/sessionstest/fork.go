@@ -110,6 +110,48 @@ func testForkIsolation(h *harness) {
 	both()
 }
 
+// testForkDropLast drops the newest messages (a rewind) on both sides of
+// a fork, inside and past the shared part, with appends after each, and
+// forks a rewound session.
+func testForkDropLast(h *harness) {
+	rec := newRecord("p", at(0))
+	rec.Messages = users("p", 8)
+	p := h.create(rec)
+	c := h.fork(p, "c", 6, at(1))
+	all := []*sessions.Record{p, c}
+	check := func() {
+		h.t.Helper()
+		for _, r := range all {
+			h.check(r)
+		}
+	}
+	for _, step := range []struct {
+		r  *sessions.Record
+		ch *sessions.Change
+	}{
+		{p, &sessions.Change{DropLast: 1}},
+		{p, &sessions.Change{Append: users("pa", 2)}},
+		{c, &sessions.Change{Append: users("ca", 3)}},
+		{c, &sessions.Change{DropLast: 2}},                         // its own rows
+		{c, &sessions.Change{DropLast: 3, Append: users("cb", 1)}}, // into the shared part
+		{p, &sessions.Change{DropLast: 9}},                         // everything
+		{p, &sessions.Change{Append: users("pc", 2)}},
+		{c, &sessions.Change{DropFirst: 1}},
+		{c, &sessions.Change{DropLast: 1}},
+	} {
+		h.write(step.r, step.ch)
+		check()
+	}
+	g := h.fork(c, "g", 3, at(2))
+	all = append(all, g)
+	h.write(c, &sessions.Change{DropLast: 2, Append: users("cc", 2)})
+	check()
+	h.write(g, &sessions.Change{DropLast: 3})
+	check()
+	h.write(g, &sessions.Change{Append: users("ga", 1)})
+	check()
+}
+
 // testForkGrandchildren forks at points inside and across the shared
 // part, after trims that move it, and checks every generation after
 // writes to every other.

@@ -2,6 +2,7 @@ package sessionstest
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -19,7 +20,8 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 			continue
 		}
 		all = append(all, sessions.Summary{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-			ParentID: r.ParentID, Length: len(r.Messages), Turns: r.Turns, Children: len(r.ChildIDs)})
+			ParentID: r.ParentID, Length: len(r.Messages), Turns: r.Turns, Children: len(r.ChildIDs),
+			Title: r.Title, FirstPrompt: r.FirstPrompt, Metadata: r.Metadata})
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if !all[i].CreatedAt.Equal(all[j].CreatedAt) {
@@ -52,7 +54,8 @@ func (h *harness) checkList(wants []*sessions.Record, f sessions.ListFilter) []s
 	for i := range got {
 		g, w := got[i], want[i]
 		if g.ID != w.ID || g.Status != w.Status || !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) ||
-			g.ParentID != w.ParentID || g.Length != w.Length || g.Turns != w.Turns || g.Children != w.Children {
+			g.ParentID != w.ParentID || g.Length != w.Length || g.Turns != w.Turns || g.Children != w.Children ||
+			g.Title != w.Title || g.FirstPrompt != w.FirstPrompt || !reflect.DeepEqual(g.Metadata, w.Metadata) {
 			h.t.Fatalf("List(%+v)[%d]:\n\tgot  %+v\n\twant %+v\n(order got %s, want %s)", f, i, g, w, summaryIDs(got), summaryIDs(want))
 		}
 	}
@@ -86,6 +89,8 @@ func testList(h *harness) {
 	mk("tie2", 5, sessions.StatusActive, 0)
 	h.write(a, &sessions.Change{Append: users("more", 2), AddTurns: 3, UpdatedAt: at(20)})
 	h.write(c, &sessions.Change{DropFirst: 1, UpdatedAt: at(21)})
+	h.write(c, &sessions.Change{SetTitle: true, Title: "Fix the parser", SetMetadata: true,
+		Metadata: map[string]any{"repo": "api", "n": int64(2)}, SetFirstPrompt: true, FirstPrompt: "c 1"})
 	f1 := h.fork(a, "f1", 5, at(6))
 	f2 := h.fork(a, "f2", 2, at(7))
 	h.write(f2, &sessions.Change{Append: users("f2", 3), Status: sessions.StatusCompleted, UpdatedAt: at(30)})

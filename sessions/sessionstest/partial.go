@@ -136,12 +136,19 @@ func testHistory(h *harness) {
 	// A reset, then appends.
 	step(&sessions.Change{Replace: true, Events: stamp(want, at(5), sessions.Event{Type: sessions.EventReset})})
 	step(appendLogged(want, at(6), 0, users("d", 2)))
+	// A rewind drops the newest messages from the view, not from history;
+	// an append after it (in the same write) is recorded.
+	rewind := appendLogged(want, at(6), 1, users("r", 1), sessions.Event{Type: "rewind"})
+	rewind.DropLast = 2
+	step(rewind)
+	step(&sessions.Change{DropLast: 1, Events: stamp(want, at(6), sessions.Event{Type: "rewind"})})
+	step(appendLogged(want, at(6), 0, users("d2", 2)))
 	// Writes that do not pair events with messages record nothing.
 	unpaired := appendLogged(want, at(7), 2, users("e", 2))
 	unpaired.Events = unpaired.Events[:1]
 	step(unpaired)
 	step(&sessions.Change{Events: stamp(want, at(8), sessions.Event{Type: sessions.EventMessage})})
-	if len(hist) != 3+len(richMessages())+1+2+2 {
+	if len(hist) != 3+len(richMessages())+1+2+2+1+2 {
 		h.t.Fatalf("the test recorded %d messages", len(hist))
 	}
 

@@ -163,6 +163,12 @@ func diffRecord(got, want *sessions.Record) []string {
 	if !reflect.DeepEqual(got.Metadata, want.Metadata) {
 		add("Metadata", got.Metadata, want.Metadata)
 	}
+	if got.Title != want.Title {
+		add("Title", got.Title, want.Title)
+	}
+	if got.FirstPrompt != want.FirstPrompt {
+		add("FirstPrompt", got.FirstPrompt, want.FirstPrompt)
+	}
 	if got.ParentID != want.ParentID {
 		add("ParentID", got.ParentID, want.ParentID)
 	}

@@ -15,7 +15,8 @@
 //   - Create, Load, LoadMeta, Exists, and the sentinel errors (ErrNotFound,
 //     ErrExists, ErrConflict, ErrHasChildren) testable with errors.Is, each
 //     naming the session id.
-//   - Every part of a Change, the version bump, and a stale base version
+//   - Every part of a Change (title, metadata and first prompt included;
+//     DropLast, a rewind, never touching a fork's messages), the version bump, and a stale base version
 //     (ErrConflict) or an impossible change writing nothing.
 //   - Forks share their source's first KeepFirst messages: later writes to
 //     either side (append, DropFirst, Replace) never show on the other, down
@@ -75,6 +76,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"Fork", testFork},
 		{"ForkErrors", testForkErrors},
 		{"ForkIsolation", testForkIsolation},
+		{"ForkDropLast", testForkDropLast},
 		{"ForkGrandchildren", testForkGrandchildren},
 		{"ForkModel", testForkModel},
 		{"List", testList},

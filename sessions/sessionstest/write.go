@@ -19,6 +19,7 @@ func testCreateLoad(h *harness) {
 	rec.BranchedAt = &branched
 	rec.Turns, rec.MaxTurns = 4, 9
 	rec.Metadata = map[string]any{"n": int64(7), "f": 7.0, "list": []any{"x", 0.5}}
+	rec.Title, rec.FirstPrompt = "A title: ünïcode", "the first prompt"
 	rec.Messages = richMessages()
 	rec.Events = stamp(rec, at(1), richEvents()...)
 	want := h.create(rec)
@@ -83,8 +84,22 @@ func testWriteParts(h *harness) {
 		{"add more turns", func() *sessions.Change { return &sessions.Change{AddTurns: 3} }},
 		{"max turns", func() *sessions.Change { return &sessions.Change{MaxTurns: 12} }},
 		{"updated at", func() *sessions.Change { return &sessions.Change{UpdatedAt: at(30)} }},
+		{"title", func() *sessions.Change { return &sessions.Change{SetTitle: true, Title: "Refactor"} }},
+		{"keep title", func() *sessions.Change { return &sessions.Change{Title: "ignored"} }},
+		{"clear title", func() *sessions.Change { return &sessions.Change{SetTitle: true} }},
+		{"metadata", func() *sessions.Change {
+			return &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repo": "api", "ctx": map[string]any{"line": int64(3)}}}
+		}},
+		{"keep metadata", func() *sessions.Change { return &sessions.Change{Metadata: map[string]any{"x": "ignored"}} }},
+		{"clear metadata", func() *sessions.Change { return &sessions.Change{SetMetadata: true} }},
+		{"first prompt", func() *sessions.Change { return &sessions.Change{SetFirstPrompt: true, FirstPrompt: "hello"} }},
+		{"clear first prompt", func() *sessions.Change { return &sessions.Change{SetFirstPrompt: true} }},
+		{"append for drop last", func() *sessions.Change { return &sessions.Change{Append: users("t", 4)} }},
+		{"drop last", func() *sessions.Change { return &sessions.Change{DropLast: 3} }},
+		{"append after drop last", func() *sessions.Change { return &sessions.Change{Append: users("u", 2)} }},
+		{"drop last again", func() *sessions.Change { return &sessions.Change{DropLast: 1} }},
 		{"empty change", func() *sessions.Change { return &sessions.Change{} }},
-		{"drop all", func() *sessions.Change { return &sessions.Change{DropFirst: 2} }},
+		{"drop all", func() *sessions.Change { return &sessions.Change{DropFirst: 4} }},
 		{"append to empty", func() *sessions.Change { return &sessions.Change{Append: users("c", 1)} }},
 	}
 	for i, step := range steps {

@@ -133,10 +133,12 @@ type sessionRow struct {
 	created, updated   int64
 	summary, metadata  any
 	parentID, branched any
+	title, firstPrompt any
 }
 
 func encodeSession(rec *sessions.Record) (*sessionRow, error) {
-	r := &sessionRow{status: string(rec.Status), parentID: nullString(rec.ParentID)}
+	r := &sessionRow{status: string(rec.Status), parentID: nullString(rec.ParentID),
+		title: nullString(rec.Title), firstPrompt: nullString(rec.FirstPrompt)}
 	var err error
 	if r.created, err = encodeTime(rec.CreatedAt); err != nil {
 		return nil, fmt.Errorf("session %q: created_at: %w", rec.ID, err)

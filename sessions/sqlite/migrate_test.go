@@ -12,7 +12,7 @@ import (
 // TestMigrateFromVersion1 opens a database of schema version 1, as the
 // first release wrote it, and checks that it is migrated in place with
 // its sessions intact: the events of version 1 record no message rows,
-// new writes do.
+// new writes do, and titles (version 3) can be set.
 func TestMigrateFromVersion1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v1.db")
 	db := rawDB(t, path)
@@ -38,14 +38,16 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.Messages) != 1 || rec.Messages[0].Text != "from v1" || len(rec.Events) != 1 || rec.Status != sessions.StatusCompleted {
+	if len(rec.Messages) != 1 || rec.Messages[0].Text != "from v1" || len(rec.Events) != 1 || rec.Status != sessions.StatusCompleted ||
+		rec.Title != "" || rec.FirstPrompt != "" {
 		t.Fatalf("migrated session: %+v", rec)
 	}
 	if got, err := b.LoadAppended(ctx, "old"); err != nil || len(got) != 0 {
 		t.Fatalf("LoadAppended of a version 1 session = %v, %v; want nothing", got, err)
 	}
 	m := sessions.Message{Role: sessions.RoleUser, Text: "from v2"}
-	err = b.Write(ctx, "old", rec.Version, &sessions.Change{Append: []sessions.Message{m},
+	err = b.Write(ctx, "old", rec.Version, &sessions.Change{Append: []sessions.Message{m}, SetTitle: true, Title: "titled in v3",
+		SetFirstPrompt: true, FirstPrompt: "from v1",
 		Events: []sessions.Event{{Seq: 2, Type: sessions.EventMessage, Time: time.Now(), Data: map[string]any{"index": int64(1), "role": "user"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	b.Close()
 	// Reopening the migrated file changes nothing.
 	b = openClosed(t, path)
-	if rec, err := b.Load(ctx, "old"); err != nil || len(rec.Messages) != 2 {
+	if rec, err := b.Load(ctx, "old"); err != nil || len(rec.Messages) != 2 || rec.Title != "titled in v3" || rec.FirstPrompt != "from v1" {
 		t.Fatalf("after reopening: %v, %v", rec, err)
 	}
 }

@@ -176,13 +176,14 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	var st state
 	var status string
 	var created, updated int64
-	var summary, metadata, parentID sql.NullString
+	var summary, metadata, parentID, title, firstPrompt sql.NullString
 	var branched, base sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
-			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length
+			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt
 		FROM sessions WHERE id = ?`, id).
 		Scan(&st.sid, &status, &created, &updated, &summary, &metadata, &parentID,
-			&branched, &rec.Turns, &rec.MaxTurns, &rec.Version, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom, &st.length)
+			&branched, &rec.Turns, &rec.MaxTurns, &rec.Version, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom, &st.length,
+			&title, &firstPrompt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
 	}
@@ -198,7 +199,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	if rec.Metadata, err = decodeObject(metadata); err != nil {
 		return nil, nil, fmt.Errorf("session %q: metadata: %w", id, err)
 	}
-	rec.ParentID = parentID.String
+	rec.ParentID, rec.Title, rec.FirstPrompt = parentID.String, title.String, firstPrompt.String
 	if branched.Valid {
 		n := int(branched.Int64)
 		rec.BranchedAt = &n
@@ -312,7 +313,7 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT id, status, created_at, updated_at, parent_id, length, turns,
-				(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id)
+				(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id), title, first_prompt, metadata
 			FROM sessions s`+where+` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
 			append(args, limit, f.Offset)...)
 		if err != nil {
@@ -323,11 +324,16 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 			var s sessions.Summary
 			var status string
 			var created, updated int64
-			var parentID sql.NullString
-			if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children); err != nil {
+			var parentID, title, firstPrompt, metadata sql.NullString
+			if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children,
+				&title, &firstPrompt, &metadata); err != nil {
 				return err
 			}
 			s.Status, s.ParentID = sessions.Status(status), parentID.String
+			s.Title, s.FirstPrompt = title.String, firstPrompt.String
+			if s.Metadata, err = decodeObject(metadata); err != nil {
+				return fmt.Errorf("session %q: metadata: %w", s.ID, err)
+			}
 			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
 			out = append(out, s)
 		}

@@ -12,12 +12,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2}
+var migrations = []string{migration1, migration2, migration3}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -126,3 +126,10 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	return tx.Commit()
 }
+
+// migration3 adds the session's title and its derived first prompt (the
+// listing's label when there is no title; sessions.Record.FirstPrompt).
+const migration3 = `
+ALTER TABLE sessions ADD COLUMN title TEXT;
+ALTER TABLE sessions ADD COLUMN first_prompt TEXT;
+`

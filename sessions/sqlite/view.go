@@ -179,3 +179,24 @@ func insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []st
 	}
 	return nil
 }
+
+// dropLast returns the current view of session sid, which holds n
+// messages in view v, without its last d (0 < d <= n). The dropped rows
+// stay, as history: the new view's own part starts after every row the
+// session has, so later appends never reuse their positions. When the
+// kept messages reach into v's own rows, v is frozen first and the new
+// view takes its first n-d messages from it: O(1) rows either way.
+func dropLast(ctx context.Context, tx *sql.Tx, sid int64, v view, n, d int64) (view, error) {
+	keep, next := n-d, v.next(n)
+	switch {
+	case keep == 0:
+		return view{ownFrom: next}, nil
+	case keep <= v.baseLen():
+		return view{base: v.base, baseFrom: v.baseFrom, baseTo: v.baseFrom + keep, ownFrom: next}, nil
+	}
+	vid, err := freeze(ctx, tx, sid, v)
+	if err != nil {
+		return view{}, err
+	}
+	return view{base: vid, baseTo: keep, ownFrom: next}, nil
+}

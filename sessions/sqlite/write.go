@@ -62,12 +62,13 @@ func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) err
 func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *sessionRow, v view, n int64) (int64, error) {
 	var sid int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, updated_at, summary, metadata,
-			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
+			title, first_prompt)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
 		rec.ID, row.status, row.created, row.updated, row.summary, row.metadata,
 		row.parentID, row.branched, rec.Turns, rec.MaxTurns, rec.Version,
-		v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n).Scan(&sid)
+		v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n, row.title, row.firstPrompt).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("session %q: %w", rec.ID, sessions.ErrExists)
 	}
@@ -181,6 +182,13 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions
 	if ch.Summary != nil {
 		summary = *ch.Summary
 	}
+	metadata, err := encodeObject(ch.Metadata)
+	if err != nil {
+		return fmt.Errorf("session %q: metadata: %w", id, err)
+	}
+	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
+		return fmt.Errorf("session %q: cannot drop the last %d messages (with %d first)", id, ch.DropLast, ch.DropFirst)
+	}
 	return b.write(ctx, func(tx *sql.Tx) error {
 		st, err := loadState(ctx, tx, id)
 		if err != nil {
@@ -202,6 +210,14 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions
 				return fmt.Errorf("session %q: cannot drop %d of %d messages", id, ch.DropFirst, n)
 			}
 			v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
+		case ch.DropLast > 0:
+			if int64(ch.DropLast) > n {
+				return fmt.Errorf("session %q: cannot drop the last %d of %d messages", id, ch.DropLast, n)
+			}
+			if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			n -= int64(ch.DropLast)
 		}
 		pairAppended(events, v.next(n), len(appended))
 		if err := insertMessages(ctx, tx, st.sid, v.next(n), appended); err != nil {
@@ -214,11 +230,13 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1,
 				base = ?, base_from = ?, base_to = ?, own_from = ?, length = ?,
 				summary = iif(?, ?, summary), status = coalesce(?, status), turns = turns + ?,
-				max_turns = iif(? > 0, ?, max_turns), updated_at = coalesce(?, updated_at)
+				max_turns = iif(? > 0, ?, max_turns), title = iif(?, ?, title), metadata = iif(?, ?, metadata),
+				first_prompt = iif(?, ?, first_prompt), updated_at = coalesce(?, updated_at)
 			WHERE sid = ? AND version = ?`,
 			v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
 			ch.SetSummary, summary, status, ch.AddTurns,
-			ch.MaxTurns, ch.MaxTurns, updated,
+			ch.MaxTurns, ch.MaxTurns, ch.SetTitle, nullString(ch.Title), ch.SetMetadata, metadata,
+			ch.SetFirstPrompt, nullString(ch.FirstPrompt), updated,
 			st.sid, base)
 		if err := oneRow(res, err); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)

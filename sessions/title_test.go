@@ -1,0 +1,57 @@
+package sessions
+
+import "testing"
+
+// TestFirstPromptKept follows a session's FirstPrompt through the writes
+// that change which user message comes first.
+func TestFirstPromptKept(t *testing.T) {
+	b := NewMemoryBackend()
+	s := newTestStore(t, b, 8)
+	mustOpen(t, s, "a")
+	want := func(step, prompt string) {
+		t.Helper()
+		meta, err := s.Meta(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := b.LoadMeta(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.FirstPrompt != prompt || stored.FirstPrompt != prompt {
+			t.Fatalf("%s: FirstPrompt live %q, stored %q; want %q", step, meta.FirstPrompt, stored.FirstPrompt, prompt)
+		}
+	}
+	user := func(text string) Message { return Message{Role: RoleUser, Text: text} }
+	mustAppend(t, s, "a", Message{Role: RoleSystem, Text: "be brief"})
+	want("system only", "")
+	mustAppend(t, s, "a", user("  \n  first question  \nmore"))
+	want("first user message", "first question")
+	mustAppend(t, s, "a", Message{Role: RoleAssistant, Text: "ok"}, user("second"))
+	want("later messages", "first question")
+	if _, err := s.Apply(ctx, "a", &Change{DropFirst: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want("trimmed", "second")
+	mustAppend(t, s, "a", Message{Role: RoleAssistant, Text: "ok"}, user("third"))
+	if _, err := s.Fork(ctx, "a", "child", ForkOptions{KeepFirst: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if meta, _ := s.Meta(ctx, "child"); meta.FirstPrompt != "second" {
+		t.Fatalf("fork: FirstPrompt %q, want %q", meta.FirstPrompt, "second")
+	}
+	if _, err := s.Apply(ctx, "a", &Change{DropLast: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want("rewound to nothing", "")
+	mustAppend(t, s, "a", user("again"))
+	want("after the rewind", "again")
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: []Message{user("summary: x")}}); err != nil {
+		t.Fatal(err)
+	}
+	want("replaced", "summary: x")
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true}); err != nil {
+		t.Fatal(err)
+	}
+	want("reset", "")
+}
