@@ -237,9 +237,11 @@ func (p *Policy) withRoot(t *target, fn func(r *os.Root, rel string) error) erro
 // openTarget opens t with flag and perm through its scope's os.Root, so
 // that the file opened is beneath the scope directory even if the path
 // was changed after the check. This is the open step of every file
-// operation.
+// operation. Outside the full tier it refuses a regular file with more
+// than one hard link (see checkLinks), before truncating it.
 func (p *Policy) openTarget(t *target, flag int, perm fs.FileMode) (*os.File, error) {
 	var f *os.File
+	truncate := flag&os.O_TRUNC != 0
 	err := p.withRoot(t, func(r *os.Root, rel string) error {
 		if flag&os.O_CREATE != 0 {
 			if dir := filepath.Dir(rel); dir != "." {
@@ -249,7 +251,7 @@ func (p *Policy) openTarget(t *target, flag int, perm fs.FileMode) (*os.File, er
 			}
 		}
 		var err error
-		f, err = r.OpenFile(rel, flag, perm)
+		f, err = r.OpenFile(rel, flag&^os.O_TRUNC, perm)
 		return err
 	})
 	if err != nil {
@@ -258,5 +260,34 @@ func (p *Policy) openTarget(t *target, flag int, perm fs.FileMode) (*os.File, er
 		}
 		return nil, ioError("open", t, err)
 	}
+	if err := p.checkLinks(t, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if truncate {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, ioError("truncate", t, err)
+		}
+	}
 	return f, nil
+}
+
+// checkLinks refuses, in the sandboxed and project tiers, an open
+// regular file with more than one hard link: the other link may be
+// outside the scope (a hard link inside the workspace to a file outside
+// it would otherwise be read, or rewritten in place, through the
+// workspace). The full tier reaches every file anyway.
+func (p *Policy) checkLinks(t *target, f *os.File) error {
+	if p.tier == Full {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return ioError("stat", t, err)
+	}
+	if n := linkCount(fi); fi.Mode().IsRegular() && n > 1 {
+		return refusef("%q has %d hard links: a file with more than one link may be outside the workspace (fs scope %s: %s)", t.given, n, p.tier, p.scopeDir(t.access))
+	}
+	return nil
 }

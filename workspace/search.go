@@ -128,7 +128,7 @@ func (p *Policy) Search(ctx context.Context, pattern, dir, glob string, maxResul
 				}
 			}
 			file := p.displayPath(filepath.Join(t.scope, filepath.FromSlash(name)))
-			if !searchFile(r, filepath.FromSlash(name), file, re, res, maxResults) {
+			if !searchFile(r, filepath.FromSlash(name), file, re, res, maxResults, p.tier == Full) {
 				return errDone
 			}
 			return nil
@@ -155,15 +155,16 @@ func (p *Policy) displayPath(abs string) string {
 
 // searchFile adds the matches of re in the file rel of r to res. It
 // returns false once res holds more than max matches (then the last one is
-// dropped and res.Truncated set).
-func searchFile(r *os.Root, rel, file string, re *regexp.Regexp, res *SearchResult, max int) bool {
+// dropped and res.Truncated set). Unless full (the full tier), a file
+// with more than one hard link is skipped.
+func searchFile(r *os.Root, rel, file string, re *regexp.Regexp, res *SearchResult, max int, full bool) bool {
 	f, err := r.Open(rel)
 	if err != nil {
 		return true
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return true
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || (!full && linkCount(fi) > 1) {
+		return true // a hard-linked file may be outside the scope (see checkLinks)
 	}
 	br := bufio.NewReaderSize(f, binarySniffLen)
 	head, err := br.Peek(binarySniffLen)

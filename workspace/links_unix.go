@@ -1,0 +1,17 @@
+//go:build unix
+
+package workspace
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// linkCount returns the number of hard links of the file fi describes,
+// or 1 when the system does not say.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
