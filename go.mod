@@ -9,11 +9,24 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
-	golang.org/x/text v0.14.0
+	golang.org/x/text v0.42.0
 	modernc.org/sqlite v1.60.0
 )
 
-require github.com/expr-lang/expr v1.17.8
+require (
+	github.com/expr-lang/expr v1.17.8
+	github.com/prometheus/client_golang v1.25.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/procfs v0.22.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)
 
 require (
 	github.com/dustin/go-humanize v1.0.1 // indirect

@@ -458,7 +458,11 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 			if d.Text == "" || emitErr != nil {
 				return
 			}
-			emitErr = cfg.Hooks.Emit(sessions.Event{Type: EventTextDelta, Seq: l.lastSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}})
+			e := sessions.Event{Type: EventTextDelta, Seq: l.lastSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
+			if cfg.Store != nil {
+				cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
+			}
+			emitErr = cfg.Hooks.Emit(e)
 		}
 	}
 	retry := cfg.Retry

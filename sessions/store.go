@@ -29,6 +29,8 @@ type Store struct {
 
 	mu  sync.Mutex // serialises loading and creating sessions
 	lru *lru.Cache[string, *Session]
+
+	observers observers
 }
 
 // Option configures a Store.
@@ -418,6 +420,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	}
 	sess.applied(&w)
 	sess.promptChecked = true
+	s.observers.notify(w.Events)
 	return w.Events, nil
 }
 
@@ -629,7 +632,9 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
 	parent.applied(&Change{Events: []Event{srcEvent}, UpdatedAt: now})
+	s.observers.notify([]Event{srcEvent})
 	parent.mu.Unlock()
+	s.observers.notify(child.Events)
 
 	s.mu.Lock()
 	s.lru.Get(src) // refresh the source before inserting the child
@@ -781,4 +786,49 @@ func (s *Store) Live() []Summary {
 // Shutdown releases the backend.
 func (s *Store) Shutdown() error {
 	return s.backend.Close()
+}
+
+// Create creates the session id, empty and active, with a copy of
+// metadata (JSON values). Unlike Open it never resumes: ErrExists if the
+// id is live or stored.
+func (s *Store) Create(ctx context.Context, id string, metadata map[string]any) error {
+	if err := CheckJSONValue(metadata); err != nil {
+		return wrap(id, fmt.Errorf("metadata: %v", err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lru.Contains(id) {
+		return wrap(id, ErrExists)
+	}
+	now := s.clock()
+	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, Metadata: CloneJSONObject(metadata)}
+	if err := s.backend.Create(ctx, rec); err != nil {
+		return wrap(id, err)
+	}
+	s.lru.Add(id, newSession(rec))
+	return nil
+}
+
+// Delete removes the session from the store and the backend, history
+// included (ErrNotFound; ErrHasChildren if forks of it are stored).
+func (s *Store) Delete(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.backend.Delete(ctx, id, false); err != nil {
+		return wrap(id, err)
+	}
+	s.lru.Remove(id)
+	return nil
+}
+
+// Unload drops a durable session from the LRU (and its subscribers),
+// keeping it stored; its next use reloads it. With a backend that is
+// not durable it does nothing, since eviction would delete the session.
+func (s *Store) Unload(id string) {
+	if !s.backend.Durable() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lru.Remove(id)
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skein-dev/skein/serve"
+)
+
+const serveUsage = "[flags] --agent FILE.star [--agent FILE.star ...]"
+
+// serveFlags are the flags of skein serve besides the VM's.
+type serveFlags struct {
+	addr        string
+	agents      listFlag
+	maxSessions int
+	maxRunning  int
+	idleTimeout time.Duration
+	tokenFile   string
+	grace       time.Duration
+	maxBody     int64
+}
+
+// serveCommand implements `skein serve`: the session API over HTTP.
+func serveCommand(args []string, io stdio) int {
+	fs := newFlagSet("serve")
+	var vf vmFlags
+	vf.register(fs)
+	vf.registerStore(fs)
+	var f serveFlags
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:7600", "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
+	fs.Var(&f.agents, "agent", "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem")
+	fs.IntVar(&f.maxSessions, "max-sessions", envInt("AGENT_SESSION_MAX_ACTIVE", serve.DefaultMaxSessions), "active sessions allowed at once; env AGENT_SESSION_MAX_ACTIVE")
+	fs.IntVar(&f.maxRunning, "max-running", 4*runtime.GOMAXPROCS(0), "turns allowed to run at once (default 4 × cores)")
+	idle := serve.DefaultIdleTimeout
+	if v := envInt("AGENT_SESSION_IDLE_TIMEOUT", 0); v > 0 {
+		idle = time.Duration(v) * time.Minute
+	}
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", idle, "complete a session after this long without activity; env AGENT_SESSION_IDLE_TIMEOUT in minutes")
+	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)")
+	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running turns may finish before they are cancelled")
+	fs.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
+	if code, stop := parseFlags(fs, serveUsage, args, io); stop {
+		return code
+	}
+	if err := vf.check(); err != nil {
+		return usageError(io, fs.Name(), err.Error())
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
+	case len(f.agents) == 0:
+		return usageError(io, fs.Name(), "no agent: give at least one --agent FILE.star")
+	case f.maxSessions < 1:
+		return usageError(io, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
+	case f.maxRunning < 1:
+		return usageError(io, fs.Name(), fmt.Sprintf("--max-running must be >= 1, got %d", f.maxRunning))
+	case f.idleTimeout <= 0:
+		return usageError(io, fs.Name(), "--idle-timeout must be positive")
+	case f.grace < 0:
+		return usageError(io, fs.Name(), "--grace must not be negative")
+	case f.maxBody < 1:
+		return usageError(io, fs.Name(), "--max-body must be >= 1")
+	}
+	token, generated, err := serveToken(f.tokenFile)
+	if err != nil {
+		return usageError(io, fs.Name(), err.Error())
+	}
+	if generated && !loopback(f.addr) {
+		return usageError(io, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return failState(io, fs.Name(), err)
+	}
+	st, closeVM, err := vf.newState(io, vmConfig{root: cwd})
+	if err != nil {
+		return failState(io, fs.Name(), err)
+	}
+	defer closeVM()
+	agents := map[string]serve.Agent{}
+	for _, file := range f.agents {
+		h, err := st.LoadHandler(file)
+		if err != nil {
+			fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+			return exitUsage
+		}
+		if _, dup := agents[h.Name()]; dup {
+			return usageError(io, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
+		}
+		agents[h.Name()] = h
+	}
+	logger := slog.New(slog.NewTextHandler(io.err, nil))
+	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
+		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		return exitFailed
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		srv.Close()
+		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		return exitFailed
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(io.out, "skein serve: listening on %s (agents: %s)\n", url, strings.Join(agentList(agents), ", "))
+	if generated {
+		// The generated token is printed once, here, and nowhere else.
+		fmt.Fprintf(io.out, "skein serve: token %s\nskein serve: viewer %s/?token=%s\n", token, url, token)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		srv.Close()
+		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		return exitFailed
+	case sig := <-sigs:
+		logger.Info("shutting down", "signal", sig.String(), "grace", f.grace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.grace)
+	defer cancel()
+	// Stop accepting and let requests end (SSE streams end with the
+	// server's Shutdown below), while turns run on up to the grace period.
+	go hs.Shutdown(ctx)
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("grace period over: running turns were cancelled and healed")
+	}
+	hctx, hcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer hcancel()
+	if err := hs.Shutdown(hctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		logger.Warn("closing connections", "err", err)
+	}
+	logger.Info("stopped")
+	return exitOK
+}
+
+func agentList(agents map[string]serve.Agent) []string {
+	names := make([]string, 0, len(agents))
+	for n := range agents {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// envInt returns the integer value of the environment variable, or def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// serveToken returns the token: from file, else SKEIN_SERVE_TOKEN, else
+// a generated one (generated is then true).
+func serveToken(file string) (token string, generated bool, err error) {
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return "", false, fmt.Errorf("--token-file: %v", underlying(err))
+		}
+		token = strings.TrimSpace(string(data))
+		if token == "" {
+			return "", false, fmt.Errorf("--token-file %s is empty", filepath.Base(file))
+		}
+		return token, false, nil
+	}
+	if t := strings.TrimSpace(os.Getenv("SKEIN_SERVE_TOKEN")); t != "" {
+		return t, false, nil
+	}
+	return serve.NewToken(), true, nil
+}
+
+// loopback reports whether addr (host:port) names only loopback
+// interfaces: localhost or a loopback IP. An empty host (all
+// interfaces) is not loopback.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,208 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// hub fans the store's events out to the SSE clients of each session.
+// Publishing never blocks: a client whose buffer is full is dropped.
+type hub struct {
+	size    int
+	metrics *metrics
+
+	mu      sync.Mutex
+	clients map[string]map[*client]bool
+	closed  bool
+}
+
+// client is one SSE stream's subscription.
+type client struct {
+	events chan sessions.Event
+	gone   chan struct{} // closed when the client is dropped or the hub closes
+	once   sync.Once
+}
+
+func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
+
+func newHub(size int, m *metrics) *hub {
+	return &hub{size: size, metrics: m, clients: map[string]map[*client]bool{}}
+}
+
+// subscribe registers a client for the events of session id.
+func (h *hub) subscribe(id string) *client {
+	c := &client{events: make(chan sessions.Event, h.size), gone: make(chan struct{})}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		c.drop()
+		return c
+	}
+	if h.clients[id] == nil {
+		h.clients[id] = map[*client]bool{}
+	}
+	h.clients[id][c] = true
+	h.metrics.sseClients.Inc()
+	return c
+}
+
+// unsubscribe removes a client.
+func (h *hub) unsubscribe(id string, c *client) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if set := h.clients[id]; set[c] {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(h.clients, id)
+		}
+		h.metrics.sseClients.Dec()
+	}
+	c.drop()
+}
+
+// publish hands e to the clients of its session; a client with a full
+// buffer is dropped (it reconnects with Last-Event-ID).
+func (h *hub) publish(e sessions.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients[e.SessionID] {
+		select {
+		case c.events <- e:
+		default:
+			delete(h.clients[e.SessionID], c)
+			h.metrics.sseClients.Dec()
+			h.metrics.sseDropped.Inc()
+			c.drop()
+		}
+	}
+}
+
+// closeAll drops every client and refuses new ones (shutdown).
+func (h *hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for id, set := range h.clients {
+		for c := range set {
+			c.drop()
+			h.metrics.sseClients.Dec()
+		}
+		delete(h.clients, id)
+	}
+}
+
+// sseWriteTimeout bounds the write of one SSE frame.
+const sseWriteTimeout = 10 * time.Second
+
+// streamEvents handles GET /api/sessions/{id}/events: the session's
+// event log as Server-Sent Events, from after Last-Event-ID (header, or
+// ?lastEventId=) or from the start, then live. Stored events carry
+// their seq as the SSE id; text_delta events are live only and carry
+// none.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	last := int64(0)
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("lastEventId")
+	}
+	if v != "" {
+		if last, err = strconv.ParseInt(v, 10, 64); err != nil || last < 0 {
+			return errorf(http.StatusBadRequest, "bad_query", "Last-Event-ID must be an integer >= 0, got %q", truncate(v, 40))
+		}
+	}
+	// Subscribe before reading the log: an event committed in between is
+	// in both and is sent once (by seq); none falls between.
+	c := s.hub.subscribe(id)
+	defer s.hub.unsubscribe(id, c)
+	rec, err := s.snapshot(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	// A stream outlives the server's read timeout: without this, the
+	// expired read deadline would end it.
+	rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(e *sessions.Event) error {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+		if e.Type == agent.EventTextDelta {
+			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
+		} else {
+			_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data)
+		}
+		return err
+	}
+	for i := range rec.Events {
+		if e := &rec.Events[i]; e.Seq > last {
+			if err := send(e); err != nil {
+				return nil
+			}
+			last = e.Seq
+		}
+	}
+	rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	if _, err := fmt.Fprint(w, ": ready\n\n"); err != nil {
+		return nil
+	}
+	rc.Flush()
+	beat := time.NewTicker(s.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		select {
+		case e := <-c.events:
+			if e.Type != agent.EventTextDelta {
+				if e.Seq <= last {
+					continue
+				}
+				last = e.Seq
+			}
+			if err := send(&e); err != nil {
+				return nil
+			}
+			// Send what is already queued before flushing.
+			for n := len(c.events); n > 0; n-- {
+				e := <-c.events
+				if e.Type != agent.EventTextDelta {
+					if e.Seq <= last {
+						continue
+					}
+					last = e.Seq
+				}
+				if err := send(&e); err != nil {
+					return nil
+				}
+			}
+		case <-beat.C:
+			rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return nil
+			}
+		case <-c.gone:
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+		if err := rc.Flush(); err != nil {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package serve
+
+import (
+	"time"
+
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Metadata keys the server sets on the sessions it creates.
+const (
+	metaAgent  = "agent"  // the agent that serves the session
+	metaRepoID = "repoId" // the repository the session works on
+	metaReason = "reason" // why the session left active (idle_timeout, cancelled, error)
+)
+
+// sessionJSON is the JSON form of a session.
+type sessionJSON struct {
+	ID           string         `json:"id"`
+	Agent        *string        `json:"agent"`
+	RepoID       *string        `json:"repoId"`
+	Title        string         `json:"title"`
+	Metadata     map[string]any `json:"metadata"`
+	Status       string         `json:"status"`
+	Running      bool           `json:"running"`
+	MessageCount int            `json:"messageCount"`
+	Turns        int            `json:"turns"`
+	ParentID     *string        `json:"parentId"`
+	CreatedAt    string         `json:"createdAt"`
+	UpdatedAt    string         `json:"updatedAt"`
+	Messages     []messageJSON  `json:"messages,omitempty"`
+}
+
+// messageJSON is the JSON form of a message. Seq is the seq of the
+// event that appended it, CreatedAt that event's time.
+type messageJSON struct {
+	Seq        int64               `json:"seq"`
+	Role       string              `json:"role"`
+	Content    any                 `json:"content"`
+	ToolCalls  []sessions.ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string              `json:"toolCallId,omitempty"`
+	Name       string              `json:"name,omitempty"`
+	IsError    bool                `json:"isError,omitempty"`
+	Model      string              `json:"model,omitempty"`
+	Usage      map[string]any      `json:"usage,omitempty"`
+	Metadata   map[string]any      `json:"metadata,omitempty"`
+	CreatedAt  string              `json:"createdAt"`
+}
+
+// formatTime writes a time as RFC 3339 in UTC.
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// strOf returns the string at key of m, or "".
+func strOf(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// agentOf returns the agent of a served session ("" for a session not
+// created through the server).
+func agentOf(rec *sessions.Record) string { return strOf(rec.Metadata, metaAgent) }
+
+// toSessionJSON converts a record (with or without its messages) and
+// the message count.
+func toSessionJSON(rec *sessions.Record, count int, running bool) sessionJSON {
+	meta := rec.Metadata
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return sessionJSON{
+		ID: rec.ID, Agent: optional(agentOf(rec)), RepoID: optional(strOf(meta, metaRepoID)),
+		Title: titleOf(rec), Metadata: meta, Status: string(rec.Status), Running: running,
+		MessageCount: count, Turns: rec.Turns, ParentID: optional(rec.ParentID),
+		CreatedAt: formatTime(rec.CreatedAt), UpdatedAt: formatTime(rec.UpdatedAt),
+	}
+}
+
+// titleOf returns the session's title: the stored one, else the first
+// line of its first user message (when the record has its messages).
+func titleOf(rec *sessions.Record) string {
+	if t := strOf(rec.Metadata, "title"); t != "" {
+		return t
+	}
+	for i := range rec.Messages {
+		if rec.Messages[i].Role == sessions.RoleUser {
+			return firstLine(rec.Messages[i].TextContent(), 60)
+		}
+	}
+	return ""
+}
+
+// firstLine returns s's first line, cut to max runes.
+func firstLine(s string, max int) string {
+	for i, c := range s {
+		if c == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	if r := []rune(s); len(r) > max {
+		return string(r[:max])
+	}
+	return s
+}
+
+// toMessagesJSON converts a record's messages, stamped from its event log.
+func toMessagesJSON(rec *sessions.Record) []messageJSON {
+	st := stamps(rec)
+	out := make([]messageJSON, len(rec.Messages))
+	for i := range rec.Messages {
+		m := &rec.Messages[i]
+		var content any = m.Text
+		if m.Blocks != nil {
+			content = m.Blocks
+		}
+		out[i] = messageJSON{Seq: st[i].seq, Role: m.Role, Content: content, ToolCalls: m.ToolCalls,
+			ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError, Model: m.Model, Usage: m.Usage,
+			Metadata: m.Metadata, CreatedAt: formatTime(st[i].at)}
+	}
+	return out
+}
+
+// stamp is when a message was appended: the seq and time of its
+// "message" event.
+type stamp struct {
+	seq int64
+	at  time.Time
+}
+
+// stamps returns the stamp of each of rec's current messages, replaying
+// its event log: a "message" event at index k appends at k (cutting what
+// a reset or rewind removed), a trim drops the oldest, and a compaction
+// replaces the list with messages stamped by the compaction event. A
+// message the log does not account for gets the session's creation.
+func stamps(rec *sessions.Record) []stamp {
+	var list []stamp
+	for i := range rec.Events {
+		e := &rec.Events[i]
+		st := stamp{seq: e.Seq, at: e.Time}
+		switch e.Type {
+		case sessions.EventMessage:
+			k, _ := e.Data["index"].(int64)
+			if int(k) < len(list) {
+				list = list[:k]
+			}
+			for len(list) < int(k) {
+				list = append(list, st)
+			}
+			list = append(list, st)
+		case sessions.EventReset:
+			list = list[:0]
+		case sessions.EventTrim:
+			if d, ok := e.Data["dropped"].(int64); ok && int(d) <= len(list) {
+				list = list[d:]
+			}
+		case agent.EventCompaction:
+			n, _ := e.Data["messages_after"].(int64)
+			list = list[:0]
+			for range n {
+				list = append(list, st)
+			}
+		}
+	}
+	n := len(rec.Messages)
+	if len(list) > n {
+		list = list[len(list)-n:]
+	}
+	for len(list) < n {
+		list = append([]stamp{{at: rec.CreatedAt}}, list...)
+	}
+	return list
+}

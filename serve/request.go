@@ -1,0 +1,144 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// maxIDLength bounds a session id.
+const maxIDLength = 128
+
+// checkID validates a session id from a path or a body: 1 to 128
+// characters from letters, digits and "-_.:", not "." or "..", so an id
+// never names a path and never needs escaping.
+func checkID(id string) *apiError {
+	if id == "" || len(id) > maxIDLength || id == "." || id == ".." {
+		return errorf(http.StatusBadRequest, "bad_id", "session id must be 1 to %d characters from letters, digits and -_.: (got %q)", maxIDLength, truncate(id, 40))
+	}
+	for _, c := range id {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:", c)
+		if !ok {
+			return errorf(http.StatusBadRequest, "bad_id", "session id must be 1 to %d characters from letters, digits and -_.: (got %q)", maxIDLength, truncate(id, 40))
+		}
+	}
+	return nil
+}
+
+// pathID returns the {id} of the request's path, validated.
+func pathID(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if e := checkID(id); e != nil {
+		return "", e
+	}
+	return id, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// decodeBody decodes the request's JSON body into v: one object, known
+// fields only. An empty body decodes as {} when emptyOK.
+func decodeBody(r *http.Request, v any, emptyOK bool) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		if emptyOK {
+			return nil
+		}
+		return errorf(http.StatusBadRequest, "bad_json", "request body is empty, want a JSON object")
+	}
+	if err != nil {
+		return badJSON(err)
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "bad_json", "request body has data after the JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return badJSON(err)
+		}
+		return errorf(http.StatusBadRequest, "bad_json", "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// badJSON turns a decoding error into a 400 (or 413 for a body over the
+// limit).
+func badJSON(err error) error {
+	var mbe *http.MaxBytesError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &mbe):
+		return err
+	case errors.As(err, &syn):
+		return errorf(http.StatusBadRequest, "bad_json", "request body is not valid JSON: %v (at byte %d)", syn, syn.Offset)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return errorf(http.StatusBadRequest, "bad_json", "request body must be a JSON object, got %s", typ.Value)
+		}
+		return errorf(http.StatusBadRequest, "bad_field", "field %s must be %s, got %s", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errorf(http.StatusBadRequest, "bad_json", "request body is truncated JSON")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	return errorf(http.StatusBadRequest, "bad_json", "request body is not valid JSON: %v", err)
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "an array"
+	case "bool":
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// Paging limits of the list endpoint.
+const (
+	defaultLimit = 20
+	maxLimit     = 1000
+)
+
+// queryInt parses the query parameter name as an int in [min, max],
+// def when absent.
+func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		return 0, errorf(http.StatusBadRequest, "bad_query", "query parameter %s must be an integer from %d to %d, got %q", name, min, max, truncate(v, 40))
+	}
+	return n, nil
+}
+
+// errNotFound is the 404 of an unknown session.
+func errNotFound(id string) error {
+	return errorf(http.StatusNotFound, "not_found", "unknown session id '%s'", id)
+}
+
+// errorCode is the apiError code of err ("" for other errors).
+func errorCode(err error) string {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.code
+	}
+	return ""
+}

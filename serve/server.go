@@ -1,0 +1,225 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Agent runs prompts. Handle runs one prompt, text, on session
+// sessionID and returns when the turn is over; it is expected to append
+// the prompt as a user message first (agent_loop does). Cancelling ctx
+// must stop it promptly. Handle is called concurrently for different
+// sessions, never for one session twice at once.
+type Agent interface {
+	Handle(ctx context.Context, sessionID, text string) error
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxSessions  = 5
+	DefaultIdleTimeout  = 30 * time.Minute
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultSSEBuffer    = 256
+	DefaultHeartbeat    = 15 * time.Second
+)
+
+// Config configures a Server. Zero fields get defaults.
+type Config struct {
+	// Store holds the sessions (required).
+	Store *sessions.Store
+	// Agents are the agents sessions may use, by name (at least one).
+	Agents map[string]Agent
+	// Token is the bearer token /api and the viewer require (required:
+	// use NewToken for a random one).
+	Token string
+	// MaxSessions bounds the served sessions that are active at once
+	// (default DefaultMaxSessions).
+	MaxSessions int
+	// MaxRunning bounds the turns running at once (default 4 × GOMAXPROCS).
+	MaxRunning int
+	// IdleTimeout completes a served session with no activity for this
+	// long (default DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// SSEBuffer is how many events an SSE client may fall behind before
+	// it is disconnected (default DefaultSSEBuffer).
+	SSEBuffer int
+	// Heartbeat is the interval of SSE comment lines on a quiet stream
+	// (default DefaultHeartbeat).
+	Heartbeat time.Duration
+	// NewID mints session ids (default: UUIDv7).
+	NewID func() string
+	// Logger receives one line per session change and failure (default:
+	// discard). The token is never logged.
+	Logger *slog.Logger
+}
+
+// Server is the session API. Its Handler serves HTTP; Close stops its
+// background work. Create one with New.
+type Server struct {
+	cfg     Config
+	store   *sessions.Store
+	log     *slog.Logger
+	mux     *http.ServeMux
+	hub     *hub
+	metrics *metrics
+
+	// turnCtx is the parent of every turn's context; cancelling it
+	// cancels every running turn (shutdown after the grace period).
+	turnCtx    context.Context
+	cancelAll  context.CancelCauseFunc
+	stopReaper func()
+	stopWatch  func()
+
+	mu       sync.Mutex
+	active   map[string]bool  // served sessions with status active
+	creating int              // creations between the limit check and the store
+	running  map[string]*turn // running turns by session id
+	draining bool             // shutting down: no new turns
+	turns    sync.WaitGroup
+}
+
+// New returns a server over cfg.Store. It scans the store for the
+// served sessions that are active (they count against MaxSessions) and
+// starts the idle reaper.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("serve: no session store")
+	}
+	if len(cfg.Agents) == 0 {
+		return nil, errors.New("serve: no agents")
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("serve: no token")
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxRunning == 0 {
+		cfg.MaxRunning = 4 * runtime.GOMAXPROCS(0)
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.SSEBuffer == 0 {
+		cfg.SSEBuffer = DefaultSSEBuffer
+	}
+	if cfg.Heartbeat == 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	for name, v := range map[string]int{"max sessions": cfg.MaxSessions, "max running": cfg.MaxRunning, "SSE buffer": cfg.SSEBuffer} {
+		if v < 1 {
+			return nil, fmt.Errorf("serve: %s must be >= 1, got %d", name, v)
+		}
+	}
+	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 {
+		return nil, errors.New("serve: idle timeout, heartbeat and body limit must not be negative")
+	}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, active: map[string]bool{}, running: map[string]*turn{}}
+	s.metrics = newMetrics()
+	s.hub = newHub(cfg.SSEBuffer, s.metrics)
+	s.turnCtx, s.cancelAll = context.WithCancelCause(context.Background())
+	if err := s.loadActive(context.Background()); err != nil {
+		return nil, fmt.Errorf("serve: reading the session store: %w", err)
+	}
+	s.stopWatch = s.store.Observe(s.observe)
+	s.routes()
+	s.stopReaper = s.startReaper()
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s }
+
+// observe is the store observer: it feeds the SSE hub, the metrics and
+// the waiters for user messages of starting turns.
+func (s *Server) observe(e sessions.Event) {
+	s.hub.publish(e)
+	s.metrics.observe(e)
+	if e.Type == sessions.EventMessage && e.Data["role"] == sessions.RoleUser {
+		s.mu.Lock()
+		if t := s.running[e.SessionID]; t != nil {
+			t.userStored(e)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Shutdown stops new turns, waits for the running ones up to ctx's
+// deadline, then cancels those still running and waits for them to end
+// (each heals its session). It also stops the idle reaper and ends every
+// SSE stream. The HTTP server itself is shut down by the caller.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.turns.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.cancelAll(errShutdown)
+		<-done
+		err = ctx.Err()
+	}
+	s.Close()
+	return err
+}
+
+// errShutdown is the cancellation cause of turns still running when the
+// grace period of a shutdown ends.
+var errShutdown = errors.New("the server is shutting down")
+
+// Close cancels every running turn, waits for them, and stops the idle
+// reaper, the store observer and the SSE streams.
+func (s *Server) Close() {
+	s.cancelAll(errShutdown)
+	s.turns.Wait()
+	s.stopReaper()
+	s.stopWatch()
+	s.hub.closeAll()
+}
+
+// loadActive fills s.active with the stored served sessions whose
+// status is active.
+func (s *Server) loadActive(ctx context.Context) error {
+	list, _, err := s.store.Backend().List(ctx, sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}})
+	if err != nil {
+		return err
+	}
+	for _, sum := range list {
+		rec, err := s.store.Meta(ctx, sum.ID)
+		if err != nil {
+			if errors.Is(err, sessions.ErrNotFound) {
+				continue
+			}
+			return err
+		}
+		if agentOf(rec) != "" {
+			s.active[sum.ID] = true
+		}
+	}
+	s.metrics.sessionsActive.Set(float64(len(s.active)))
+	return nil
+}

@@ -1,0 +1,237 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// turn is one running prompt.
+type turn struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{} // closed when the turn has ended
+
+	once   sync.Once
+	stored chan struct{} // closed when the prompt's user message is committed
+	seq    int64         // that message's event seq
+	index  int64         // and its index in the transcript
+}
+
+// userStored records the commit of the turn's user message. It runs in
+// the store observer, with s.mu held.
+func (t *turn) userStored(e sessions.Event) {
+	t.once.Do(func() {
+		t.seq = e.Seq
+		t.index, _ = e.Data["index"].(int64)
+		close(t.stored)
+	})
+}
+
+// promptRequest is the body of POST /api/sessions/{id}/prompt.
+type promptRequest struct {
+	Text *string `json:"text"`
+}
+
+// promptResponse is the 202 body of a prompt.
+type promptResponse struct {
+	SessionID string `json:"sessionId"`
+	Turn      int    `json:"turn"`
+	Seq       int64  `json:"seq"`
+}
+
+// maxPromptBytes bounds a prompt's text.
+const maxPromptBytes = 256 << 10
+
+// retryRunning is the Retry-After (seconds) of a prompt refused because
+// MaxRunning turns are running.
+const retryRunning = 5
+
+// promptSession handles POST /api/sessions/{id}/prompt: it starts a turn
+// in the background and answers 202 once the prompt's user message is
+// stored.
+func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	var req promptRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return err
+	}
+	if req.Text == nil {
+		return errorf(http.StatusBadRequest, "bad_field", "field text is required")
+	}
+	if *req.Text == "" {
+		return errorf(http.StatusBadRequest, "bad_field", "field text must not be empty")
+	}
+	if len(*req.Text) > maxPromptBytes {
+		return errorf(http.StatusRequestEntityTooLarge, "body_too_large", "field text is longer than %d bytes", maxPromptBytes)
+	}
+	ctx := r.Context()
+	rec, err := s.meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	name := agentOf(rec)
+	ag, ok := s.cfg.Agents[name]
+	switch {
+	case rec.Status != sessions.StatusActive:
+		return errorf(http.StatusConflict, "not_active", "session '%s' is %s and accepts no prompts", id, rec.Status)
+	case name == "":
+		return errorf(http.StatusConflict, "no_agent", "session '%s' was not created by this server and has no agent", id)
+	case !ok:
+		return errorf(http.StatusConflict, "no_agent", "session '%s' uses agent '%s', which this server does not run", id, name)
+	}
+	t, err := s.startTurn(id)
+	if err != nil {
+		return err
+	}
+	go s.runTurn(id, name, ag, *req.Text, t)
+	select {
+	case <-t.stored:
+	case <-t.done:
+		select {
+		case <-t.stored:
+		default:
+			return errors.New("the turn ended without its prompt stored")
+		}
+	}
+	n, err := s.userTurns(ctx, id, int(t.index))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, promptResponse{SessionID: id, Turn: n, Seq: t.seq})
+	return nil
+}
+
+// userTurns counts the user messages of the session up to index.
+func (s *Server) userTurns(ctx context.Context, id string, index int) (int, error) {
+	rec, err := s.store.Snapshot(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := 0; i <= index && i < len(rec.Messages); i++ {
+		if rec.Messages[i].Role == sessions.RoleUser {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// startTurn registers a turn of session id, or refuses it: 409 while a
+// turn of the session runs, 429 while MaxRunning turns run, 503 while
+// the server shuts down.
+func (s *Server) startTurn(id string) (*turn, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining:
+		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case s.running[id] != nil:
+		return nil, errorf(http.StatusConflict, "turn_running", "a turn of session '%s' is already running (cancel it with POST /api/sessions/%s/cancel)", id, id)
+	case len(s.running) >= s.cfg.MaxRunning:
+		return nil, &apiError{status: http.StatusTooManyRequests, code: "too_many_turns", retryAfter: retryRunning,
+			message: strconv.Itoa(len(s.running)) + " turns are running, the server's limit (--max-running " + strconv.Itoa(s.cfg.MaxRunning) + "); retry in " + strconv.Itoa(retryRunning) + " seconds"}
+	}
+	ctx, cancel := context.WithCancelCause(s.turnCtx)
+	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{})}
+	s.running[id] = t
+	s.turns.Add(1)
+	s.metrics.turnsRunning.Inc()
+	return t, nil
+}
+
+// runTurn runs one prompt on the agent and records how it ended: a
+// failure makes the session "error"; a cancellation leaves it active.
+// Either way the session is healed.
+func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
+	start := time.Now()
+	err := ag.Handle(t.ctx, id, text)
+	bg := context.WithoutCancel(t.ctx)
+	select {
+	case <-t.stored:
+	default:
+		// The agent ended without storing the prompt (it failed first, or
+		// does not call agent_loop): store it, so that what is
+		// acknowledged is kept.
+		if _, serr := s.store.Apply(bg, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); serr != nil {
+			s.log.Error("storing a prompt failed", "id", id, "err", serr)
+		}
+	}
+	outcome := "done"
+	switch {
+	case t.ctx.Err() != nil:
+		outcome = "cancelled"
+		if herr := s.store.Heal(bg, id, "cancelled"); herr != nil && !errors.Is(herr, sessions.ErrNotFound) {
+			s.log.Error("healing a cancelled turn failed", "id", id, "err", herr)
+		}
+	case err != nil:
+		outcome = "error"
+		s.log.Warn("turn failed", "id", id, "agent", name, "err", err)
+		if eerr := s.end(bg, id, sessions.StatusError, "error", "The turn failed: "+err.Error()); eerr != nil && !errors.Is(eerr, sessions.ErrNotFound) {
+			s.log.Error("recording a failed turn failed", "id", id, "err", eerr)
+		}
+	default:
+		if herr := s.store.Heal(bg, id, "interrupted"); herr != nil && !errors.Is(herr, sessions.ErrNotFound) {
+			s.log.Error("healing a turn failed", "id", id, "err", herr)
+		}
+	}
+	s.metrics.turnDone(outcome, time.Since(start))
+	s.mu.Lock()
+	delete(s.running, id)
+	s.mu.Unlock()
+	t.cancel(nil)
+	close(t.done)
+	s.turns.Done()
+}
+
+// stopTurn cancels the running turn of session id, if any, with cause;
+// with wait it returns once the turn has ended (healed). It reports
+// whether a turn was running.
+func (s *Server) stopTurn(id string, cause error, wait bool) bool {
+	s.mu.Lock()
+	t := s.running[id]
+	s.mu.Unlock()
+	if t == nil {
+		return false
+	}
+	t.cancel(cause)
+	if wait {
+		<-t.done
+	}
+	return true
+}
+
+func (s *Server) isRunning(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[id] != nil
+}
+
+// errCancelRequested is the cancellation cause of POST .../cancel.
+var errCancelRequested = errors.New("cancelled by request")
+
+// cancelTurn handles POST /api/sessions/{id}/cancel: it stops the
+// running turn (the session stays active) and answers 202, or 409 when
+// no turn is running.
+func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.meta(r.Context(), id); err != nil {
+		return err
+	}
+	if !s.stopTurn(id, errCancelRequested, false) {
+		return errorf(http.StatusConflict, "no_turn", "no turn of session '%s' is running", id)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"sessionId": id, "cancelled": true})
+	return nil
+}
