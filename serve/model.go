@@ -28,7 +28,12 @@ type sessionJSON struct {
 	ParentID     *string        `json:"parentId"`
 	CreatedAt    string         `json:"createdAt"`
 	UpdatedAt    string         `json:"updatedAt"`
-	Messages     []messageJSON  `json:"messages,omitempty"`
+}
+
+// sessionWithMessages is a session with all its messages.
+type sessionWithMessages struct {
+	sessionJSON
+	Messages []messageJSON `json:"messages"`
 }
 
 // messageJSON is the JSON form of a message. Seq is the seq of the

@@ -227,9 +227,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := toSessionJSON(rec, len(rec.Messages), s.isRunning(id))
-	out.Messages = toMessagesJSON(rec)
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(rec, len(rec.Messages), s.isRunning(id)), toMessagesJSON(rec)})
 	return nil
 }
 

@@ -1,0 +1,344 @@
+package serve
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+func TestCreateGetList(t *testing.T) {
+	ts := newTestServer(t, Config{MaxSessions: 10})
+	r := ts.do("POST", "/api/sessions", map[string]any{"repoId": "repo-1", "title": "First", "metadata": map[string]any{"user": "ann"}})
+	ts.expect(r, http.StatusCreated, "")
+	s := r.json()
+	for _, k := range []string{"id", "agent", "repoId", "title", "metadata", "status", "messageCount", "turns", "parentId", "createdAt", "updatedAt"} {
+		if _, ok := s[k]; !ok {
+			t.Errorf("session object has no %q: %s", k, r.body)
+		}
+	}
+	if s["status"] != "active" || s["repoId"] != "repo-1" || s["agent"] != "echo" || s["title"] != "First" {
+		t.Fatalf("created %s", r.body)
+	}
+	if _, err := time.Parse(time.RFC3339, s["createdAt"].(string)); err != nil {
+		t.Fatalf("createdAt: %v", err)
+	}
+	id := s["id"].(string)
+	second := ts.create(map[string]any{"repoId": "repo-2", "id": "custom-id"})
+	if second != "custom-id" {
+		t.Fatalf("id %q", second)
+	}
+	ts.expect(ts.do("POST", "/api/sessions", map[string]any{"id": "custom-id"}), http.StatusConflict, "exists")
+	ts.expect(ts.do("POST", "/api/sessions", map[string]any{"agent": "nope"}), http.StatusNotFound, "unknown_agent")
+
+	r = ts.do("GET", "/api/sessions/"+id, nil)
+	ts.expect(r, http.StatusOK, "")
+	if msgs, ok := r.json()["messages"].([]any); !ok || len(msgs) != 0 {
+		t.Fatalf("get: %s", r.body)
+	}
+	ts.expect(ts.do("GET", "/api/sessions/missing", nil), http.StatusNotFound, "not_found")
+
+	r = ts.do("GET", "/api/sessions", nil)
+	ts.expect(r, http.StatusOK, "")
+	l := r.json()
+	list := l["sessions"].([]any)
+	if l["total"].(float64) != 2 || l["limit"].(float64) != 20 || l["offset"].(float64) != 0 || len(list) != 2 {
+		t.Fatalf("list: %s", r.body)
+	}
+	if list[0].(map[string]any)["id"] != "custom-id" {
+		t.Fatalf("list is not newest first: %s", r.body)
+	}
+	if _, ok := list[0].(map[string]any)["messages"]; ok {
+		t.Fatalf("list includes messages: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?repoId=repo-1", nil)
+	if l := r.json(); l["total"].(float64) != 1 || l["sessions"].([]any)[0].(map[string]any)["id"] != id {
+		t.Fatalf("repoId filter: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?limit=1&offset=1", nil)
+	if l := r.json(); l["total"].(float64) != 2 || len(l["sessions"].([]any)) != 1 || l["sessions"].([]any)[0].(map[string]any)["id"] != id {
+		t.Fatalf("paging: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?repoId=repo-1&limit=1&offset=1", nil)
+	if l := r.json(); l["total"].(float64) != 1 || len(l["sessions"].([]any)) != 0 {
+		t.Fatalf("filtered paging: %s", r.body)
+	}
+	ts.expect(ts.do("DELETE", "/api/sessions/custom-id", nil), http.StatusOK, "")
+	r = ts.do("GET", "/api/sessions?status=active,error", nil)
+	if l := r.json(); l["total"].(float64) != 1 {
+		t.Fatalf("status filter: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?status=cancelled&agent=echo", nil)
+	if l := r.json(); l["total"].(float64) != 1 || l["sessions"].([]any)[0].(map[string]any)["status"] != "cancelled" {
+		t.Fatalf("status and agent filter: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?agent=other", nil)
+	if l := r.json(); l["total"].(float64) != 0 {
+		t.Fatalf("agent filter: %s", r.body)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + testToken, "Bearer " + testToken + "x"} {
+		r := ts.doAuth("GET", "/api/sessions", nil, auth)
+		ts.expect(r, http.StatusUnauthorized, "unauthorized")
+		if strings.Contains(string(r.body), testToken) {
+			t.Fatal("a 401 shows the token")
+		}
+	}
+	ts.expect(ts.doAuth("GET", "/metrics", nil, ""), http.StatusUnauthorized, "unauthorized")
+	ts.expect(ts.doAuth("GET", "/healthz", nil, ""), http.StatusOK, "")
+	ts.expect(ts.doAuth("GET", "/api/sessions", nil, "bearer "+testToken), http.StatusOK, "")
+
+	// Viewer sign-in: ?token= sets the cookie and redirects without it.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(ts.http.URL + "/sessions/abc?token=" + testToken + "&view=debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/sessions/abc?view=debug" {
+		t.Fatalf("sign-in: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == tokenCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != "/" {
+		t.Fatalf("cookie %+v", cookie)
+	}
+	req, _ := http.NewRequest("GET", ts.http.URL+"/api/sessions", nil)
+	req.AddCookie(cookie)
+	resp, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("cookie auth: %d", resp.StatusCode)
+	}
+	resp, err = client.Get(ts.http.URL + "/?token=wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+		t.Fatalf("wrong sign-in: %d", resp.StatusCode)
+	}
+}
+
+func TestMaxSessions(t *testing.T) {
+	ts := newTestServer(t, Config{MaxSessions: 2})
+	a := ts.create(nil)
+	ts.create(nil)
+	r := ts.do("POST", "/api/sessions", nil)
+	ts.expect(r, http.StatusTooManyRequests, "too_many_sessions")
+	if r.header.Get("Retry-After") != "60" {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	if msg := r.json()["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "--max-sessions 2") || !strings.Contains(msg, "retry in 60 seconds") {
+		t.Fatalf("message %q", msg)
+	}
+	ts.expect(ts.do("DELETE", "/api/sessions/"+a, nil), http.StatusOK, "")
+	ts.create(nil)
+}
+
+func TestPrompt(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	id := ts.create(nil)
+	r := ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "hello"})
+	ts.expect(r, http.StatusAccepted, "")
+	if p := r.json(); p["sessionId"] != id || p["turn"].(float64) != 1 {
+		t.Fatalf("prompt: %s", r.body)
+	}
+	// The user message is stored before the 202.
+	if n, _ := ts.store.Length(t.Context(), id); n < 1 {
+		t.Fatal("prompt acknowledged before its message was stored")
+	}
+	ts.waitIdle(id)
+	mark := time.Now()
+	time.Sleep(2 * time.Millisecond)
+	r = ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "again"})
+	ts.expect(r, http.StatusAccepted, "")
+	if r.json()["turn"].(float64) != 2 {
+		t.Fatalf("second prompt: %s", r.body)
+	}
+	ts.waitIdle(id)
+	r = ts.do("GET", "/api/sessions/"+id, nil)
+	msgs := r.json()["messages"].([]any)
+	want := []string{"user:hello", "assistant:echo: hello", "user:again", "assistant:echo: again"}
+	if len(msgs) != len(want) {
+		t.Fatalf("messages: %s", r.body)
+	}
+	var seqs []float64
+	for i, m := range msgs {
+		m := m.(map[string]any)
+		if got := m["role"].(string) + ":" + m["content"].(string); got != want[i] {
+			t.Fatalf("message %d is %q, want %q", i, got, want[i])
+		}
+		seqs = append(seqs, m["seq"].(float64))
+	}
+	r = ts.do("GET", "/api/sessions/"+id+"/messages?since="+mark.UTC().Format(time.RFC3339Nano), nil)
+	if got := r.json()["messages"].([]any); len(got) != 2 || got[0].(map[string]any)["content"] != "again" {
+		t.Fatalf("since: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions/"+id+"/messages?afterSeq="+ftoa(seqs[1]), nil)
+	if got := r.json()["messages"].([]any); len(got) != 2 || got[0].(map[string]any)["seq"].(float64) != seqs[2] {
+		t.Fatalf("afterSeq: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions/"+id+"/messages", nil)
+	if got := r.json()["messages"].([]any); len(got) != 4 {
+		t.Fatalf("all messages: %s", r.body)
+	}
+	if r := ts.do("GET", "/api/sessions/"+id, nil).json(); r["turns"].(float64) != 2 || r["messageCount"].(float64) != 4 {
+		t.Fatalf("counts: %v", r)
+	}
+}
+
+func ftoa(f float64) string { return strings.TrimSuffix(strings.TrimSuffix(time.Duration(f).String(), "ns"), "") }
+
+func TestPromptConflicts(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	block := make(chan struct{})
+	ag := &fakeAgent{store: store, block: block}
+	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}, MaxRunning: 1})
+	a, b := ts.create(nil), ts.create(nil)
+	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
+	// The session's own running turn: 409 before the 429 of --max-running.
+	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "two"}), http.StatusConflict, "turn_running")
+	r := ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "three"})
+	ts.expect(r, http.StatusTooManyRequests, "too_many_turns")
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("429 without Retry-After")
+	}
+	if g := ts.do("GET", "/api/sessions/"+a, nil).json(); g["running"] != true {
+		t.Fatalf("running: %v", g)
+	}
+	close(block)
+	ts.waitIdle(a)
+	ts.expect(ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "three"}), http.StatusAccepted, "")
+	ts.waitIdle(b)
+	ts.expect(ts.do("DELETE", "/api/sessions/"+b, nil), http.StatusOK, "")
+	ts.expect(ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "four"}), http.StatusConflict, "not_active")
+	ts.expect(ts.do("POST", "/api/sessions/nope/prompt", map[string]any{"text": "x"}), http.StatusNotFound, "not_found")
+}
+
+func TestCancelTurn(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	ag := &fakeAgent{store: store, block: make(chan struct{})}
+	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}})
+	id := ts.create(nil)
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/cancel", nil), http.StatusConflict, "no_turn")
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/cancel", nil), http.StatusAccepted, "")
+	ts.waitIdle(id)
+	g := ts.do("GET", "/api/sessions/"+id, nil).json()
+	if g["status"] != "active" || g["messageCount"].(float64) != 1 {
+		t.Fatalf("after cancel: %v", g)
+	}
+	// The session takes prompts again.
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "two"}), http.StatusAccepted, "")
+}
+
+func TestDeleteCancelsAndHeals(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	ag := &fakeAgent{store: store, block: make(chan struct{})}
+	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}})
+	id := ts.create(nil)
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
+	// Leave a tool call open, as a turn killed mid-tool would.
+	if _, err := store.Apply(t.Context(), id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant,
+		ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "read", Arguments: map[string]any{}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.do("DELETE", "/api/sessions/"+id, nil)
+	ts.expect(r, http.StatusOK, "")
+	if g := r.json(); g["status"] != "cancelled" || g["running"] != false {
+		t.Fatalf("delete: %s", r.body)
+	}
+	g := ts.do("GET", "/api/sessions/"+id, nil).json()
+	msgs := g["messages"].([]any)
+	roles := []string{}
+	for _, m := range msgs {
+		roles = append(roles, m.(map[string]any)["role"].(string))
+	}
+	if strings.Join(roles, ",") != "user,assistant,tool,system" {
+		t.Fatalf("roles after delete: %v", roles)
+	}
+	if sessions.OpenToolCalls(sessionsTranscript(t, store, id)) != nil {
+		t.Fatal("open tool calls after delete")
+	}
+	// Deleting again is harmless; purge deletes.
+	ts.expect(ts.do("DELETE", "/api/sessions/"+id, nil), http.StatusOK, "")
+	r = ts.do("DELETE", "/api/sessions/"+id+"?purge=true", nil)
+	ts.expect(r, http.StatusNoContent, "")
+	ts.expect(ts.do("GET", "/api/sessions/"+id, nil), http.StatusNotFound, "not_found")
+	ts.expect(ts.do("DELETE", "/api/sessions/"+id+"?purge=true", nil), http.StatusNotFound, "not_found")
+}
+
+func sessionsTranscript(t *testing.T, store *sessions.Store, id string) sessions.Transcript {
+	rec, err := store.Snapshot(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sessions.NewTranscript(rec.Messages)
+}
+
+func TestTurnErrorEndsSession(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	for _, skip := range []bool{false, true} {
+		ag := &fakeAgent{store: store, fail: errBoom, skip: skip}
+		ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"bad": ag}, MaxSessions: 10})
+		id := ts.create(nil)
+		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "hi"}), http.StatusAccepted, "")
+		ts.waitIdle(id)
+		g := ts.do("GET", "/api/sessions/"+id, nil).json()
+		msgs := g["messages"].([]any)
+		if g["status"] != "error" || len(msgs) != 2 || msgs[0].(map[string]any)["content"] != "hi" ||
+			!strings.Contains(msgs[1].(map[string]any)["content"].(string), "boom") {
+			t.Fatalf("skip=%v: after a failed turn: %v", skip, g)
+		}
+		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "again"}), http.StatusConflict, "not_active")
+		if h := ts.do("GET", "/healthz", nil).json(); h["activeSessions"].(float64) != 0 {
+			t.Fatalf("error session still counted active: %v", h)
+		}
+	}
+}
+
+func TestIdleCleanup(t *testing.T) {
+	dir := t.TempDir()
+	_ = dir
+	ts := newTestServer(t, Config{IdleTimeout: 150 * time.Millisecond, MaxSessions: 1})
+	id := ts.create(nil)
+	ts.expect(ts.do("POST", "/api/sessions", nil), http.StatusTooManyRequests, "too_many_sessions")
+	// Activity keeps it alive.
+	for range 3 {
+		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "ping"}), http.StatusAccepted, "")
+		ts.waitIdle(id)
+		time.Sleep(60 * time.Millisecond)
+	}
+	if g := ts.do("GET", "/api/sessions/"+id, nil).json(); g["status"] != "active" {
+		t.Fatalf("active session reaped: %v", g)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		g := ts.do("GET", "/api/sessions/"+id, nil).json()
+		if g["status"] == "completed" {
+			if g["metadata"].(map[string]any)["reason"] != reasonIdle {
+				t.Fatalf("idle session: %v", g)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reaped: %v", g)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "late"}), http.StatusConflict, "not_active")
+	ts.create(nil) // the active count dropped
+}
