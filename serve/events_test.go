@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // sseFrame is one parsed Server-Sent Event (or comment).
@@ -250,4 +249,3 @@ func (s *sseStream) waitForReady(t *testing.T, seen map[int64]bool) {
 	}
 	t.Fatal("stream ended before ready")
 }
-

@@ -68,51 +68,26 @@ func optional(s string) *string {
 	return &s
 }
 
-// agentOf returns the agent of a served session ("" for a session not
-// created through the server).
-func agentOf(rec *sessions.Record) string { return strOf(rec.Metadata, metaAgent) }
-
-// toSessionJSON converts a record (with or without its messages) and
-// the message count.
-func toSessionJSON(rec *sessions.Record, count int, running bool) sessionJSON {
-	meta := rec.Metadata
+// toSessionJSON converts a listing row.
+func toSessionJSON(sum *sessions.Summary, running bool) sessionJSON {
+	meta := sum.Metadata
 	if meta == nil {
 		meta = map[string]any{}
 	}
 	return sessionJSON{
-		ID: rec.ID, Agent: optional(agentOf(rec)), RepoID: optional(strOf(meta, metaRepoID)),
-		Title: titleOf(rec), Metadata: meta, Status: string(rec.Status), Running: running,
-		MessageCount: count, Turns: rec.Turns, ParentID: optional(rec.ParentID),
-		CreatedAt: formatTime(rec.CreatedAt), UpdatedAt: formatTime(rec.UpdatedAt),
+		ID: sum.ID, Agent: optional(strOf(meta, metaAgent)), RepoID: optional(strOf(meta, metaRepoID)),
+		Title: sum.Label(), Metadata: meta, Status: string(sum.Status), Running: running,
+		MessageCount: sum.Length, Turns: sum.Turns, ParentID: optional(sum.ParentID),
+		CreatedAt: formatTime(sum.CreatedAt), UpdatedAt: formatTime(sum.UpdatedAt),
 	}
 }
 
-// titleOf returns the session's title: the stored one, else the first
-// line of its first user message (when the record has its messages).
-func titleOf(rec *sessions.Record) string {
-	if t := strOf(rec.Metadata, "title"); t != "" {
-		return t
-	}
-	for i := range rec.Messages {
-		if rec.Messages[i].Role == sessions.RoleUser {
-			return firstLine(rec.Messages[i].TextContent(), 60)
-		}
-	}
-	return ""
-}
-
-// firstLine returns s's first line, cut to max runes.
-func firstLine(s string, max int) string {
-	for i, c := range s {
-		if c == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	if r := []rune(s); len(r) > max {
-		return string(r[:max])
-	}
-	return s
+// summaryOf returns the listing row of a record whose message count is
+// length (a record from Meta has no messages).
+func summaryOf(rec *sessions.Record, length int) *sessions.Summary {
+	return &sessions.Summary{ID: rec.ID, Status: rec.Status, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt,
+		ParentID: rec.ParentID, Length: length, Turns: rec.Turns, Children: len(rec.ChildIDs),
+		Title: rec.Title, FirstPrompt: rec.FirstPrompt, Metadata: rec.Metadata}
 }
 
 // toMessagesJSON converts a record's messages, stamped from its event log.

@@ -16,7 +16,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	r := ts.doAuth("GET", "/openapi.json", nil, "")
 	ts.expect(r, http.StatusOK, "")
 	var doc struct {
-		OpenAPI string                               `json:"openapi"`
+		OpenAPI string                                `json:"openapi"`
 		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
 	if err := json.Unmarshal(r.body, &doc); err != nil {

@@ -47,6 +47,8 @@ type Config struct {
 	MaxSessions int
 	// MaxRunning bounds the turns running at once (default 4 × GOMAXPROCS).
 	MaxRunning int
+	// TurnTimeout cancels a turn that runs longer (0: no limit).
+	TurnTimeout time.Duration
 	// IdleTimeout completes a served session with no activity for this
 	// long (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -209,14 +211,7 @@ func (s *Server) loadActive(ctx context.Context) error {
 		return err
 	}
 	for _, sum := range list {
-		rec, err := s.store.Meta(ctx, sum.ID)
-		if err != nil {
-			if errors.Is(err, sessions.ErrNotFound) {
-				continue
-			}
-			return err
-		}
-		if agentOf(rec) != "" {
+		if strOf(sum.Metadata, metaAgent) != "" {
 			s.active[sum.ID] = true
 		}
 	}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,16 @@ func TestCreateGetList(t *testing.T) {
 	if l := r.json(); l["total"].(float64) != 1 || len(l["sessions"].([]any)) != 0 {
 		t.Fatalf("filtered paging: %s", r.body)
 	}
+	r = ts.do("GET", "/api/sessions?where="+url.QueryEscape(`metadata.user == "ann" && title == "First"`), nil)
+	if l := r.json(); l["total"].(float64) != 1 || l["sessions"].([]any)[0].(map[string]any)["id"] != id {
+		t.Fatalf("where: %s", r.body)
+	}
+	r = ts.do("GET", "/api/sessions?q=FIRS", nil)
+	if l := r.json(); l["total"].(float64) != 1 {
+		t.Fatalf("text search: %s", r.body)
+	}
+	ts.expect(ts.do("GET", "/api/sessions?where="+url.QueryEscape("turns >"), nil), http.StatusBadRequest, "bad_where")
+	ts.expect(ts.do("GET", "/api/sessions?where="+url.QueryEscape("nosuchname == 1"), nil), http.StatusBadRequest, "bad_where")
 	ts.expect(ts.do("DELETE", "/api/sessions/custom-id", nil), http.StatusOK, "")
 	r = ts.do("GET", "/api/sessions?status=active,error", nil)
 	if l := r.json(); l["total"].(float64) != 1 {
@@ -200,7 +211,9 @@ func TestPrompt(t *testing.T) {
 	}
 }
 
-func ftoa(f float64) string { return strings.TrimSuffix(strings.TrimSuffix(time.Duration(f).String(), "ns"), "") }
+func ftoa(f float64) string {
+	return strings.TrimSuffix(strings.TrimSuffix(time.Duration(f).String(), "ns"), "")
+}
 
 func TestPromptConflicts(t *testing.T) {
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())

@@ -41,8 +41,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if req.RepoID != "" {
 		meta[metaRepoID] = req.RepoID
 	}
+	info := sessions.Info{Metadata: meta}
 	if req.Title != "" {
-		meta["title"] = req.Title
+		info.Title = &req.Title
 	}
 	id := req.ID
 	if id == "" {
@@ -53,7 +54,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.reserveSession(); err != nil {
 		return err
 	}
-	err = s.store.Create(r.Context(), id, meta)
+	err = s.store.Create(r.Context(), id, info)
 	s.mu.Lock()
 	s.creating--
 	if err == nil {
@@ -72,7 +73,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toSessionJSON(rec, 0, false))
+	writeJSON(w, http.StatusCreated, toSessionJSON(summaryOf(rec, 0), false))
 	return nil
 }
 
@@ -152,68 +153,60 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			statuses = append(statuses, st)
 		}
 	}
-	match, err := s.sessionFilter(q.Get("repoId"), q.Get("agent"), q.Get("q"), q.Get("where"))
-	if err != nil {
-		return err
+	var where *sessions.Where
+	if q.Has("where") {
+		if where, err = sessions.CompileWhere(q.Get("where")); err != nil {
+			return errorf(http.StatusBadRequest, "bad_where", "where: %v", err)
+		}
 	}
-	ctx := r.Context()
-	f := sessions.ListFilter{Statuses: statuses}
-	if match == nil {
-		f.Limit, f.Offset = limit, offset
-	}
-	list, total, err := s.store.Backend().List(ctx, f)
-	if err != nil {
-		return err
-	}
-	out := listResponse{Sessions: []sessionJSON{}, Limit: limit, Offset: offset, Total: total}
+	match := sessionFilter(q.Get("repoId"), q.Get("agent"), q.Get("q"))
+	f := sessions.ListFilter{Statuses: statuses, Limit: limit, Offset: offset}
 	if match != nil {
-		out.Total = 0
+		f.Limit, f.Offset = 0, 0
 	}
-	for _, sum := range list {
-		rec, err := s.store.Meta(ctx, sum.ID)
-		if errors.Is(err, sessions.ErrNotFound) {
-			continue // deleted meanwhile
+	list, total, err := sessions.ListWhere(r.Context(), s.store.Backend(), f, where)
+	if err != nil {
+		if where != nil {
+			return errorf(http.StatusBadRequest, "bad_where", "where: %v", err)
 		}
-		if err != nil {
-			return err
-		}
-		if match != nil {
-			if !match(rec, sum) {
-				continue
-			}
-			out.Total++
-			if out.Total <= offset || len(out.Sessions) >= limit {
-				continue
+		return err
+	}
+	if match != nil {
+		kept := list[:0]
+		for _, sum := range list {
+			if match(&sum) {
+				kept = append(kept, sum)
 			}
 		}
-		out.Sessions = append(out.Sessions, toSessionJSON(rec, sum.Length, s.isRunning(sum.ID)))
+		f.Limit, f.Offset = limit, offset
+		list, total = f.Page(kept), len(kept)
+	}
+	out := listResponse{Sessions: make([]sessionJSON, len(list)), Total: total, Limit: limit, Offset: offset}
+	for i := range list {
+		out.Sessions[i] = toSessionJSON(&list[i], s.isRunning(list[i].ID))
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// sessionFilter returns the predicate of the list filters that need a
-// session's metadata, or nil when none is given.
-func (s *Server) sessionFilter(repoID, agentName, text, where string) (func(*sessions.Record, sessions.Summary) bool, error) {
-	if repoID == "" && agentName == "" && text == "" && where == "" {
-		return nil, nil
-	}
-	if where != "" {
-		return nil, errorf(http.StatusBadRequest, "bad_query", "where is not supported by this server yet")
+// sessionFilter returns the predicate of the list filters on metadata
+// and text, or nil when none is given.
+func sessionFilter(repoID, agentName, text string) func(*sessions.Summary) bool {
+	if repoID == "" && agentName == "" && text == "" {
+		return nil
 	}
 	text = strings.ToLower(text)
-	return func(rec *sessions.Record, _ sessions.Summary) bool {
-		if repoID != "" && strOf(rec.Metadata, metaRepoID) != repoID {
+	return func(sum *sessions.Summary) bool {
+		switch {
+		case repoID != "" && strOf(sum.Metadata, metaRepoID) != repoID:
 			return false
-		}
-		if agentName != "" && agentOf(rec) != agentName {
+		case agentName != "" && strOf(sum.Metadata, metaAgent) != agentName:
 			return false
-		}
-		if text != "" && !strings.Contains(strings.ToLower(rec.ID+"\n"+titleOf(rec)), text) {
+		case text != "" && !strings.Contains(strings.ToLower(sum.ID+"\n"+sum.Label()), text):
 			return false
 		}
 		return true
-	}, nil
+	}
 }
 
 // getSession handles GET /api/sessions/{id}: the session with all its
@@ -227,7 +220,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(rec, len(rec.Messages), s.isRunning(id)), toMessagesJSON(rec)})
+	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(summaryOf(rec, len(rec.Messages)), s.isRunning(id)), toMessagesJSON(rec)})
 	return nil
 }
 
@@ -296,7 +289,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, toSessionJSON(rec, len(rec.Messages), false))
+	writeJSON(w, http.StatusOK, toSessionJSON(summaryOf(rec, len(rec.Messages)), false))
 	return nil
 }
 
@@ -311,8 +304,13 @@ func (s *Server) end(ctx context.Context, id string, status sessions.Status, rea
 	if err := s.store.Heal(ctx, id, string(status)); err != nil {
 		return err
 	}
-	ch := &sessions.Change{Status: status, Events: []sessions.Event{sessions.NewEvent(sessions.EventStatus,
-		map[string]any{"status": string(status), "previous": string(sessions.StatusActive), metaReason: reason})}}
+	rec, err := s.store.Meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	ch := &sessions.Change{Status: status, SetMetadata: true, Metadata: sessions.MergeMetadata(rec.Metadata, map[string]any{metaReason: reason}),
+		Events: []sessions.Event{sessions.NewEvent(sessions.EventStatus,
+			map[string]any{"status": string(status), "previous": string(rec.Status), metaReason: reason})}}
 	if note != "" {
 		ch.Append = []sessions.Message{{Role: sessions.RoleSystem, Text: note, Metadata: map[string]any{metaReason: reason}}}
 	}

@@ -160,10 +160,10 @@ func TestAgentErrors(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := builtins.NewState(vm.Options{Root: dir})
 	for src, want := range map[string]string{
-		"x = 1\n":                               "defines no function handle(session_id, text)",
-		"handle = 3\n":                          "handle is a int, want a function",
-		"def handle(text):\n    pass\n":         "must take exactly two parameters",
-		"def handle(a, b, *c):\n    pass\n":     "must take exactly two parameters",
+		"x = 1\n":                                "defines no function handle(session_id, text)",
+		"handle = 3\n":                           "handle is a int, want a function",
+		"def handle(text):\n    pass\n":          "must take exactly two parameters",
+		"def handle(a, b, *c):\n    pass\n":      "must take exactly two parameters",
 		"def handle(a, b):\n    pass\nfail('x')": "agent",
 	} {
 		file := filepath.Join(dir, "bad.star")

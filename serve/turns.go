@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -78,7 +79,7 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name := agentOf(rec)
+	name := strOf(rec.Metadata, metaAgent)
 	ag, ok := s.cfg.Agents[name]
 	switch {
 	case rec.Status != sessions.StatusActive:
@@ -141,6 +142,11 @@ func (s *Server) startTurn(id string) (*turn, error) {
 			message: strconv.Itoa(len(s.running)) + " turns are running, the server's limit (--max-running " + strconv.Itoa(s.cfg.MaxRunning) + "); retry in " + strconv.Itoa(retryRunning) + " seconds"}
 	}
 	ctx, cancel := context.WithCancelCause(s.turnCtx)
+	if d := s.cfg.TurnTimeout; d > 0 {
+		tctx, tcancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("the turn exceeded its time limit of %s", d))
+		parent := cancel
+		ctx, cancel = tctx, func(cause error) { parent(cause); tcancel() }
+	}
 	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{})}
 	s.running[id] = t
 	s.turns.Add(1)

@@ -214,7 +214,7 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		}
 		return all[i].ID > all[j].ID
 	})
-	return f.page(all), len(all), nil
+	return f.Page(all), len(all), nil
 }
 
 // Check reports an error for a negative Limit or Offset.
@@ -241,7 +241,9 @@ func (f *ListFilter) matches(r *Record) bool {
 	return true
 }
 
-func (f *ListFilter) page(all []Summary) []Summary {
+// Page returns the page of all (a whole listing, in order) that f's
+// Offset and Limit select.
+func (f *ListFilter) Page(all []Summary) []Summary {
 	if f.Offset >= len(all) {
 		return nil
 	}

@@ -269,17 +269,25 @@ func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool
 	if _, ok := s.lru.Get(id); ok {
 		return false, nil // created concurrently
 	}
+	if err := s.create(ctx, id, opts.MaxTurns, opts.Info); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// create stores a new session and makes it live. The caller holds s.mu.
+func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) error {
 	now := s.clock()
-	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: opts.MaxTurns,
-		Metadata: MergeMetadata(nil, opts.Info.Metadata)}
-	if opts.Info.Title != nil {
-		rec.Title = *opts.Info.Title
+	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns,
+		Metadata: MergeMetadata(nil, info.Metadata)}
+	if info.Title != nil {
+		rec.Title = *info.Title
 	}
 	if err := s.backend.Create(ctx, rec); err != nil {
-		return false, wrap(id, err)
+		return wrap(id, err)
 	}
 	s.lru.Add(id, newSession(rec))
-	return true, nil
+	return nil
 }
 
 // Exists reports whether id is live or stored.
@@ -788,25 +796,19 @@ func (s *Store) Shutdown() error {
 	return s.backend.Close()
 }
 
-// Create creates the session id, empty and active, with a copy of
-// metadata (JSON values). Unlike Open it never resumes: ErrExists if the
-// id is live or stored.
-func (s *Store) Create(ctx context.Context, id string, metadata map[string]any) error {
-	if err := CheckJSONValue(metadata); err != nil {
-		return wrap(id, fmt.Errorf("metadata: %v", err))
+// Create creates the session id, empty and active, with info's title
+// and metadata. Unlike Open it never resumes: ErrExists if the id is
+// live or stored.
+func (s *Store) Create(ctx context.Context, id string, info Info) error {
+	if err := info.check(); err != nil {
+		return wrap(id, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lru.Contains(id) {
 		return wrap(id, ErrExists)
 	}
-	now := s.clock()
-	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, Metadata: CloneJSONObject(metadata)}
-	if err := s.backend.Create(ctx, rec); err != nil {
-		return wrap(id, err)
-	}
-	s.lru.Add(id, newSession(rec))
-	return nil
+	return s.create(ctx, id, 0, info)
 }
 
 // Delete removes the session from the store and the backend, history

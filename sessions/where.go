@@ -123,5 +123,5 @@ func ListWhere(ctx context.Context, b Backend, f ListFilter, w *Where) ([]Summar
 			matched = append(matched, rows[i])
 		}
 	}
-	return f.page(matched), len(matched), nil
+	return f.Page(matched), len(matched), nil
 }

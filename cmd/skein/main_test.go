@@ -24,7 +24,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+		Cmds: withServeCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			// waitfile FILE REGEXP: wait (up to a minute) until FILE exists
 			// and its content matches REGEXP, e.g. for a background
 			// command to say it has started; a fixed sleep is flaky on a
@@ -47,11 +47,12 @@ func TestScripts(t *testing.T) {
 					time.Sleep(20 * time.Millisecond)
 				}
 			},
-		},
+		}),
 		Setup: func(env *testscript.Env) error {
 			// Hermetic: no provider keys or skein settings leak in.
 			for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
-				"SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP", "SKEIN_OLLAMA_BASE_URL"} {
+				"SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP", "SKEIN_OLLAMA_BASE_URL",
+				"SKEIN_SERVE_TOKEN", "AGENT_SESSION_IDLE_TIMEOUT", "AGENT_SESSION_MAX_ACTIVE"} {
 				env.Setenv(k, "")
 			}
 			// Sessions end with each command unless a script tests durable

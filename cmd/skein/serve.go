@@ -44,7 +44,7 @@ func serveCommand(args []string, io stdio) int {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7600", "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
 	fs.Var(&f.agents, "agent", "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem")
 	fs.IntVar(&f.maxSessions, "max-sessions", envInt("AGENT_SESSION_MAX_ACTIVE", serve.DefaultMaxSessions), "active sessions allowed at once; env AGENT_SESSION_MAX_ACTIVE")
-	fs.IntVar(&f.maxRunning, "max-running", 4*runtime.GOMAXPROCS(0), "turns allowed to run at once (default 4 × cores)")
+	fs.IntVar(&f.maxRunning, "max-running", 4*runtime.GOMAXPROCS(0), "turns allowed to run at once (by default 4 per core)")
 	idle := serve.DefaultIdleTimeout
 	if v := envInt("AGENT_SESSION_IDLE_TIMEOUT", 0); v > 0 {
 		idle = time.Duration(v) * time.Minute
@@ -105,7 +105,7 @@ func serveCommand(args []string, io stdio) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
