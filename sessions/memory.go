@@ -15,6 +15,7 @@ import (
 type MemoryBackend struct {
 	mu       sync.Mutex
 	sessions map[string]*memRecord
+	runs     map[string]*memRun // run records (memory_runs.go)
 }
 
 type memRecord struct {
