@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/skein-dev/skein/llm/schema"
 )
 
 // Mode is how a stage runs.
@@ -64,8 +64,8 @@ type Node struct {
 	// OutputSchema is output_contract.json_schema (nil if none).
 	OutputSchema map[string]any
 
-	prompt *template
-	schema *jsonschema.Schema
+	prompt   *template
+	contract *schema.Schema
 }
 
 // ModelPolicy is a node's model_policy. Zero fields are unset.

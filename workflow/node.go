@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/skein-dev/skein/llm/schema"
 )
 
 // kind is the expected type of a node option.
@@ -226,15 +228,15 @@ func (n *Node) decodeContracts(where string, m map[string]any) error {
 			return err
 		}
 		if x, ok := oc["json_schema"]; ok {
-			schema, isMap := x.(map[string]any)
+			doc, isMap := x.(map[string]any)
 			if !isMap {
 				return fmt.Errorf("%s: 'json_schema': got %s, want a JSON Schema map", w, typeName(x))
 			}
-			compiled, err := compileSchema(schema)
+			compiled, err := schema.Compile(doc)
 			if err != nil {
 				return fmt.Errorf("%s: json_schema: %w", w, err)
 			}
-			n.OutputSchema, n.schema = schema, compiled
+			n.OutputSchema, n.contract = doc, compiled
 		}
 	}
 	return nil
