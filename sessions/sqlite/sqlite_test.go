@@ -119,8 +119,8 @@ func TestOpenCreatesAndMigrates(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if fk != 1 || sync != 2 || busy != int(BusyTimeout.Milliseconds()) {
-		t.Errorf("connection pragmas: foreign_keys %d, synchronous %d, busy_timeout %d; want 1, 2 (FULL), %d",
+	if fk != 1 || sync != 1 || busy != int(BusyTimeout.Milliseconds()) {
+		t.Errorf("connection pragmas: foreign_keys %d, synchronous %d, busy_timeout %d; want 1, 1 (NORMAL: the default durability, process), %d",
 			fk, sync, busy, BusyTimeout.Milliseconds())
 	}
 	if err := b.Close(); err != nil {
