@@ -67,6 +67,22 @@ func testWriteBatch(h *harness) {
 			},
 			func(r *sessions.Record) *sessions.Change { return &sessions.Change{SetSummary: true} },
 		},
+		// A rewind between appends, and a rewind undone by a reset.
+		{
+			func(r *sessions.Record) *sessions.Change {
+				return appendLogged(r, at(6), len(r.Messages), users("d", 3))
+			},
+			func(r *sessions.Record) *sessions.Change { return &sessions.Change{DropLast: 2} },
+			func(r *sessions.Record) *sessions.Change {
+				return appendLogged(r, at(6), len(r.Messages), users("e", 1))
+			},
+		},
+		{
+			func(r *sessions.Record) *sessions.Change { return &sessions.Change{DropLast: 1} },
+			func(r *sessions.Record) *sessions.Change {
+				return &sessions.Change{Replace: true, ReplaceWith: users("f", 2), SetTitle: true, Title: "reset"}
+			},
+		},
 		// One change alone, and none.
 		{func(r *sessions.Record) *sessions.Change {
 			return appendLogged(r, at(6), len(r.Messages), users("c", 1))

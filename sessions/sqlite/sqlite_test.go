@@ -363,3 +363,32 @@ func TestLoadLong(t *testing.T) {
 		t.Fatalf("Load with a damaged message row: %v, want an error naming message 4000", err)
 	}
 }
+
+// TestBatchReleasesViews checks that a view frozen by a rewind (DropLast)
+// that a later change of the same Write resets away is deleted with the
+// write, as it would be by two Writes.
+func TestBatchReleasesViews(t *testing.T) {
+	b, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	now := time.Now()
+	if err := b.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []sessions.Message{{Role: sessions.RoleUser, Text: "a"}, {Role: sessions.RoleUser, Text: "b"}, {Role: sessions.RoleUser, Text: "c"}}
+	if err := b.Write(ctx, "s", 0, &sessions.Change{Append: msgs}, &sessions.Change{DropLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counts(t, b)["views"]; n != 1 {
+		t.Fatalf("after a rewind: %d views, want 1", n)
+	}
+	if err := b.Write(ctx, "s", 2, &sessions.Change{DropLast: 1}, &sessions.Change{Replace: true, ReplaceWith: msgs[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counts(t, b)["views"]; n != 0 {
+		t.Fatalf("after a rewind and a reset in one write: %d views, want 0", n)
+	}
+}
