@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/chzyer/readline v1.5.1
+	github.com/expr-lang/expr v1.17.8
+	github.com/goccy/go-yaml v1.19.2
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/rogpeppe/go-internal v1.16.0
@@ -13,10 +15,7 @@ require (
 	modernc.org/sqlite v1.60.0
 )
 
-require (
-	github.com/expr-lang/expr v1.17.8
-	github.com/prometheus/client_golang v1.25.0
-)
+require github.com/prometheus/client_golang v1.25.0
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

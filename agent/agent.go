@@ -5,10 +5,20 @@
 // until the model answers without tools (or a budget, the persistent-mode
 // nudge limit, a timeout, a callback or an error ends it).
 //
-// Every message is written to the session store as it is appended, never
-// batched at the end, and every event goes to the session's log and then
-// to Hooks.Emit. Whatever ends the loop, the session stays valid provider
-// input: tool calls left without results are healed with error results.
+// Every message and event is written to the session store as the loop
+// goes, one step at a time (group commit): the model step — queued
+// feedback, turn_start, llm_call, the reply and the tool_call events of
+// all its calls — is one commit, made before any tool runs; the tool step
+// — every result, turn_end — is another. A commit is one backend
+// transaction (sessions.Store.Stage and Commit), so a durable store pays
+// two commits per iteration, not one per event. Events reach Hooks.Emit
+// only once committed, so whatever a subscriber saw is stored. A process
+// crash loses at most the step in progress: the stored transcript is a
+// prefix of what the loop did, and a reply whose tool results were lost
+// is healed ("interrupted") when the session is next opened. Retry
+// events and the loop's ending are committed at once. Whatever ends the
+// loop, the session stays valid provider input: tool calls left without
+// results are healed with error results.
 //
 // The engine knows nothing of Starlark: package builtins adapts Starlark
 // functions to Tool and Starlark callbacks to Hooks.
@@ -173,6 +183,9 @@ type loop struct {
 	texts  []string
 	nudges int
 	reply  *llm.Response // the last reply (Call)
+	// unsent are the events of the changes staged since the last commit:
+	// subscribers get them once they are committed.
+	unsent []sessions.Event
 	// lastSeq is the seq of the latest stored event: text deltas, which
 	// are not stored, carry it so subscribers see seq never decrease.
 	lastSeq int64
@@ -207,7 +220,7 @@ func Call(ctx context.Context, cfg Config) (*llm.Response, *Result, error) {
 }
 
 func (l *loop) once() error {
-	if err := l.write(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: l.cfg.Prompt}}}); err != nil {
+	if err := l.stage(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: l.cfg.Prompt}}}); err != nil {
 		return err
 	}
 	l.res.Iterations = 1
@@ -234,6 +247,9 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	}
 	l.ctx = loopCtx
 	err := body(l)
+	if err == nil {
+		err = l.commit()
+	}
 	l.res.Duration = l.clock().Sub(l.start)
 	l.res.Text = strings.Join(l.texts, "\n")
 	if err == nil {
@@ -244,6 +260,8 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		// or marking it failed here would write into their run.
 		return nil, l.res, err
 	}
+	// Store what the loop did before it ended, and tell subscribers.
+	_ = l.commit()
 	if ctx.Err() == nil && loopCtx.Err() != nil {
 		// the loop's own timeout: a result, not a failure
 		l.finish("cancelled", sessions.StatusActive, sessions.NewEvent(EventCancelled, map[string]any{"reason": "timeout"}))
@@ -289,10 +307,10 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 	}
 }
 
-// write applies a change and emits its events; appended messages are
-// recorded in the result.
-func (l *loop) write(ch *sessions.Change) error {
-	events, err := l.cfg.Store.Apply(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
+// stage applies a change to the session for the step's commit (see
+// commit); appended messages are recorded in the result.
+func (l *loop) stage(ch *sessions.Change) error {
+	events, err := l.cfg.Store.Stage(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
 	if err != nil {
 		return err
 	}
@@ -300,7 +318,28 @@ func (l *loop) write(ch *sessions.Change) error {
 	if n := len(events); n > 0 {
 		l.lastSeq = events[n-1].Seq
 	}
+	l.unsent = append(l.unsent, events...)
+	return nil
+}
+
+// commit writes the staged changes of the step to the backend in one
+// transaction and then emits their events. It writes with a context that
+// is not cancelled: a cancelled run still stores what it did.
+func (l *loop) commit() error {
+	if err := l.cfg.Store.Commit(context.WithoutCancel(l.ctx), l.cfg.SessionID); err != nil {
+		return err
+	}
+	events := l.unsent
+	l.unsent = nil
 	return l.emit(events...)
+}
+
+// write stages a change and commits at once.
+func (l *loop) write(ch *sessions.Change) error {
+	if err := l.stage(ch); err != nil {
+		return err
+	}
+	return l.commit()
 }
 
 func (l *loop) emit(events ...sessions.Event) error {
@@ -315,8 +354,9 @@ func (l *loop) emit(events ...sessions.Event) error {
 	return nil
 }
 
+// event stages an event.
 func (l *loop) event(typ string, data map[string]any) error {
-	return l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
+	return l.stage(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
 }
 
 func (l *loop) run() error {
@@ -333,7 +373,7 @@ func (l *loop) run() error {
 		start.Status = sessions.StatusActive
 		start.Events = []sessions.Event{sessions.NewEvent(sessions.EventStatus, map[string]any{"status": string(sessions.StatusActive), "previous": string(meta.Status)})}
 	}
-	if err := l.write(start); err != nil {
+	if err := l.stage(start); err != nil {
 		return err
 	}
 	contextFull := false
@@ -370,6 +410,15 @@ func (l *loop) run() error {
 		for i, c := range resp.ToolCalls {
 			names[i] = c.Name
 		}
+		if len(resp.ToolCalls) > 0 {
+			// The model step ends here: it is stored before any tool runs.
+			if err := l.logToolCalls(resp.ToolCalls); err != nil {
+				return err
+			}
+			if err := l.commit(); err != nil {
+				return err
+			}
+		}
 		for _, c := range resp.ToolCalls {
 			if err := l.runTool(c); err != nil {
 				return err
@@ -385,6 +434,9 @@ func (l *loop) run() error {
 			l.nudges = 0
 		}
 		if err := l.event(EventTurnEnd, map[string]any{"iteration": iteration, "tool_calls": int64(len(resp.ToolCalls))}); err != nil {
+			return err
+		}
+		if err := l.commit(); err != nil { // the tool step
 			return err
 		}
 		if stop {
@@ -421,7 +473,7 @@ func (l *loop) textOnly(text string) (bool, error) {
 		return true, l.event(EventLoopStuck, map[string]any{"nudges": int64(l.nudges)})
 	}
 	l.nudges++
-	return false, l.write(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: Nudge, Metadata: map[string]any{"nudge": int64(l.nudges)}}}})
+	return false, l.stage(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: Nudge, Metadata: map[string]any{"nudge": int64(l.nudges)}}}})
 }
 
 // deliverFeedback appends queued feedback at the start of a turn.
@@ -431,7 +483,7 @@ func (l *loop) deliverFeedback() error {
 		kind, _ := m.Metadata["feedback_kind"].(string)
 		ch := &sessions.Change{Append: []sessions.Message{m},
 			Events: []sessions.Event{sessions.NewEvent(EventFeedbackInjected, map[string]any{"kind": kind})}}
-		if err := l.write(ch); err != nil {
+		if err := l.stage(ch); err != nil {
 			return err
 		}
 	}
@@ -467,9 +519,9 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	}
 	retry := cfg.Retry
 	retry.OnRetry = func(attempt int, e *llm.Error, wait time.Duration) {
-		if emitErr == nil {
-			emitErr = l.event(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
-				"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})
+		if emitErr == nil { // delivered at once: the wait may be long
+			emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
+				"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
 		}
 	}
 	chain := make([]llm.Target, len(cfg.Chain))
@@ -520,7 +572,7 @@ func (l *loop) appendReply(resp *llm.Response) error {
 	} else if len(resp.ToolCalls) == 0 {
 		l.res.VisibleText = ""
 	}
-	return l.write(&sessions.Change{Append: []sessions.Message{msg}})
+	return l.stage(&sessions.Change{Append: []sessions.Message{msg}})
 }
 
 // StripSentinel removes the done sentinel from text, dropping lines left
@@ -542,13 +594,20 @@ func StripSentinel(text string) string {
 	return strings.TrimRight(strings.Join(kept, "\n"), "\n ")
 }
 
-// runTool runs one tool call and stores its result.
-func (l *loop) runTool(call sessions.ToolCall) error {
-	callEv := sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": sessions.CloneJSONObject(call.Arguments)})
-	callEv.CorrID = call.ID
-	if err := l.write(&sessions.Change{Events: []sessions.Event{callEv}}); err != nil {
-		return err
+// logToolCalls stages a tool_call event for each call of a reply, with
+// the reply: they are committed, and delivered, before the first tool
+// runs.
+func (l *loop) logToolCalls(calls []sessions.ToolCall) error {
+	events := make([]sessions.Event, len(calls))
+	for i, call := range calls {
+		events[i] = sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": sessions.CloneJSONObject(call.Arguments)})
+		events[i].CorrID = call.ID
 	}
+	return l.stage(&sessions.Change{Events: events})
+}
+
+// runTool runs one tool call and stages its result.
+func (l *loop) runTool(call sessions.ToolCall) error {
 	l.res.ToolCalls = append(l.res.ToolCalls, call.Name)
 	started := l.clock()
 	output, toolErr := l.invoke(call)
@@ -590,7 +649,7 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 	result := sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, IsError: toolErr != nil}
 	ev := sessions.NewEvent(EventToolResult, data)
 	ev.CorrID = call.ID
-	return l.write(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
+	return l.stage(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
 }
 
 // ToolError is an error a tool returns to decide how the loop treats it,

@@ -361,3 +361,83 @@ func TestLoopLosingAConflictWritesNothing(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// countingBackend counts the writes reaching a memory backend.
+type countingBackend struct {
+	*sessions.MemoryBackend
+	writes int
+}
+
+func (b *countingBackend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
+	b.writes++
+	return b.MemoryBackend.Write(ctx, id, base, changes...)
+}
+
+// TestGroupCommit checks that the loop writes one transaction per step:
+// the model step (before its tools run) and the tool step, so two per
+// tool-calling iteration and one for the final reply; and that every
+// event reaches the hooks only once the backend holds it.
+func TestGroupCommit(t *testing.T) {
+	b := &countingBackend{MemoryBackend: sessions.NewMemoryBackend()}
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := store.Open(ctx, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	const iterations = 3
+	var resps []any
+	for i := range iterations {
+		resps = append(resps, callTool("count", map[string]any{"n": int64(i)}))
+	}
+	resps = append(resps, &llm.Response{Text: "done"})
+	tool := &fakeTool{name: "count", out: "ok"}
+	cfg := config(store, "s", &scripted{name: "fake", resps: resps}, tool)
+	var writesAtRun []int
+	tool2 := &probedTool{fakeTool: tool, before: func() {
+		writesAtRun = append(writesAtRun, b.writes)
+		rec, err := b.Load(ctx, "s")
+		if err != nil || len(rec.Messages) == 0 || !rec.Messages[len(rec.Messages)-1].HasToolCalls() {
+			t.Errorf("a tool runs before its call is stored")
+		}
+	}}
+	cfg.Tools = []Tool{tool2}
+	delivered := 0
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		delivered++
+		rec, err := b.Load(ctx, "s")
+		if err != nil {
+			return err
+		}
+		if n := len(rec.Events); n == 0 || rec.Events[n-1].Seq < e.Seq {
+			t.Errorf("event %d (%s) delivered before it was stored", e.Seq, e.Type)
+		}
+		return nil
+	}
+	if _, err := Run(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*iterations + 1; b.writes != want {
+		t.Errorf("%d writes for %d tool-calling iterations and a final reply, want %d", b.writes, iterations, want)
+	}
+	if fmt.Sprint(writesAtRun) != "[1 3 5]" {
+		t.Errorf("writes when each tool ran: %v, want [1 3 5]", writesAtRun)
+	}
+	rec, _ := b.Load(ctx, "s")
+	if delivered != len(rec.Events) {
+		t.Errorf("%d events delivered, %d stored", delivered, len(rec.Events))
+	}
+}
+
+// probedTool runs before ahead of a fake tool.
+type probedTool struct {
+	*fakeTool
+	before func()
+}
+
+func (t *probedTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+	t.before()
+	return t.fakeTool.Run(ctx, call)
+}

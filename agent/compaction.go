@@ -111,6 +111,11 @@ func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
 			trigger = TriggerContextLength
 			opts.TokenThreshold = 0
 		}
+		// The compaction writes the session: what the step staged goes
+		// first, and its events are delivered before the compaction's.
+		if err := l.commit(); err != nil {
+			return nil, err
+		}
 		res, events, err := CompactSession(l.ctx, cfg.Store, cfg.SessionID, opts, trigger)
 		if err != nil {
 			return nil, err

@@ -40,7 +40,7 @@ type Spec struct {
 // Specs returns every builtin, grouped by area in reference order.
 func Specs() []Spec {
 	var all []Spec
-	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mockSpecs(), controlSpecs(), workspaceSpecs()} {
+	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mockSpecs(), controlSpecs(), workspaceSpecs(), workflowSpecs()} {
 		all = append(all, area...)
 	}
 	return all

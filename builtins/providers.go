@@ -6,6 +6,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/anthropic"
+	"github.com/skein-dev/skein/llm/gemini"
 	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/llm/openairesponses"
 )
@@ -27,6 +28,7 @@ func DefaultLLM(getenv func(string) string) *llm.Settings {
 			llm.ProtocolAzure:           openAIFactory,
 			llm.ProtocolOpenAIResponses: responsesFactory,
 			llm.ProtocolAnthropic:       anthropicFactory,
+			llm.ProtocolGemini:          geminiFactory,
 		},
 	}
 }
@@ -41,6 +43,10 @@ func openAIFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 
 func responsesFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 	return openairesponses.New(openairesponses.Config{Name: pc.Name, BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
+}
+
+func geminiFactory(pc llm.ProviderConfig) (llm.Provider, error) {
+	return gemini.New(gemini.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
 }
 
 func anthropicFactory(pc llm.ProviderConfig) (llm.Provider, error) {

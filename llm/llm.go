@@ -4,9 +4,11 @@
 // every backend implements, error categories, and the retry and fallback
 // policies wrapped around providers.
 //
-// Providers live in sub-packages: llm/mock (deterministic, for tests and
-// CI), llm/openai (OpenAI Chat Completions and every compatible server)
-// and llm/anthropic (Anthropic Messages).
+// Providers live in sub-packages, one per wire protocol: llm/mock
+// (deterministic, for tests and CI), llm/openai (OpenAI Chat Completions,
+// Azure OpenAI and every compatible server), llm/openairesponses (OpenAI
+// Responses), llm/anthropic (Anthropic Messages) and llm/gemini (Google
+// Gemini). Presets names the providers each is reached through.
 package llm
 
 import (

@@ -82,7 +82,7 @@ type Server struct {
 	turnCtx    context.Context
 	cancelAll  context.CancelCauseFunc
 	stopReaper func()
-	stopWatch  func()
+	stopWatch  []func()
 
 	mu       sync.Mutex
 	active   map[string]bool  // served sessions with status active
@@ -144,7 +144,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.loadActive(context.Background()); err != nil {
 		return nil, fmt.Errorf("serve: reading the session store: %w", err)
 	}
-	s.stopWatch = s.store.Observe(s.observe)
+	s.stopWatch = []func(){s.store.Observe(s.observe), s.store.ObserveLogged(s.observeLogged)}
 	s.routes()
 	s.stopReaper = s.startReaper()
 	return s, nil
@@ -153,18 +153,26 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s }
 
-// observe is the store observer: it feeds the SSE hub, the metrics and
-// the waiters for user messages of starting turns.
+// observe is the store's observer of committed (and transient) events:
+// it feeds the SSE hub and the metrics.
 func (s *Server) observe(e sessions.Event) {
 	s.hub.publish(e)
 	s.metrics.observe(e)
-	if e.Type == sessions.EventMessage && e.Data["role"] == sessions.RoleUser {
-		s.mu.Lock()
-		if t := s.running[e.SessionID]; t != nil {
-			t.userStored(e)
-		}
-		s.mu.Unlock()
+}
+
+// observeLogged is the store's observer of logged events: it tells a
+// starting turn that its user message was logged, so the prompt can be
+// committed and acknowledged without waiting for the agent's first
+// commit (which follows the model call).
+func (s *Server) observeLogged(e sessions.Event) {
+	if e.Type != sessions.EventMessage || e.Data["role"] != sessions.RoleUser {
+		return
 	}
+	s.mu.Lock()
+	if t := s.running[e.SessionID]; t != nil {
+		t.userStored(e)
+	}
+	s.mu.Unlock()
 }
 
 // Shutdown stops new turns, waits for the running ones up to ctx's
@@ -199,7 +207,9 @@ func (s *Server) Close() {
 	s.cancelAll(errShutdown)
 	s.turns.Wait()
 	s.stopReaper()
-	s.stopWatch()
+	for _, stop := range s.stopWatch {
+		stop()
+	}
 	s.hub.closeAll()
 }
 

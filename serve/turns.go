@@ -19,12 +19,12 @@ type turn struct {
 	done   chan struct{} // closed when the turn has ended
 
 	once   sync.Once
-	stored chan struct{} // closed when the prompt's user message is committed
+	stored chan struct{} // closed when the prompt's user message is logged
 	seq    int64         // that message's event seq
 	index  int64         // and its index in the transcript
 }
 
-// userStored records the commit of the turn's user message. It runs in
+// userStored records the turn's user message being logged. It runs in
 // the store observer, with s.mu held.
 func (t *turn) userStored(e sessions.Event) {
 	t.once.Do(func() {
@@ -102,6 +102,12 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		default:
 			return errors.New("the turn ended without its prompt stored")
 		}
+	}
+	// The agent may have only staged the prompt (an agent loop commits a
+	// step after its model call): commit it now, so that what is
+	// acknowledged is stored.
+	if err := s.store.Commit(context.WithoutCancel(ctx), id); err != nil {
+		return err
 	}
 	n, err := s.userTurns(ctx, id, int(t.index))
 	if err != nil {

@@ -176,9 +176,12 @@ type Backend interface {
 	LoadMeta(ctx context.Context, id string) (*Record, error)
 	// Exists reports whether the id is stored.
 	Exists(ctx context.Context, id string) (bool, error)
-	// Write applies ch to the session if its stored version is base, and
-	// bumps the version (ErrNotFound, ErrConflict).
-	Write(ctx context.Context, id string, base int64, ch *Change) error
+	// Write applies changes to the session, in order, if its stored
+	// version is base, and bumps the version once per change (ErrNotFound,
+	// ErrConflict). All of them are one atomic write (one transaction, one
+	// commit): after an error none is visible. The store writes a loop
+	// step's changes together this way (see Store.Stage).
+	Write(ctx context.Context, id string, base int64, changes ...*Change) error
 	// Fork creates spec.Dst sharing Src's first KeepFirst messages and
 	// records the fork on Src (ErrNotFound, ErrExists, ErrConflict).
 	Fork(ctx context.Context, spec *ForkSpec) error

@@ -15,6 +15,7 @@ import (
 type MemoryBackend struct {
 	mu       sync.Mutex
 	sessions map[string]*memRecord
+	runs     map[string]*memRun // run records (memory_runs.go)
 }
 
 type memRecord struct {
@@ -86,8 +87,9 @@ func (b *MemoryBackend) Exists(_ context.Context, id string) (bool, error) {
 	return ok, nil
 }
 
-// Write applies ch if the stored version is base.
-func (b *MemoryBackend) Write(_ context.Context, id string, base int64, ch *Change) error {
+// Write applies changes, in order, if the stored version is base: all of
+// them or, after an error, none.
+func (b *MemoryBackend) Write(_ context.Context, id string, base int64, changes ...*Change) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.sessions[id]
@@ -97,12 +99,31 @@ func (b *MemoryBackend) Write(_ context.Context, id string, base int64, ch *Chan
 	if r.rec.Version != base {
 		return fmt.Errorf("session %q: %w", id, ErrConflict)
 	}
-	if err := checkDropFirst(ch, r.transcript.Len()); err != nil {
-		return fmt.Errorf("session %q: %v", id, err)
+	n := r.transcript.Len()
+	for _, ch := range changes {
+		if err := checkDropFirst(ch, n); err != nil {
+			return fmt.Errorf("session %q: %v", id, err)
+		}
+		n = changedLen(n, ch)
 	}
-	r.transcript = ApplyToTranscript(r.transcript, ch)
-	ApplyToRecord(&r.rec, ch)
+	for _, ch := range changes {
+		r.transcript = ApplyToTranscript(r.transcript, ch)
+		ApplyToRecord(&r.rec, ch)
+	}
 	return nil
+}
+
+// changedLen returns the length of a list of n messages after ch.
+func changedLen(n int, ch *Change) int {
+	switch {
+	case ch.Replace:
+		n = len(ch.ReplaceWith)
+	case ch.DropFirst > 0:
+		n -= ch.DropFirst
+	case ch.DropLast > 0:
+		n -= ch.DropLast
+	}
+	return n + len(ch.Append)
 }
 
 // checkDropFirst reports an error when ch drops messages a list of n

@@ -2,33 +2,49 @@ package sessions
 
 import "sync"
 
-// observers are the functions a Store calls with every event it logs
-// (see Store.Observe). The zero value has none.
+// observers are the functions a Store calls with the events it logs (see
+// Store.Observe and Store.ObserveLogged). The zero value has none.
 type observers struct {
 	mu   sync.RWMutex
 	next int
-	fns  map[int]func(Event)
+	fns  map[int]observer
+}
+
+type observer struct {
+	fn     func(Event)
+	logged bool // called when events are logged, not when committed
 }
 
 // Observe registers fn to receive every event of every session of the
-// store: each logged event once it is committed, in seq order per
-// session, and each transient event given to Publish (text_delta). fn
-// runs on the writing goroutine while the session is locked, so it must
-// be quick and must not call back into the store; it may not modify the
-// event. The returned function unregisters fn.
+// store: each logged event once it is committed to the backend (a staged
+// change's events when it is committed, see Stage), in seq order per
+// session, and each transient event given to Publish (text_delta).
+// fn runs on the writing goroutine while the session is locked, so it
+// must be quick and must not call back into the store; it may not modify
+// the event. The returned function unregisters fn.
 //
 // Observers see what this Store writes, not what another process writes
 // to the same backend.
 func (s *Store) Observe(fn func(Event)) (stop func()) {
-	o := &s.observers
+	return s.observers.add(observer{fn: fn})
+}
+
+// ObserveLogged is Observe for events as they are logged, staged or not:
+// an observer that needs to know a change was made (to commit it sooner,
+// say) before it is committed. Transient events are not included.
+func (s *Store) ObserveLogged(fn func(Event)) (stop func()) {
+	return s.observers.add(observer{fn: fn, logged: true})
+}
+
+func (o *observers) add(ob observer) (stop func()) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.fns == nil {
-		o.fns = map[int]func(Event){}
+		o.fns = map[int]observer{}
 	}
 	id := o.next
 	o.next++
-	o.fns[id] = fn
+	o.fns[id] = ob
 	return func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -39,15 +55,27 @@ func (s *Store) Observe(fn func(Event)) (stop func()) {
 // Publish gives a transient event, one that is never stored (a streamed
 // text_delta), to the store's observers.
 func (s *Store) Publish(e Event) {
-	s.observers.notify([]Event{e})
+	s.observers.notify([]Event{e}, false)
 }
 
-func (o *observers) notify(events []Event) {
+// notify calls the observers of logged events (logged set) or of
+// committed ones with events.
+func (o *observers) notify(events []Event, logged bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	for _, fn := range o.fns {
-		for _, e := range events {
-			fn(e)
+	for _, ob := range o.fns {
+		if ob.logged != logged {
+			continue
 		}
+		for _, e := range events {
+			ob.fn(e)
+		}
+	}
+}
+
+// committed notifies the events of changes just written to the backend.
+func (o *observers) committed(changes []*Change) {
+	for _, ch := range changes {
+		o.notify(ch.Events, false)
 	}
 }

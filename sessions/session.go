@@ -30,6 +30,15 @@ type Session struct {
 	// promptChecked reports whether rec.FirstPrompt is known to match the
 	// transcript (it is checked on the session's first write).
 	promptChecked bool
+	// staged are changes applied in memory but not yet written to the
+	// backend (Store.Stage), oldest first.
+	staged []*Change
+}
+
+// storedVersion returns the version the backend holds: the session's
+// version before its staged changes.
+func (s *Session) storedVersion() int64 {
+	return s.rec.Version - int64(len(s.staged))
 }
 
 // newSession returns a live session holding rec, whose Events are its

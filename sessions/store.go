@@ -30,6 +30,12 @@ type Store struct {
 	mu  sync.Mutex // serialises loading and creating sessions
 	lru *lru.Cache[string, *Session]
 
+	// lost holds, by session id, the error of committing the staged
+	// changes of a session evicted from the LRU: its next Commit
+	// reports it.
+	lostMu sync.Mutex
+	lost   map[string]error
+
 	observers observers
 }
 
@@ -77,10 +83,15 @@ func (s *Store) Now() time.Time { return s.clock() }
 func (s *Store) onEvict(id string, sess *Session) {
 	sess.mu.Lock()
 	sess.evicted = true
-	sess.mu.Unlock()
 	if s.backend.Durable() {
+		// Staged changes go to the backend before the session leaves.
+		if _, err := s.commitLocked(context.Background(), sess); err != nil {
+			s.setLost(id, err)
+		}
+		sess.mu.Unlock()
 		return
 	}
+	sess.mu.Unlock()
 	if f, ok := s.backend.(Forgetter); ok {
 		f.Forget(id)
 		return
@@ -205,6 +216,11 @@ func (s *Store) record(ctx context.Context, sess *Session) (*Record, error) {
 		for n > 0 && events[n-1].Seq > sess.lastSeq {
 			n--
 		}
+		// The staged events are not in the backend yet.
+		for _, ch := range sess.staged {
+			events = append(events[:n:n], ch.Events...)
+			n = len(events)
+		}
 		sess.rec.Events, sess.logLoaded = events[:n:n], true
 	}
 	return sess.record(), nil
@@ -257,7 +273,7 @@ func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool
 			ch.Events = append(ch.Events, Event{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}})
 		}
 		if ch.MaxTurns > 0 || ch.Status != "" || len(ch.Events) > 0 {
-			_, err = s.apply(ctx, sess, ch, version)
+			_, err = s.apply(ctx, sess, ch, version, false)
 		}
 		return false, err
 	}
@@ -346,7 +362,7 @@ func (s *Store) Apply(ctx context.Context, id string, ch *Change) ([]Event, erro
 	if err != nil {
 		return nil, err
 	}
-	return s.apply(ctx, sess, ch, anyVersion)
+	return s.apply(ctx, sess, ch, anyVersion, false)
 }
 
 // Update computes a change from the session's current messages and
@@ -367,13 +383,16 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 	if err != nil || ch == nil {
 		return nil, err
 	}
-	return s.apply(ctx, sess, ch, version)
+	return s.apply(ctx, sess, ch, version, false)
 }
 
 // anyVersion makes apply skip its in-memory version check.
 const anyVersion = -1
 
-func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64) ([]Event, error) {
+// apply validates ch, stamps its events and applies it: staged (see
+// Stage) when stage is set, otherwise written to the backend together
+// with the session's staged changes, in one Write.
+func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool) ([]Event, error) {
 	stale := false
 	defer func() {
 		if stale {
@@ -422,13 +441,23 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		}
 	}
 	w.Events = sess.stamp(events, now)
-	if err := s.backend.Write(ctx, id, sess.rec.Version, &w); err != nil {
-		stale = errors.Is(err, ErrConflict)
-		return nil, wrap(id, err)
+	if stage {
+		sess.staged = append(sess.staged, &w)
+	} else {
+		changes := append(sess.staged[:len(sess.staged):len(sess.staged)], &w)
+		if err := s.backend.Write(ctx, id, sess.storedVersion(), changes...); err != nil {
+			stale = errors.Is(err, ErrConflict)
+			return nil, wrap(id, err)
+		}
+		s.observers.committed(sess.staged)
+		sess.staged = nil
 	}
 	sess.applied(&w)
 	sess.promptChecked = true
-	s.observers.notify(w.Events)
+	s.observers.notify(w.Events, true)
+	if !stage {
+		s.observers.notify(w.Events, false)
+	}
 	return w.Events, nil
 }
 
@@ -570,7 +599,7 @@ func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
 		ids[i] = callID
 	}
 	ch.Events = []Event{{Type: EventHealed, Data: map[string]any{"tool_call_ids": ids, "reason": reason}}}
-	_, err := s.apply(ctx, sess, ch, anyVersion)
+	_, err := s.apply(ctx, sess, ch, anyVersion, false)
 	return err
 }
 
@@ -610,6 +639,14 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 		parent.mu.Unlock()
 		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
 	}
+	// The backend forks the stored source: its staged changes first.
+	if stale, err := s.commitLocked(ctx, parent); err != nil {
+		parent.mu.Unlock()
+		if stale {
+			s.forget(src, parent)
+		}
+		return nil, err
+	}
 	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
 		Metadata:    MergeMetadata(parent.rec.Metadata, map[string]any{"parent_session_id": src}),
 		FirstPrompt: FirstPrompt(parent.transcript.Head(keep)), ParentID: src, MaxTurns: parent.rec.MaxTurns}
@@ -640,9 +677,11 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
 	parent.applied(&Change{Events: []Event{srcEvent}, UpdatedAt: now})
-	s.observers.notify([]Event{srcEvent})
+	s.observers.notify([]Event{srcEvent}, true)
+	s.observers.notify([]Event{srcEvent}, false)
 	parent.mu.Unlock()
-	s.observers.notify(child.Events)
+	s.observers.notify(child.Events, true)
+	s.observers.notify(child.Events, false)
 
 	s.mu.Lock()
 	s.lru.Get(src) // refresh the source before inserting the child
@@ -660,7 +699,7 @@ func (s *Store) Close(ctx context.Context, id string) error {
 	}
 	if s.backend.Durable() {
 		ch := &Change{Status: StatusCompleted, Events: []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusCompleted)}}}}
-		if _, err := s.apply(ctx, sess, ch, anyVersion); err != nil {
+		if _, err := s.apply(ctx, sess, ch, anyVersion, false); err != nil {
 			return err
 		}
 	}
@@ -791,9 +830,14 @@ func (s *Store) Live() []Summary {
 	return out
 }
 
-// Shutdown releases the backend.
+// Shutdown commits every session's staged changes and releases the
+// backend. It returns the first error.
 func (s *Store) Shutdown() error {
-	return s.backend.Close()
+	err := s.CommitAll(context.Background())
+	if cerr := s.backend.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Create creates the session id, empty and active, with info's title

@@ -49,6 +49,19 @@ func SetFile(thread *starlark.Thread, filename string) {
 	thread.SetLocal(fileKey, filename)
 }
 
+// Dir returns the directory relative paths of thread's code are resolved
+// against, as load() resolves them: the directory of the file it runs,
+// else the VM's Root.
+func Dir(thread *starlark.Thread) string {
+	if from, _ := thread.Local(fileKey).(string); from != "" {
+		return filepath.Dir(from)
+	}
+	if s, err := StateOf(thread); err == nil {
+		return s.Root
+	}
+	return "."
+}
+
 // load implements starlark.Thread.Load.
 func (l *loader) load(thread *starlark.Thread, module string) (starlark.StringDict, error) {
 	key, src, err := l.resolve(thread, module)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,8 +18,9 @@ import (
 )
 
 // crashScript runs a long agent loop on session "crash" and prints a line
-// for every message appended to it, from a subscriber: the message has
-// been committed when its line is written.
+// for every message appended to it, from a subscriber: the loop delivers
+// events once they are committed, so a printed message is acknowledged
+// and must survive any crash.
 const crashScript = `
 s = agent_session_open("crash", max_turns = 100000)
 
@@ -35,10 +37,10 @@ def work(n):
       n: the step.
     """
     sleep(0.001)
-    return "step %d done" % n
+    return "step %s done" % n
 
 for i in range(300):
-    llm_mock(tool_calls = [{"name": "work", "arguments": {"n": i}}])
+    llm_mock(tool_calls = [{"name": "work", "arguments": {"n": str(i)}}])
 agent_loop("Work for a long time.", provider = "mock", session_id = s, tools = [work], max_iterations = 1000)
 print("finished")
 `
@@ -62,14 +64,22 @@ func skeinBinary(t *testing.T) string {
 
 // TestCrashLosesNothing runs a long agent loop in a child process on a
 // durable store and kills it with SIGKILL at random points, many times
-// (a fixed seed picks the points). After each kill the session reopens,
-// is healed into a valid transcript, and holds every message the child
-// had reported appended. Each run resumes the session the last one left.
+// (a fixed seed picks the points), at each durability level. After each
+// kill the session reopens, is healed into a valid transcript that is a
+// prefix of what the loops did (checkLoopPrefix) and extends what the
+// last kill left, and holds every message the child had reported
+// appended. Each run resumes the session the last one left.
 func TestCrashLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills many processes")
 	}
-	const runs = 30
+	for _, d := range sessions.Durabilities {
+		t.Run(string(d), func(t *testing.T) { crashLoop(t, d) })
+	}
+}
+
+func crashLoop(t *testing.T, durability sessions.Durability) {
+	const runs = 20
 	bin := skeinBinary(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "sessions.db")
@@ -79,12 +89,13 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(6, 2026))
 	var all []reported // every message reported by any run
+	var stored []sessions.Message
 	healed := 0
 	for run := range runs {
 		// Kill after a random number of reported messages, plus up to
 		// 3 ms, so kills land in writes, in tools and between them.
 		after, extra := 1+rng.IntN(60), time.Duration(rng.IntN(3000))*time.Microsecond
-		got, finished := crashRun(t, bin, db, script, after, extra)
+		got, finished := crashRun(t, bin, db, script, durability, after, extra)
 		all = append(all, got...)
 
 		// Reopen as the next process would: the store heals open calls.
@@ -107,6 +118,18 @@ func TestCrashLosesNothing(t *testing.T) {
 		if err := sessions.Validate(rec.Messages); err != nil {
 			t.Fatalf("run %d (killed after %d messages + %s): the healed transcript is not valid: %v", run, after, extra, err)
 		}
+		if err := checkLoopPrefix(rec.Messages); err != nil {
+			t.Fatalf("run %d (killed after %d messages + %s): the transcript is not a prefix of what the loops did: %v", run, after, extra, err)
+		}
+		if len(rec.Messages) < len(stored) {
+			t.Fatalf("run %d: %d messages stored, fewer than the %d before it", run, len(rec.Messages), len(stored))
+		}
+		for i := range stored {
+			if a, b := rec.Messages[i], stored[i]; a.Role != b.Role || a.Text != b.Text || a.ToolCallID != b.ToolCallID {
+				t.Fatalf("run %d: message %d changed: %+v, was %+v", run, i, a, b)
+			}
+		}
+		stored = rec.Messages
 		events := map[int64]*sessions.Event{}
 		for i := range rec.Events {
 			events[rec.Events[i].Seq] = &rec.Events[i]
@@ -133,13 +156,57 @@ func TestCrashLosesNothing(t *testing.T) {
 	}
 }
 
-// crashRun runs the script in a child process and kills it with SIGKILL
-// once it has reported after messages, and extra later. It returns the
-// messages the child reported and whether it finished first.
-func crashRun(t *testing.T, bin, db, script string, after int, extra time.Duration) ([]reported, bool) {
+// checkLoopPrefix checks that msgs are what runs of crashScript append,
+// each cut short anywhere: per run the prompt, then calls of work with n
+// = 0, 1, 2, ... each followed by its result ("step n done"), until a
+// text reply, or until a result healed as "interrupted" (the run was
+// killed before the result was stored), after which the next run's
+// prompt follows. No call is left open: the store heals on open.
+func checkLoopPrefix(msgs []sessions.Message) error {
+	const prompt = "Work for a long time."
+	next := -1 // n of the next call; -1 while a prompt must come next
+	for i := 0; i < len(msgs); i++ {
+		m := &msgs[i]
+		switch {
+		case m.Role == sessions.RoleUser && m.Text == prompt:
+			next = 0
+		case m.Role == sessions.RoleAssistant && next >= 0 && len(m.ToolCalls) == 0:
+			next = -1 // the run's loop finished
+		case m.Role == sessions.RoleAssistant && next >= 0:
+			c := m.ToolCalls[0]
+			if len(m.ToolCalls) != 1 || c.Name != "work" || fmt.Sprint(c.Arguments["n"]) != fmt.Sprint(next) {
+				return fmt.Errorf("message %d: calls %+v, want one call of work with n = %d", i, m.ToolCalls, next)
+			}
+			if i+1 == len(msgs) {
+				return fmt.Errorf("message %d: the last message is a call without its result", i)
+			}
+			i++
+			r := &msgs[i]
+			switch {
+			case r.Role != sessions.RoleTool || r.ToolCallID != c.ID:
+				return fmt.Errorf("message %d: %s message for call %q, want the result of call %q", i, r.Role, r.ToolCallID, c.ID)
+			case r.IsError && r.Text == "interrupted":
+				next = -1
+			case r.IsError || r.Text != fmt.Sprintf("step %d done", next):
+				return fmt.Errorf("message %d: result %q (error %v), want \"step %d done\"", i, r.Text, r.IsError, next)
+			default:
+				next++
+			}
+		default:
+			return fmt.Errorf("message %d: unexpected %s message %q (expecting the call n = %d)", i, m.Role, m.Text, next)
+		}
+	}
+	return nil
+}
+
+// crashRun runs the script in a child process at the given durability
+// and kills it with SIGKILL once it has reported after messages, and
+// extra later. It returns the messages the child reported and whether it
+// finished first.
+func crashRun(t *testing.T, bin, db, script string, durability sessions.Durability, after int, extra time.Duration) ([]reported, bool) {
 	t.Helper()
 	cmd := exec.Command(bin, "run", "--store", db, script)
-	cmd.Env = append(os.Environ(), "SKEIN_STORE=")
+	cmd.Env = append(os.Environ(), "SKEIN_STORE=", "SKEIN_DURABILITY="+string(durability))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()

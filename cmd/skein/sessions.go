@@ -111,6 +111,9 @@ func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
 	if store.path == "" {
 		return nil, errUsage(`--store must name a database file`)
 	}
+	if err := store.check(); err != nil {
+		return nil, errUsage(err.Error())
+	}
 	if !create {
 		if _, err := os.Stat(store.path); errors.Is(err, fs.ErrNotExist) {
 			return sessions.NewMemoryBackend(), nil

@@ -21,6 +21,7 @@ const storeMemory = "memory"
 // sessions outlive it, or "memory". Unregistered, it means memory.
 type storeFlag struct {
 	path       string
+	durability string
 	registered bool
 }
 
@@ -33,12 +34,23 @@ func (f *storeFlag) register(fs *flag.FlagSet) {
 	}
 	f.registered = true
 	fs.StringVar(&f.path, "store", def, "session database (SQLite), created if missing, or \"memory\" for sessions that end with the process; env SKEIN_STORE")
+	durability := os.Getenv("SKEIN_DURABILITY")
+	if durability == "" {
+		durability = string(sessions.DurabilityProcess)
+	}
+	fs.StringVar(&f.durability, "durability", durability, "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit); env SKEIN_DURABILITY")
 }
 
 // check validates the flag's value, returning a usage message.
 func (f *storeFlag) check() error {
-	if f.registered && f.path == "" {
+	if !f.registered {
+		return nil
+	}
+	if f.path == "" {
 		return errors.New("--store must name a database file or be \"memory\"")
+	}
+	if _, err := sessions.ParseDurability(f.durability); err != nil {
+		return fmt.Errorf("--durability: %v", err)
 	}
 	return nil
 }
@@ -52,7 +64,11 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	if f.memory() {
 		return sessions.NewMemoryBackend(), nil
 	}
-	b, err := sqlite.Open(f.path)
+	d, err := sessions.ParseDurability(f.durability)
+	if err != nil {
+		return nil, err
+	}
+	b, err := sqlite.Open(f.path, sqlite.WithDurability(d))
 	if err != nil {
 		return nil, &storeError{err}
 	}

@@ -16,8 +16,11 @@
 //     ErrExists, ErrConflict, ErrHasChildren) testable with errors.Is, each
 //     naming the session id.
 //   - Every part of a Change (title, metadata and first prompt included;
-//     DropLast, a rewind, never touching a fork's messages), the version bump, and a stale base version
-//     (ErrConflict) or an impossible change writing nothing.
+//     DropLast, a rewind, never touching a fork's messages), the version
+//     bump, and a stale base version (ErrConflict) or an impossible change
+//     writing nothing; several changes in one Write (a loop step's group
+//     commit) applying in order, the version moving once per change, all
+//     or none written.
 //   - Forks share their source's first KeepFirst messages: later writes to
 //     either side (append, DropFirst, Replace) never show on the other, down
 //     to grandchildren; lineage (ParentID, ChildIDs in fork order,
@@ -69,6 +72,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"NotFound", testNotFound},
 		{"WriteParts", testWriteParts},
 		{"WriteCombined", testWriteCombined},
+		{"WriteBatch", testWriteBatch},
 		{"WriteConflict", testWriteConflict},
 		{"WriteImpossible", testWriteImpossible},
 		{"LoadReturnsCopies", testLoadReturnsCopies},

@@ -9,9 +9,8 @@
 // are missing (SQLite gives its -wal and -shm files the same mode), gives a
 // new database 8 KiB pages, puts it in WAL mode (readers never block the
 // writer, and a process killed at any moment loses no committed write),
-// sets busy_timeout (5 s), foreign keys and synchronous=FULL (every Write
-// is on disk when it returns) on every connection, and migrates the
-// schema. The schema version is PRAGMA user_version: migration n
+// sets busy_timeout (5 s), foreign keys and the durability level on
+// every connection, and migrates the schema. The schema version is PRAGMA user_version: migration n
 // moves it from n-1 to n inside one transaction, so reopening is a no-op
 // and two processes opening a new file at once migrate it once (the
 // check of the file's header and schema reads them in one transaction,
@@ -19,6 +18,19 @@
 // opener holds a lock, is retried for up to BusyTimeout). A file whose
 // version is newer than this skein knows is refused, as is a file that
 // is some other application's database (PRAGMA application_id).
+//
+// # Durability
+//
+// WithDurability picks what a commit survives. DurabilityProcess (the
+// default) is synchronous=NORMAL: a commit is written to the WAL file
+// when it returns, and the WAL is fsynced only at checkpoints, so a
+// crashed or killed process loses nothing it committed, while an
+// operating system crash or a power cut may lose the last commits (the
+// database stays consistent: SQLite rolls back to the last synced
+// transaction). DurabilityFull is synchronous=FULL: every commit is
+// fsynced before it returns. The store commits an agent loop's events a
+// step at a time (sessions.Store.Stage), so full costs two fsyncs per
+// tool-calling iteration.
 //
 // # Schema (version 2)
 //

@@ -45,3 +45,51 @@ func TestOpenConcurrently(t *testing.T) {
 		t.Fatalf("user_version %d, want %d", v, SchemaVersion)
 	}
 }
+
+// TestDurability checks that each durability level sets SQLite's
+// synchronous mode on every connection, and that an unknown level is
+// refused.
+func TestDurability(t *testing.T) {
+	for _, tc := range []struct {
+		d    sessions.Durability
+		want int // PRAGMA synchronous: 1 NORMAL, 2 FULL
+	}{
+		{"", 1},
+		{sessions.DurabilityProcess, 1},
+		{sessions.DurabilityFull, 2},
+	} {
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		var opts []Option
+		if tc.d != "" {
+			opts = append(opts, WithDurability(tc.d))
+		}
+		b, err := Open(path, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.d != "" && b.Durability() != tc.d {
+			t.Errorf("Durability() = %q, want %q", b.Durability(), tc.d)
+		}
+		// Hold two connections at once: each must have the setting.
+		ctx := t.Context()
+		for range 2 {
+			conn, err := b.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var got int
+			if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("durability %q: PRAGMA synchronous = %d, want %d", tc.d, got, tc.want)
+			}
+		}
+		b.Close()
+	}
+	_, err := Open(filepath.Join(t.TempDir(), "x.db"), WithDurability("fast"))
+	if err == nil || err.Error() != `sqlite: unknown durability "fast" (want process or full)` {
+		t.Fatalf("Open with durability fast: %v", err)
+	}
+}

@@ -25,8 +25,9 @@ const BusyTimeout = 5 * time.Second
 // concurrent use, and several Backends (in one process or several) may
 // share one file.
 type Backend struct {
-	db   *sql.DB
-	path string
+	db         *sql.DB
+	path       string
+	durability sessions.Durability
 	// wmu serialises this Backend's write transactions, so they queue in
 	// Go rather than poll SQLite's lock. Other Backends and processes on
 	// the same file wait for the lock through busy_timeout.
@@ -39,13 +40,33 @@ var (
 	_ sessions.HistoryBackend = (*Backend)(nil)
 )
 
+// Option configures Open.
+type Option func(*Backend)
+
+// WithDurability sets what commits survive (default
+// sessions.DurabilityProcess): SQLite's synchronous=NORMAL for
+// DurabilityProcess, synchronous=FULL (an fsync per commit) for
+// DurabilityFull. See the package doc.
+func WithDurability(d sessions.Durability) Option {
+	return func(b *Backend) { b.durability = d }
+}
+
 // Open opens the session database at path, creating its directory (mode
 // 0700) and the file (mode 0600) when they are missing, and migrates its
 // schema to SchemaVersion. It fails for a file that is not a skein session
 // database or whose schema is newer than this package knows.
-func Open(path string) (*Backend, error) {
+func Open(path string, opts ...Option) (*Backend, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
+	}
+	b := &Backend{durability: sessions.DurabilityProcess}
+	for _, o := range opts {
+		o(b)
+	}
+	synchronous, ok := synchronousOf[b.durability]
+	if !ok {
+		_, err := sessions.ParseDurability(string(b.durability))
+		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -63,11 +84,11 @@ func Open(path string) (*Backend, error) {
 	case !errors.Is(err, fs.ErrExist):
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	db, err := sql.Open("sqlite", dsn(abs))
+	db, err := sql.Open("sqlite", dsn(abs, synchronous))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
-	b := &Backend{db: db, path: abs}
+	b.db, b.path = db, abs
 	if err := b.init(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
@@ -79,17 +100,29 @@ func Open(path string) (*Backend, error) {
 // parameters configure every connection the pool opens. Write
 // transactions begin IMMEDIATE (taking the write lock before they read,
 // so a version check cannot go stale before the write) and read-only ones
-// DEFERRED.
-func dsn(path string) string {
+// DEFERRED. synchronous is the connections' PRAGMA synchronous.
+func dsn(path, synchronous string) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), OmitHost: true}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Set("_txlock", "immediate")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// synchronousOf is SQLite's PRAGMA synchronous for each durability level.
+// In WAL mode NORMAL syncs the log only at checkpoints: a commit is in the
+// log file, so in the operating system's page cache, when it returns,
+// which a process crash cannot lose. FULL syncs the log at every commit.
+var synchronousOf = map[sessions.Durability]string{
+	sessions.DurabilityProcess: "NORMAL",
+	sessions.DurabilityFull:    "FULL",
+}
+
+// Durability returns the backend's durability level.
+func (b *Backend) Durability() sessions.Durability { return b.durability }
 
 // pageSize is the page size of new databases: with 8 KiB pages a 1 KB
 // message takes about 1.19 KB on disk, against 1.38 KB with SQLite's

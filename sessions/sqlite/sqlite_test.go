@@ -119,8 +119,8 @@ func TestOpenCreatesAndMigrates(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if fk != 1 || sync != 2 || busy != int(BusyTimeout.Milliseconds()) {
-		t.Errorf("connection pragmas: foreign_keys %d, synchronous %d, busy_timeout %d; want 1, 2 (FULL), %d",
+	if fk != 1 || sync != 1 || busy != int(BusyTimeout.Milliseconds()) {
+		t.Errorf("connection pragmas: foreign_keys %d, synchronous %d, busy_timeout %d; want 1, 1 (NORMAL: the default durability, process), %d",
 			fk, sync, busy, BusyTimeout.Milliseconds())
 	}
 	if err := b.Close(); err != nil {
@@ -361,5 +361,34 @@ func TestLoadLong(t *testing.T) {
 	}
 	if _, err := b.Load(ctx, "long"); err == nil || !strings.Contains(err.Error(), "message 4000") {
 		t.Fatalf("Load with a damaged message row: %v, want an error naming message 4000", err)
+	}
+}
+
+// TestBatchReleasesViews checks that a view frozen by a rewind (DropLast)
+// that a later change of the same Write resets away is deleted with the
+// write, as it would be by two Writes.
+func TestBatchReleasesViews(t *testing.T) {
+	b, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	now := time.Now()
+	if err := b.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []sessions.Message{{Role: sessions.RoleUser, Text: "a"}, {Role: sessions.RoleUser, Text: "b"}, {Role: sessions.RoleUser, Text: "c"}}
+	if err := b.Write(ctx, "s", 0, &sessions.Change{Append: msgs}, &sessions.Change{DropLast: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counts(t, b)["views"]; n != 1 {
+		t.Fatalf("after a rewind: %d views, want 1", n)
+	}
+	if err := b.Write(ctx, "s", 2, &sessions.Change{DropLast: 1}, &sessions.Change{Replace: true, ReplaceWith: msgs[:1]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := counts(t, b)["views"]; n != 0 {
+		t.Fatalf("after a rewind and a reset in one write: %d views, want 0", n)
 	}
 }

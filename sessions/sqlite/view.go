@@ -161,10 +161,29 @@ func release(ctx context.Context, tx *sql.Tx, vid int64) error {
 	return nil
 }
 
-// insertMessages stores bodies as session sid's own rows from position
-// pos on.
+// messageRow is a message row to insert: its position and stored body.
+type messageRow struct {
+	pos  int64
+	body string
+}
+
+// appendRows appends bodies to rows at positions pos, pos+1, ...
+func appendRows(rows []messageRow, pos int64, bodies []string) []messageRow {
+	for i, body := range bodies {
+		rows = append(rows, messageRow{pos + int64(i), body})
+	}
+	return rows
+}
+
+// insertMessages inserts bodies as session sid's message rows from
+// position pos on.
 func insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []string) error {
-	if len(bodies) == 0 {
+	return insertMessageRows(ctx, tx, sid, appendRows(nil, pos, bodies))
+}
+
+// insertMessageRows inserts rows as session sid's messages.
+func insertMessageRows(ctx context.Context, tx *sql.Tx, sid int64, rows []messageRow) error {
+	if len(rows) == 0 {
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (sid, pos, body) VALUES (?, ?, ?)`)
@@ -172,8 +191,8 @@ func insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []st
 		return err
 	}
 	defer stmt.Close()
-	for i, body := range bodies {
-		if _, err := stmt.ExecContext(ctx, sid, pos+int64(i), body); err != nil {
+	for _, r := range rows {
+		if _, err := stmt.ExecContext(ctx, sid, r.pos, r.body); err != nil {
 			return err
 		}
 	}

@@ -147,47 +147,99 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 	})
 }
 
-// Write applies ch to session id if its stored version is base, in one
-// transaction, and bumps the version (sessions.ErrNotFound,
-// sessions.ErrConflict). A DropFirst beyond the message count fails with
-// nothing written.
-func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions.Change) error {
+// encodedChange is a sessions.Change in its stored form.
+type encodedChange struct {
+	ch                                 *sessions.Change
+	replace, appended                  []string
+	events                             []eventRow
+	status, updated, summary, metadata any
+}
+
+func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
 	if ch.DropFirst < 0 {
-		return fmt.Errorf("session %q: cannot drop %d messages", id, ch.DropFirst)
+		return nil, fmt.Errorf("session %q: cannot drop %d messages", id, ch.DropFirst)
 	}
-	var replace []string
+	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
+		return nil, fmt.Errorf("session %q: cannot drop the last %d messages (with %d first)", id, ch.DropLast, ch.DropFirst)
+	}
+	e := &encodedChange{ch: ch}
 	var err error
 	if ch.Replace {
-		if replace, err = encodeMessages(id, ch.ReplaceWith); err != nil {
-			return err
+		if e.replace, err = encodeMessages(id, ch.ReplaceWith); err != nil {
+			return nil, err
 		}
 	}
-	appended, err := encodeMessages(id, ch.Append)
-	if err != nil {
-		return err
+	if e.appended, err = encodeMessages(id, ch.Append); err != nil {
+		return nil, err
 	}
-	events, err := encodeEvents(id, ch.Events)
-	if err != nil {
-		return err
+	if e.events, err = encodeEvents(id, ch.Events); err != nil {
+		return nil, err
 	}
-	var status, updated, summary any
 	if ch.Status != "" {
-		status = string(ch.Status)
+		e.status = string(ch.Status)
 	}
 	if !ch.UpdatedAt.IsZero() {
-		if updated, err = encodeTime(ch.UpdatedAt); err != nil {
-			return fmt.Errorf("session %q: updated_at: %w", id, err)
+		if e.updated, err = encodeTime(ch.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("session %q: updated_at: %w", id, err)
 		}
 	}
 	if ch.Summary != nil {
-		summary = *ch.Summary
+		e.summary = *ch.Summary
 	}
-	metadata, err := encodeObject(ch.Metadata)
-	if err != nil {
-		return fmt.Errorf("session %q: metadata: %w", id, err)
+	if e.metadata, err = encodeObject(ch.Metadata); err != nil {
+		return nil, fmt.Errorf("session %q: metadata: %w", id, err)
 	}
-	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
-		return fmt.Errorf("session %q: cannot drop the last %d messages (with %d first)", id, ch.DropLast, ch.DropFirst)
+	return e, nil
+}
+
+// rowUpdate is what the changes of one Write do to the session's row
+// besides its view: each field as the last change that sets it left it.
+type rowUpdate struct {
+	setSummary, setTitle, setMetadata, setFirstPrompt bool
+	summary, status, updated, title, metadata, prompt any
+	turns, maxTurns                                   int
+}
+
+// add folds e into u.
+func (u *rowUpdate) add(e *encodedChange) {
+	ch := e.ch
+	if ch.SetSummary {
+		u.setSummary, u.summary = true, e.summary
+	}
+	if e.status != nil {
+		u.status = e.status
+	}
+	u.turns += ch.AddTurns
+	if ch.MaxTurns > 0 {
+		u.maxTurns = ch.MaxTurns
+	}
+	if ch.SetTitle {
+		u.setTitle, u.title = true, nullString(ch.Title)
+	}
+	if ch.SetMetadata {
+		u.setMetadata, u.metadata = true, e.metadata
+	}
+	if ch.SetFirstPrompt {
+		u.setFirstPrompt, u.prompt = true, nullString(ch.FirstPrompt)
+	}
+	if e.updated != nil {
+		u.updated = e.updated
+	}
+}
+
+// Write applies changes to session id, in order, if its stored version is
+// base, in one transaction, and bumps the version once per change
+// (sessions.ErrNotFound, sessions.ErrConflict). A DropFirst or DropLast
+// beyond the message count fails with nothing written. However many
+// changes there are, the session's row is updated once and each message
+// and event is one row: a loop step's changes cost one commit.
+func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
+	encoded := make([]*encodedChange, len(changes))
+	for i, ch := range changes {
+		var err error
+		if encoded[i], err = encodeChange(id, ch); err != nil {
+			return err
+		}
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
 		st, err := loadState(ctx, tx, id)
@@ -198,51 +250,68 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, ch *sessions
 			return fmt.Errorf("session %q: %w", id, sessions.ErrConflict)
 		}
 		v, n := st.view, st.length
-		switch {
-		case ch.Replace:
-			v = view{ownFrom: v.next(n)}
-			if err := insertMessages(ctx, tx, st.sid, v.ownFrom, replace); err != nil {
-				return fmt.Errorf("session %q: %w", id, err)
+		var rows []messageRow
+		var events []eventRow
+		var u rowUpdate
+		bases := []int64{st.view.base} // every base the view had, oldest first
+		for _, e := range encoded {
+			ch := e.ch
+			switch {
+			case ch.Replace:
+				v = view{ownFrom: v.next(n)}
+				rows = appendRows(rows, v.ownFrom, e.replace)
+				n = int64(len(e.replace))
+			case ch.DropFirst > 0:
+				if int64(ch.DropFirst) > n {
+					return fmt.Errorf("session %q: cannot drop %d of %d messages", id, ch.DropFirst, n)
+				}
+				v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
+			case ch.DropLast > 0:
+				if int64(ch.DropLast) > n {
+					return fmt.Errorf("session %q: cannot drop the last %d of %d messages", id, ch.DropLast, n)
+				}
+				if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
+					return fmt.Errorf("session %q: %w", id, err)
+				}
+				n -= int64(ch.DropLast)
 			}
-			n = int64(len(replace))
-		case ch.DropFirst > 0:
-			if int64(ch.DropFirst) > n {
-				return fmt.Errorf("session %q: cannot drop %d of %d messages", id, ch.DropFirst, n)
+			pairAppended(e.events, v.next(n), len(e.appended))
+			rows = appendRows(rows, v.next(n), e.appended)
+			n += int64(len(e.appended))
+			events = append(events, e.events...)
+			u.add(e)
+			if v.base != bases[len(bases)-1] {
+				bases = append(bases, v.base)
 			}
-			v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
-		case ch.DropLast > 0:
-			if int64(ch.DropLast) > n {
-				return fmt.Errorf("session %q: cannot drop the last %d of %d messages", id, ch.DropLast, n)
-			}
-			if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
-				return fmt.Errorf("session %q: %w", id, err)
-			}
-			n -= int64(ch.DropLast)
 		}
-		pairAppended(events, v.next(n), len(appended))
-		if err := insertMessages(ctx, tx, st.sid, v.next(n), appended); err != nil {
+		if err := insertMessageRows(ctx, tx, st.sid, rows); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		n += int64(len(appended))
 		if err := insertEvents(ctx, tx, st.sid, events); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1,
+		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + ?,
 				base = ?, base_from = ?, base_to = ?, own_from = ?, length = ?,
 				summary = iif(?, ?, summary), status = coalesce(?, status), turns = turns + ?,
 				max_turns = iif(? > 0, ?, max_turns), title = iif(?, ?, title), metadata = iif(?, ?, metadata),
 				first_prompt = iif(?, ?, first_prompt), updated_at = coalesce(?, updated_at)
 			WHERE sid = ? AND version = ?`,
-			v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
-			ch.SetSummary, summary, status, ch.AddTurns,
-			ch.MaxTurns, ch.MaxTurns, ch.SetTitle, nullString(ch.Title), ch.SetMetadata, metadata,
-			ch.SetFirstPrompt, nullString(ch.FirstPrompt), updated,
+			len(changes), v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
+			u.setSummary, u.summary, u.status, u.turns,
+			u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
+			u.setFirstPrompt, u.prompt, u.updated,
 			st.sid, base)
 		if err := oneRow(res, err); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		if v.base != st.view.base {
-			return release(ctx, tx, st.view.base)
+		// Release the bases the view left, newest first: a base frozen
+		// by this write's DropLast holds the one before it.
+		for i := len(bases) - 1; i >= 0; i-- {
+			if bases[i] != v.base {
+				if err := release(ctx, tx, bases[i]); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -142,7 +142,9 @@ func Scrub(s, secret string) string {
 // send when the prompt does not fit the model's context window: OpenAI
 // ("maximum context length", code context_length_exceeded), Anthropic
 // ("prompt is too long", "exceed context limit"), vLLM, llama.cpp
-// ("exceeds the available context size") and gateways that relay them.
+// ("exceeds the available context size"), Gemini ("The input token count
+// (N) exceeds the maximum number of tokens allowed (M)") and gateways that
+// relay them.
 var contextLengthMarkers = []string{
 	"context_length_exceeded",
 	"maximum context length",
@@ -153,6 +155,7 @@ var contextLengthMarkers = []string{
 	"exceed_context_size",
 	"prompt is too long",
 	"input is too long for",
+	"exceeds the maximum number of tokens allowed",
 }
 
 // LooksLikeContextLength reports whether an error text says the prompt

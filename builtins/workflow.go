@@ -1,0 +1,520 @@
+package builtins
+
+// Workflow builtins (API.md §7).
+//
+//	workflow_graph(name, entry, nodes, edges=None, metadata=None) -> workflow_graph
+//	workflow_execute(task, graph, max_steps=50, run_id=None, vars=None, on_event=None) -> dict
+//	workflow_load(path, tools=None) -> workflow_graph
+//	workflow_dump(graph) -> str
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/workflow"
+)
+
+func workflowSpecs() []Spec {
+	const area = "Workflows"
+	return []Spec{
+		{"workflow_graph", "(name, entry, nodes, edges=None, metadata=None) -> workflow_graph",
+			"Build and validate a workflow graph: nodes by name, edges with expr-lang `when` conditions (docs/workflows.md).", area, workflowGraph},
+		{"workflow_execute", "(task, graph, max_steps=50, run_id=None, vars=None, on_event=None) -> dict",
+			"Run or resume a workflow: {status, run_id, output, outputs, vars, steps, error?}.", area, workflowExecute},
+		{"workflow_load", "(path, tools=None) -> workflow_graph",
+			"Read a YAML workflow file; tools by built-in name or from tools={name: fn}, fn stages as file.star:function.", area, workflowLoad},
+		{"workflow_dump", "(graph) -> str",
+			"The graph as a workflow file: keys sorted, byte-stable.", area, workflowDump},
+	}
+}
+
+// Graph is a workflow graph as a Starlark value: the validated graph and
+// the Starlark values its stages call (tools and fn functions).
+type Graph struct {
+	g     *workflow.Graph
+	tools map[string]*starlark.List    // node -> its tools, for agent_loop
+	fns   map[string]starlark.Callable // node -> fn of an fn stage
+}
+
+var _ starlark.HasAttrs = (*Graph)(nil)
+
+func (g *Graph) String() string        { return fmt.Sprintf("<workflow_graph %s>", g.g.Name) }
+func (g *Graph) Type() string          { return "workflow_graph" }
+func (g *Graph) Freeze()               {}
+func (g *Graph) Truth() starlark.Bool  { return true }
+func (g *Graph) Hash() (uint32, error) { return starlark.String(g.g.Fingerprint()).Hash() }
+
+// Attr returns name, entry, nodes (sorted names) or fingerprint.
+func (g *Graph) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "name":
+		return starlark.String(g.g.Name), nil
+	case "entry":
+		return starlark.String(g.g.Entry), nil
+	case "fingerprint":
+		return starlark.String(g.g.Fingerprint()), nil
+	case "nodes":
+		return vm.ToStarlark(append([]string{}, g.g.Order...)), nil
+	}
+	return nil, nil
+}
+
+// AttrNames lists the attributes.
+func (g *Graph) AttrNames() []string { return []string{"entry", "fingerprint", "name", "nodes"} }
+
+func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var name, entry string
+	var nodes *starlark.Dict
+	var edges, metadata starlark.Value = starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &name, "entry", &entry, "nodes", &nodes, "edges?", &edges, "metadata?", &metadata); err != nil {
+		return nil, err
+	}
+	spec := map[string]any{"name": name, "entry": entry}
+	g := &Graph{tools: map[string]*starlark.List{}, fns: map[string]starlark.Callable{}}
+	specNodes := map[string]any{}
+	for _, item := range nodes.Items() {
+		key, ok := item[0].(starlark.String)
+		if !ok {
+			return nil, fmt.Errorf("%s: node names must be strings, got %s", b.Name(), item[0].Type())
+		}
+		node, err := g.starlarkNode(b.Name(), string(key), item[1])
+		if err != nil {
+			return nil, err
+		}
+		specNodes[string(key)] = node
+	}
+	spec["nodes"] = specNodes
+	for key, v := range map[string]starlark.Value{"edges": edges, "metadata": metadata} {
+		if v == starlark.None {
+			continue
+		}
+		x, err := vm.FromStarlark(v, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		spec[key] = x
+	}
+	wg, err := workflow.Decode(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	g.g = wg
+	return g, nil
+}
+
+// starlarkNode converts one node dict to its specification, keeping its
+// tools and fn aside: the specification names them.
+func (g *Graph) starlarkNode(fn, name string, v starlark.Value) (map[string]any, error) {
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return nil, fmt.Errorf("%s: node '%s': got %s, want dict", fn, name, v.Type())
+	}
+	rest := starlark.NewDict(d.Len())
+	var tools, fnValue starlark.Value
+	for _, item := range d.Items() {
+		switch item[0] {
+		case starlark.String("tools"):
+			tools = item[1]
+		case starlark.String("fn"):
+			fnValue = item[1]
+		default:
+			_ = rest.SetKey(item[0], item[1])
+		}
+	}
+	x, err := vm.FromStarlark(rest, "node '"+name+"'")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", fn, err)
+	}
+	node := x.(map[string]any)
+	where := fmt.Sprintf("%s: node '%s'", fn, name)
+	if tools != nil {
+		list, names, err := resolveTools(where, tools, nil)
+		if err != nil {
+			return nil, err
+		}
+		g.tools[name] = list
+		node["tools"] = names
+	}
+	if fnValue != nil {
+		c, ok := fnValue.(starlark.Callable)
+		if !ok {
+			return nil, fmt.Errorf("%s: 'fn': got %s, want a function", where, fnValue.Type())
+		}
+		g.fns[name] = c
+		node["fn"] = fnReference(c)
+	}
+	return node, nil
+}
+
+// fnReference names a function as a workflow file does: file.star:name.
+func fnReference(c starlark.Callable) string {
+	if f, ok := c.(*starlark.Function); ok {
+		return filepath.ToSlash(f.Position().Filename()) + ":" + f.Name()
+	}
+	return c.Name()
+}
+
+// resolveTools turns a node's tools (functions, tool values, or names of
+// built-in tools or of functions in named) into the list agent_loop
+// takes and the names the specification records.
+func resolveTools(where string, v starlark.Value, named map[string]starlark.Value) (*starlark.List, []any, error) {
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); isStr || !ok {
+		return nil, nil, fmt.Errorf("%s: 'tools': got %s, want a list of tools", where, v.Type())
+	}
+	values := make([]starlark.Value, seq.Len())
+	for i := range values {
+		x := seq.Index(i)
+		if s, isStr := x.(starlark.String); isStr {
+			t, err := toolByName(string(s), named)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: tools[%d]: %v", where, i, err)
+			}
+			x = t
+		}
+		values[i] = x
+	}
+	list := starlark.NewList(values)
+	tools, err := toolsFromStarlark(where, list)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]any, len(tools))
+	for i, t := range tools {
+		names[i] = t.ToolSpec().Name
+	}
+	return list, names, nil
+}
+
+// toolByName finds a tool by name: in named (workflow_load's tools=),
+// then among the built-in tools.
+func toolByName(name string, named map[string]starlark.Value) (starlark.Value, error) {
+	if t, ok := named[name]; ok {
+		return t, nil
+	}
+	var known []string
+	for _, t := range builtinTools() {
+		if t.spec.Name == name {
+			return t, nil
+		}
+		known = append(known, t.spec.Name)
+	}
+	for k := range named {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	return nil, fmt.Errorf("unknown tool '%s' (known: %s; pass other functions in tools={name: fn})", name, strings.Join(known, ", "))
+}
+
+func workflowDump(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var g *Graph
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "graph", &g); err != nil {
+		return nil, err
+	}
+	return starlark.String(workflow.Dump(g.g)), nil
+}
+
+func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var path string
+	var tools *starlark.Dict
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &path, "tools??", &tools); err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%s: `path` must not be empty", b.Name())
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]starlark.Value{}
+	if tools != nil {
+		for _, item := range tools.Items() {
+			k, ok := item[0].(starlark.String)
+			if !ok {
+				return nil, fmt.Errorf("%s: tools keys must be tool names, got %s", b.Name(), item[0].Type())
+			}
+			named[string(k)] = item[1]
+		}
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(vm.Dir(thread), path)
+	}
+	g, err := LoadGraph(st, path, named)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	return g, nil
+}
+
+// LoadGraph reads a workflow file: tools by name from named or the
+// built-in tools, fn stages by loading "file.star:function" relative to
+// the file's directory through the VM's module cache. `skein run
+// flow.yaml` uses it.
+func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Graph, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	wg, err := workflow.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	g := &Graph{g: wg, tools: map[string]*starlark.List{}, fns: map[string]starlark.Callable{}}
+	for _, name := range wg.Order {
+		n := wg.Nodes[name]
+		where := fmt.Sprintf("%s: node '%s'", path, name)
+		if len(n.Tools) > 0 {
+			list, _, err := resolveTools(where, vm.ToStarlark(n.Tools), named)
+			if err != nil {
+				return nil, err
+			}
+			g.tools[name] = list
+		}
+		if n.Mode == workflow.ModeFn {
+			c, err := loadFn(st, path, n.Fn)
+			if err != nil {
+				return nil, fmt.Errorf("%s: fn: %v", where, err)
+			}
+			g.fns[name] = c
+		}
+	}
+	return g, nil
+}
+
+// loadFn loads "file.star:function", the file relative to from's
+// directory.
+func loadFn(st *vm.State, from, ref string) (starlark.Callable, error) {
+	file, name, ok := strings.Cut(ref, ":")
+	if !ok || file == "" || name == "" {
+		return nil, fmt.Errorf("'%s' is not file.star:function", ref)
+	}
+	t := st.NewThread("workflow_load " + from)
+	defer st.Release(t)
+	vm.SetFile(t, from)
+	globals, err := t.Load(t, file)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := globals[name].(starlark.Callable)
+	if !ok {
+		return nil, fmt.Errorf("%s defines no function '%s'", file, name)
+	}
+	return c, nil
+}
+
+func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var task string
+	var g *Graph
+	maxSteps := workflow.DefaultMaxSteps
+	var runID, vars, onEvent starlark.Value = starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "task", &task, "graph", &g, "max_steps?", &maxSteps,
+		"run_id?", &runID, "vars?", &vars, "on_event?", &onEvent); err != nil {
+		return nil, err
+	}
+	if maxSteps < 1 {
+		return nil, fmt.Errorf("%s: `max_steps` must be >= 1", b.Name())
+	}
+	id, _, err := optionalID(b.Name(), "run_id", runID)
+	if err != nil {
+		return nil, err
+	}
+	var initial map[string]any
+	switch v := vars.(type) {
+	case starlark.NoneType:
+	case *starlark.Dict:
+		x, err := vm.FromStarlark(v, "vars")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		}
+		initial = x.(map[string]any)
+	default:
+		return nil, fmt.Errorf("%s: for parameter vars: got %s, want dict or None", b.Name(), vars.Type())
+	}
+	var observe starlark.Callable
+	if onEvent != starlark.None {
+		c, ok := onEvent.(starlark.Callable)
+		if !ok {
+			return nil, fmt.Errorf("%s: for parameter on_event: got %s, want a function or None", b.Name(), onEvent.Type())
+		}
+		observe = c
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	run, err := executeGraph(thread, st, g, task, id, initial, maxSteps, observe)
+	if err != nil {
+		return nil, loopErr(b.Name(), err)
+	}
+	return vm.ToStarlark(run.Map()), nil
+}
+
+// executeGraph runs g on thread; `skein run flow.yaml` calls it too.
+func executeGraph(thread *starlark.Thread, st *vm.State, g *Graph, task, runID string, vars map[string]any, maxSteps int, observe starlark.Callable) (*workflow.Run, error) {
+	opts := workflow.Options{Graph: g.g, Task: task, RunID: runID, Vars: vars, MaxSteps: maxSteps,
+		Executor: &stageExecutor{thread: thread, graph: g}, Store: st.Store, Clock: st.Clock, NewID: st.NewID}
+	if observe != nil {
+		opts.OnEvent = func(e *workflow.Event) error {
+			d := e.Data()
+			d["type"], d["session_id"] = e.Type, e.SessionID
+			_, err := starlark.Call(thread, observe, starlark.Tuple{vm.ToStarlark(d)}, nil)
+			return err
+		}
+	}
+	return workflow.Execute(vm.ContextOf(thread), opts)
+}
+
+// ExecuteGraph runs a graph loaded by LoadGraph on thread, for `skein run
+// flow.yaml`: the run's result as workflow_execute returns it.
+func ExecuteGraph(thread *starlark.Thread, g *Graph, task, runID string, maxSteps int) (*workflow.Run, error) {
+	st, err := vm.StateOf(thread)
+	if err != nil {
+		return nil, err
+	}
+	return executeGraph(thread, st, g, task, runID, nil, maxSteps, nil)
+}
+
+// stageExecutor runs stages through the agent builtins, so a stage
+// behaves exactly as the agent_loop or llm_call a script would write.
+type stageExecutor struct {
+	thread *starlark.Thread
+	graph  *Graph
+}
+
+var (
+	agentLoopBuiltin = starlark.NewBuiltin("agent_loop", agentLoop)
+	llmCallBuiltin   = starlark.NewBuiltin("llm_call", llmCall)
+)
+
+// RunStage runs one stage on the executor's thread.
+func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workflow.StageResult, error) {
+	n := s.Node
+	if n.Mode == workflow.ModeFn {
+		return x.fn(s)
+	}
+	var kwargs []starlark.Tuple
+	add := func(k string, v starlark.Value) { kwargs = append(kwargs, starlark.Tuple{starlark.String(k), v}) }
+	keys := make([]string, 0, len(n.Options))
+	for k := range n.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		add(k, vm.ToStarlark(n.Options[k]))
+	}
+	p := n.ModelPolicy
+	for k, v := range map[string]string{"provider": p.Provider, "model": p.Model, "base_url": p.BaseURL} {
+		if v != "" {
+			add(k, starlark.String(v))
+		}
+	}
+	if p.Temperature != nil {
+		add("temperature", starlark.Float(*p.Temperature))
+	}
+	if p.MaxTokens != nil {
+		add("max_tokens", starlark.MakeInt(*p.MaxTokens))
+	}
+	if s.SessionID != "" {
+		add("session_id", starlark.String(s.SessionID))
+	}
+	if tools := x.graph.tools[n.Name]; tools != nil {
+		add("tools", tools)
+	}
+	var system starlark.Value = starlark.None
+	if n.System != "" {
+		system = starlark.String(n.System)
+	}
+	b := llmCallBuiltin
+	if n.Mode == workflow.ModeAgent {
+		b = agentLoopBuiltin
+	}
+	v, err := starlark.Call(x.thread, b, starlark.Tuple{starlark.String(s.Prompt), system}, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	d := v.(*starlark.Dict)
+	res := &workflow.StageResult{}
+	if n.Mode == workflow.ModeAgent {
+		res.Output = dictString(d, "visible_text")
+		res.Status = dictString(d, "status")
+		llm, _, _ := d.Get(starlark.String("llm"))
+		res.Usage = usageOf(llm)
+	} else {
+		res.Output = dictString(d, "text")
+		u, _, _ := d.Get(starlark.String("usage"))
+		res.Usage = usageOf(u)
+	}
+	return res, nil
+}
+
+// fn calls an fn stage's function with {task, output, outputs, vars,
+// run_id, node}.
+func (x *stageExecutor) fn(s *workflow.Stage) (*workflow.StageResult, error) {
+	c := x.graph.fns[s.Node.Name]
+	if c == nil {
+		return nil, fmt.Errorf("node '%s' has no function", s.Node.Name)
+	}
+	outputs := make(map[string]any, len(s.Outputs))
+	for k, v := range s.Outputs {
+		outputs[k] = v
+	}
+	ctx := vm.ToStarlark(map[string]any{"task": s.Task, "output": s.Input, "outputs": outputs, "vars": s.Vars,
+		"run_id": s.RunID, "node": s.Node.Name})
+	v, err := starlark.Call(x.thread, c, starlark.Tuple{ctx}, nil)
+	if err != nil {
+		return nil, err
+	}
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return &workflow.StageResult{}, nil
+	case starlark.String:
+		return &workflow.StageResult{Output: string(v)}, nil
+	case *starlark.Dict:
+		x, err := vm.FromStarlark(v, "result")
+		if err != nil {
+			return nil, fmt.Errorf("%s returned %v", c.Name(), err)
+		}
+		vars := x.(map[string]any)
+		res := &workflow.StageResult{}
+		if out, ok := vars["output"]; ok {
+			s, isStr := out.(string)
+			if !isStr {
+				return nil, fmt.Errorf("%s returned an 'output' of type %T, want string", c.Name(), out)
+			}
+			res.Output = s
+			delete(vars, "output")
+		}
+		res.Vars = vars
+		return res, nil
+	}
+	return nil, fmt.Errorf("%s returned %s, want a string, a dict or None", c.Name(), v.Type())
+}
+
+func dictString(d *starlark.Dict, key string) string {
+	v, _, _ := d.Get(starlark.String(key))
+	s, _ := v.(starlark.String)
+	return string(s)
+}
+
+// usageOf reads input_tokens and output_tokens from a result's llm or
+// usage dict.
+func usageOf(v starlark.Value) workflow.Usage {
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return workflow.Usage{}
+	}
+	get := func(k string) int {
+		x, _, _ := d.Get(starlark.String(k))
+		i, _ := starlark.AsInt32(x)
+		return i
+	}
+	return workflow.Usage{InputTokens: get("input_tokens"), OutputTokens: get("output_tokens")}
+}

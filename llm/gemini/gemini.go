@@ -1,0 +1,141 @@
+// Package gemini is skein's client for Google's Gemini models through the
+// native Generative Language API: POST
+// {base}/v1beta/models/{model}:generateContent, and
+// :streamGenerateContent?alt=sse for streamed replies. It is written on
+// net/http and encoding/json like the other clients and implements
+// llm.Provider as "gemini".
+//
+// A Provider maps an llm.Request onto contents and parts (request.go),
+// reads the reply as one GenerateContentResponse or as server-sent events
+// each carrying one (response.go), and reports failures as categorised
+// *llm.Error values (errors.go). The API key is sent in the
+// x-goog-api-key header only and never appears in an error.
+//
+// Thought signatures are carried back unchanged: when a reply's parts
+// carry any, the parts are kept (as JSON) in a thinking block of origin
+// "gemini", and the next request sends them back as the model's turn, each
+// signature in the part it came with.
+package gemini
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
+)
+
+// Name is the provider's name as scripts write it.
+const Name = "gemini"
+
+// DefaultBaseURL is the API root; the path /v1beta/models/... is appended.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com"
+
+// Config configures a Provider.
+type Config struct {
+	// BaseURL is the API root (default DefaultBaseURL).
+	BaseURL string
+	// APIKey is sent in the x-goog-api-key header.
+	APIKey string
+	// HTTPClient makes the requests (default: a client with no timeout of
+	// its own).
+	HTTPClient *http.Client
+	// Timeout bounds each call, the whole streamed reply included (0: no
+	// limit beyond the caller's context). Expiry is a `timeout` error.
+	Timeout time.Duration
+}
+
+// ConfigFromEnv returns the configuration from the environment, read
+// through getenv: the base URL from GEMINI_BASE_URL (default
+// DefaultBaseURL), the key from GEMINI_API_KEY, else GOOGLE_API_KEY.
+func ConfigFromEnv(getenv func(string) string) Config {
+	key := getenv("GEMINI_API_KEY")
+	if key == "" {
+		key = getenv("GOOGLE_API_KEY")
+	}
+	return Config{BaseURL: getenv("GEMINI_BASE_URL"), APIKey: key}
+}
+
+// Provider is an llm.Provider speaking the Generative Language API. It is
+// safe for concurrent use.
+type Provider struct {
+	base    string
+	key     string
+	client  *http.Client
+	timeout time.Duration
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider for cfg. It fails when the base URL is not an
+// http(s) URL.
+func New(cfg Config) (*Provider, error) {
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", Name, wire.Scrub(base, cfg.APIKey))
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	return &Provider{base: strings.TrimRight(base, "/"), key: cfg.APIKey, client: client, timeout: cfg.Timeout}, nil
+}
+
+// Name returns "gemini".
+func (p *Provider) Name() string { return Name }
+
+// Complete performs one call, streaming when req.Stream is set (text and
+// thought deltas go to req.OnDelta as they arrive). Cancelling ctx aborts
+// the call and returns ctx's error; every other failure is an *llm.Error.
+func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	model := strings.TrimPrefix(req.Model, "models/")
+	if model == "" {
+		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: "no model given"}
+	}
+	body, err := encodeRequest(req)
+	if err != nil {
+		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
+	}
+	target := p.base + "/v1beta/models/" + url.PathEscape(model)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	if req.Stream {
+		target += ":streamGenerateContent?alt=sse"
+		h.Set("Accept", "text/event-stream")
+	} else {
+		target += ":generateContent"
+		h.Set("Accept", "application/json")
+	}
+	if p.key != "" {
+		h.Set("x-goog-api-key", p.key)
+	}
+	resp, err := wire.Do(ctx, &wire.Call{
+		Provider: Name,
+		Client:   p.client,
+		URL:      target,
+		Header:   h,
+		Body:     body,
+		Timeout:  p.timeout,
+		Secret:   p.key,
+		Fail:     failure,
+		Parse: func(r *http.Response) (*llm.Response, error) {
+			if wire.IsEventStream(r) {
+				return readStream(r.Body, req.OnDelta)
+			}
+			return readResponse(r.Body)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp.Provider = Name
+	return resp, nil
+}

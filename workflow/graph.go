@@ -1,0 +1,367 @@
+package workflow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/skein-dev/skein/llm/schema"
+)
+
+// Mode is how a stage runs.
+type Mode string
+
+// Stage modes.
+const (
+	ModeAgent Mode = "agent" // an agent loop on the stage session
+	ModeLLM   Mode = "llm"   // one model call, no session unless model_policy.session_id is set
+	ModeFn    Mode = "fn"    // a function of the caller's (Executor) given the run's context
+)
+
+// Modes lists the stage modes in sorted order.
+var Modes = []Mode{ModeAgent, ModeFn, ModeLLM}
+
+// Graph is a validated workflow: nodes, edges with compiled conditions,
+// and the normalised specification it was built from (what Dump writes
+// and what Fingerprint hashes).
+type Graph struct {
+	Name  string
+	Entry string
+	// Nodes by name; Order lists the names sorted.
+	Nodes map[string]*Node
+	Order []string
+	Edges []*Edge
+	// Metadata is the free-form top-level metadata map (nil if absent).
+	Metadata map[string]any
+
+	spec        map[string]any
+	fingerprint string
+	out         map[string][]*Edge // outgoing edges by node, in order
+}
+
+// Node is one stage of a graph.
+type Node struct {
+	Name   string
+	Mode   Mode
+	Prompt string // the template text; empty for fn nodes
+	System string
+	// Tools are the names of the stage's tools, in order.
+	Tools []string
+	// Fn names the function of an fn node: "file.star:function" in files,
+	// the function's reference in graphs built by a script.
+	Fn          string
+	ModelPolicy ModelPolicy
+	// Options are the other agent loop options of the node (max_iterations,
+	// compaction, ...), normalised JSON values, by key.
+	Options map[string]any
+	// RequireTranscript is input_contract.require_transcript: the stage
+	// session must already exist and hold messages.
+	RequireTranscript bool
+	// OutputSchema is output_contract.json_schema (nil if none).
+	OutputSchema map[string]any
+
+	prompt   *template
+	contract *schema.Schema
+}
+
+// ModelPolicy is a node's model_policy. Zero fields are unset.
+type ModelPolicy struct {
+	Provider, Model, BaseURL string
+	// SessionID, when not blank, is the stage session's id.
+	SessionID   string
+	Temperature *float64
+	MaxTokens   *int
+}
+
+// Edge is one edge; When is the condition's source ("" is always true).
+type Edge struct {
+	Index    int
+	From, To string
+	When     string
+
+	program *vm.Program
+}
+
+// String names the edge as errors do: "edge 2 (review -> fix)".
+func (e *Edge) String() string { return fmt.Sprintf("edge %d (%s -> %s)", e.Index, e.From, e.To) }
+
+// Fingerprint identifies the graph's content: two graphs with the same
+// specification have the same fingerprint. A resumed run must match the
+// recorded one.
+func (g *Graph) Fingerprint() string { return g.fingerprint }
+
+// Spec returns the graph's normalised specification: the value Decode
+// accepts, with sorted-key maps, int64 integers and float64 numbers. The
+// caller must not modify it.
+func (g *Graph) Spec() map[string]any { return g.spec }
+
+// Outgoing returns the edges leaving node, in order.
+func (g *Graph) Outgoing(node string) []*Edge { return g.out[node] }
+
+// topKeys are the keys of a graph specification.
+var topKeys = []string{"edges", "entry", "metadata", "name", "nodes"}
+
+// Decode builds and validates a graph from its specification: a map with
+// the keys name, entry, nodes (name -> node map), edges (a list of
+// {from, to, when}) and metadata, holding JSON-like Go values (nil, bool,
+// integers, floats, string, []any, map[string]any). Errors name the node
+// or edge at fault and never the caller; callers prefix their own name.
+func Decode(spec map[string]any) (*Graph, error) {
+	norm, err := normalize(spec, "graph")
+	if err != nil {
+		return nil, err
+	}
+	top := norm.(map[string]any)
+	if err := checkKeys("graph", top, topKeys); err != nil {
+		return nil, err
+	}
+	g := &Graph{spec: top, Nodes: map[string]*Node{}, out: map[string][]*Edge{}}
+	if g.Name, err = requiredString(top, "name", "graph"); err != nil {
+		return nil, err
+	}
+	if g.Entry, err = requiredString(top, "entry", "graph"); err != nil {
+		return nil, err
+	}
+	if v, ok := top["metadata"]; ok {
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, fmt.Errorf("graph: 'metadata': got %s, want a map", typeName(v))
+		}
+		g.Metadata = m
+	}
+	nodes, ok := top["nodes"].(map[string]any)
+	switch {
+	case top["nodes"] == nil:
+		return nil, fmt.Errorf("graph: missing 'nodes'")
+	case !ok:
+		return nil, fmt.Errorf("graph: 'nodes': got %s, want a map of node name to node", typeName(top["nodes"]))
+	case len(nodes) == 0:
+		return nil, fmt.Errorf("graph: 'nodes' is empty")
+	}
+	for name := range nodes {
+		g.Order = append(g.Order, name)
+	}
+	sort.Strings(g.Order)
+	for _, name := range g.Order {
+		n, err := decodeNode(name, nodes[name])
+		if err != nil {
+			return nil, err
+		}
+		g.Nodes[name] = n
+	}
+	if _, ok := g.Nodes[g.Entry]; !ok {
+		return nil, fmt.Errorf("graph: entry '%s' is not a node (nodes: %s)", g.Entry, strings.Join(g.Order, ", "))
+	}
+	for _, n := range g.Nodes {
+		if err := n.prompt.checkNodes(n.Name, g.Nodes); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.decodeEdges(top["edges"]); err != nil {
+		return nil, err
+	}
+	if err := g.checkReachable(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(top)
+	if err != nil {
+		return nil, fmt.Errorf("graph: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	g.fingerprint = "sha256:" + hex.EncodeToString(sum[:])
+	return g, nil
+}
+
+var edgeKeys = []string{"from", "to", "when"}
+
+func (g *Graph) decodeEdges(v any) error {
+	if v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("graph: 'edges': got %s, want a list of edges", typeName(v))
+	}
+	for i, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return fmt.Errorf("edge %d: got %s, want a map with from, to and when", i, typeName(item))
+		}
+		e := &Edge{Index: i}
+		from, _ := m["from"].(string)
+		to, _ := m["to"].(string)
+		e.From, e.To = from, to
+		where := e.String()
+		if err := checkKeys(where, m, edgeKeys); err != nil {
+			return err
+		}
+		for _, k := range []string{"from", "to"} {
+			s, isStr := m[k].(string)
+			switch {
+			case m[k] == nil:
+				return fmt.Errorf("%s: missing '%s'", where, k)
+			case !isStr:
+				return fmt.Errorf("%s: '%s': got %s, want a node name", where, k, typeName(m[k]))
+			case g.Nodes[s] == nil:
+				return fmt.Errorf("%s: '%s' names no node: '%s' (nodes: %s)", where, k, s, strings.Join(g.Order, ", "))
+			}
+		}
+		if w, ok := m["when"]; ok && w != nil {
+			s, isStr := w.(string)
+			if !isStr {
+				return fmt.Errorf("%s: 'when': got %s, want an expression string", where, typeName(w))
+			}
+			prog, err := compileCondition(s)
+			if err != nil {
+				return fmt.Errorf("%s: %w", where, err)
+			}
+			e.When, e.program = s, prog
+		}
+		g.Edges = append(g.Edges, e)
+		g.out[e.From] = append(g.out[e.From], e)
+	}
+	return nil
+}
+
+func (g *Graph) checkReachable() error {
+	seen := map[string]bool{g.Entry: true}
+	queue := []string{g.Entry}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, e := range g.out[n] {
+			if !seen[e.To] {
+				seen[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+	}
+	for _, name := range g.Order {
+		if !seen[name] {
+			return fmt.Errorf("node '%s': unreachable from entry '%s'", name, g.Entry)
+		}
+	}
+	return nil
+}
+
+// checkKeys fails on a key of m that is not in allowed (sorted).
+func checkKeys(where string, m map[string]any, allowed []string) error {
+	var bad []string
+	for k := range m {
+		if !contains(allowed, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	return fmt.Errorf("%s: unknown key '%s' (expected one of: %s)", where, bad[0], strings.Join(allowed, ", "))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func requiredString(m map[string]any, key, where string) (string, error) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return "", fmt.Errorf("%s: missing '%s'", where, key)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("%s: '%s': got %s, want string", where, key, typeName(v))
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", fmt.Errorf("%s: '%s' must not be empty", where, key)
+	}
+	return s, nil
+}
+
+// typeName names a normalised value's type for error messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "bool"
+	case int64:
+		return "int"
+	case float64:
+		return "float"
+	case string:
+		return "string"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "map"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// normalize copies a JSON-like value into the canonical form: int64
+// integers, float64 floats, []any lists and map[string]any maps.
+func normalize(v any, path string) (any, error) {
+	switch v := v.(type) {
+	case nil, bool, string, int64, float64:
+		return v, nil
+	case int:
+		return int64(v), nil
+	case int32:
+		return int64(v), nil
+	case uint64:
+		if v > 1<<63-1 {
+			return nil, fmt.Errorf("%s: integer %d is too large", path, v)
+		}
+		return int64(v), nil
+	case uint32:
+		return int64(v), nil
+	case float32:
+		return float64(v), nil
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i, nil
+		}
+		f, err := v.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("%s: bad number %s", path, v)
+		}
+		return f, nil
+	case []string:
+		out := make([]any, len(v))
+		for i, s := range v {
+			out[i] = s
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			n, err := normalize(x, fmt.Sprintf("%s[%d]", path, i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			n, err := normalize(x, path+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = n
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: unsupported value of type %T", path, v)
+}

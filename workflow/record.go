@@ -1,0 +1,212 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Status is a run's status.
+type Status string
+
+// Run statuses. Only a completed run is final: a resumed run with any
+// other status continues from its next node.
+const (
+	StatusRunning   Status = "running"   // started, not finished (or killed)
+	StatusCompleted Status = "completed" // a node with no edge taken ended it
+	StatusFailed    Status = "failed"    // a stage failed; Error says why
+	StatusMaxSteps  Status = "max_steps" // the step limit stopped it
+	StatusCancelled Status = "cancelled" // its context was cancelled
+)
+
+// Statuses lists the run statuses in sorted order.
+var Statuses = []Status{StatusCancelled, StatusCompleted, StatusFailed, StatusMaxSteps, StatusRunning}
+
+// Stage statuses besides an agent loop's (done, stuck, budget_exhausted,
+// timeout).
+const (
+	StageDone      = "done"
+	StageFailed    = "failed"
+	StageCancelled = "cancelled"
+)
+
+// Usage is a stage's token usage.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Step is the record of one stage run.
+type Step struct {
+	Node      string `json:"node"`
+	SessionID string `json:"session_id"`
+	// Status is the stage's status: done, an agent loop's status, or
+	// failed / cancelled for a stage that did not complete.
+	Status     string         `json:"status"`
+	Output     string         `json:"output"`
+	Error      string         `json:"error,omitempty"`
+	StartedAt  time.Time      `json:"started_at"`
+	DurationMS int64          `json:"duration_ms"`
+	Usage      Usage          `json:"usage"`
+	Vars       map[string]any `json:"vars,omitempty"` // what the stage merged into the run's vars
+}
+
+// Completed reports whether the stage completed (its output counts).
+func (s *Step) Completed() bool { return s.Status != StageFailed && s.Status != StageCancelled }
+
+// Run is a workflow run: its record in the store and Execute's result.
+type Run struct {
+	ID          string
+	Workflow    string
+	Fingerprint string
+	Task        string
+	Status      Status
+	// Vars are the run's variables: the initial ones with every fn
+	// stage's additions merged in.
+	Vars map[string]any
+	// Outputs maps each node that completed to its last output.
+	Outputs map[string]string
+	// Output is the last completed stage's output.
+	Output string
+	// Error is why the run failed ("" otherwise).
+	Error string
+	// Next is the node to run next ("" when the run is completed).
+	Next      string
+	Steps     []Step
+	CreatedAt time.Time
+	UpdatedAt time.Time
+
+	initialVars map[string]any
+	visits      map[string]int
+	completed   int // completed steps
+}
+
+// head is the stored header of a run: what cannot be rebuilt from its
+// steps.
+type head struct {
+	Task   string         `json:"task"`
+	Vars   map[string]any `json:"vars"` // the initial vars
+	Next   string         `json:"next,omitempty"`
+	Output string         `json:"output"`
+	Error  string         `json:"error,omitempty"`
+}
+
+// Load reads the run record id from the store (sessions.ErrRunNotFound
+// if there is none).
+func Load(ctx context.Context, store *sessions.Store, id string) (*Run, error) {
+	rec, err := store.LoadRun(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRun(rec)
+}
+
+func decodeRun(rec *sessions.RunRecord) (*Run, error) {
+	var h head
+	if err := json.Unmarshal(rec.Head, &h); err != nil {
+		return nil, fmt.Errorf("run '%s': bad record: %w", rec.ID, err)
+	}
+	r := &Run{ID: rec.ID, Workflow: rec.Workflow, Fingerprint: rec.Fingerprint, Task: h.Task, Status: Status(rec.Status),
+		Output: h.Output, Error: h.Error, Next: h.Next, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
+	r.reset(h.Vars)
+	for i, b := range rec.Steps {
+		var s Step
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("run '%s': bad step %d: %w", rec.ID, i, err)
+		}
+		r.add(s)
+	}
+	return r, nil
+}
+
+// reset starts the run's state from its initial vars.
+func (r *Run) reset(vars map[string]any) {
+	if vars == nil {
+		vars = map[string]any{}
+	}
+	r.initialVars = vars
+	r.Vars = make(map[string]any, len(vars))
+	for k, v := range vars {
+		r.Vars[k] = v
+	}
+	r.Outputs, r.visits = map[string]string{}, map[string]int{}
+}
+
+// add appends a step and folds a completed one into the run's state.
+func (r *Run) add(s Step) {
+	r.Steps = append(r.Steps, s)
+	if !s.Completed() {
+		return
+	}
+	r.completed++
+	r.visits[s.Node]++
+	r.Outputs[s.Node] = s.Output
+	for k, v := range s.Vars {
+		r.Vars[k] = v
+	}
+}
+
+// Visits returns how many times each node completed.
+func (r *Run) Visits() map[string]int { return r.visits }
+
+func (r *Run) head() []byte {
+	b, err := json.Marshal(head{Task: r.Task, Vars: r.initialVars, Next: r.Next, Output: r.Output, Error: r.Error})
+	if err != nil {
+		// initial vars were checked to be JSON when the run started
+		panic(fmt.Sprintf("workflow: run header: %v", err))
+	}
+	return b
+}
+
+// save writes the run's header and the steps from index from on. The
+// write is not cancelled with the run: a cancelled run is recorded too.
+func (r *Run) save(ctx context.Context, store *sessions.Store, create bool, from int) error {
+	ctx = context.WithoutCancel(ctx)
+	steps := make([][]byte, 0, len(r.Steps)-from)
+	for i := from; i < len(r.Steps); i++ {
+		b, err := json.Marshal(&r.Steps[i])
+		if err != nil {
+			return fmt.Errorf("run '%s': step %d (%s): %w", r.ID, i, r.Steps[i].Node, err)
+		}
+		steps = append(steps, b)
+	}
+	if create {
+		return store.CreateRun(ctx, &sessions.RunRecord{ID: r.ID, Workflow: r.Workflow, Fingerprint: r.Fingerprint,
+			Status: string(r.Status), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps})
+	}
+	return store.UpdateRun(ctx, r.ID, &sessions.RunUpdate{Status: string(r.Status), UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps})
+}
+
+// Map returns the run as JSON-like values: the result of
+// workflow_execute and what `skein runs show --json` prints.
+func (r *Run) Map() map[string]any {
+	steps := make([]any, len(r.Steps))
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		m := map[string]any{
+			"node": s.Node, "session_id": s.SessionID, "status": s.Status, "output": s.Output,
+			"started_at": s.StartedAt.UTC().Format(sessions.TimeFormat), "duration_ms": s.DurationMS,
+			"usage": map[string]any{"input_tokens": s.Usage.InputTokens, "output_tokens": s.Usage.OutputTokens},
+		}
+		if s.Error != "" {
+			m["error"] = s.Error
+		}
+		steps[i] = m
+	}
+	outputs := make(map[string]any, len(r.Outputs))
+	for k, v := range r.Outputs {
+		outputs[k] = v
+	}
+	m := map[string]any{
+		"status": string(r.Status), "run_id": r.ID, "workflow": r.Workflow, "task": r.Task, "output": r.Output,
+		"outputs": outputs, "vars": r.Vars, "steps": steps,
+		"created_at": r.CreatedAt.UTC().Format(sessions.TimeFormat), "updated_at": r.UpdatedAt.UTC().Format(sessions.TimeFormat),
+	}
+	if r.Error != "" {
+		m["error"] = r.Error
+	}
+	return m
+}

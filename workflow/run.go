@@ -1,0 +1,393 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Event types a run emits.
+const (
+	EventWorkflowStart = "workflow_start"
+	EventStageStart    = "stage_start"
+	EventStageEnd      = "stage_end"
+	EventWorkflowEnd   = "workflow_end"
+)
+
+// DefaultMaxSteps is the default limit on the stages one run runs.
+const DefaultMaxSteps = 50
+
+// Executor runs stages. Execute calls it on its own goroutine, one stage
+// at a time.
+type Executor interface {
+	// RunStage runs one stage. An error fails the stage (and the run);
+	// with ctx cancelled it cancels the run instead.
+	RunStage(ctx context.Context, s *Stage) (*StageResult, error)
+}
+
+// Stage is what an Executor is given. Its maps belong to the run and
+// must not be modified.
+type Stage struct {
+	RunID string
+	Node  *Node
+	// SessionID is the stage session (created if missing), "" for an llm
+	// or fn stage without one.
+	SessionID string
+	// Prompt is the node's rendered prompt ("" for fn stages).
+	Prompt  string
+	Task    string
+	Input   string            // the previous stage's output
+	Outputs map[string]string // last output of each node that has run
+	Vars    map[string]any
+}
+
+// StageResult is what a stage produced.
+type StageResult struct {
+	Output string
+	// Status is an agent loop's status; "" means done.
+	Status string
+	// Vars are merged into the run's vars.
+	Vars  map[string]any
+	Usage Usage
+}
+
+// Event is one workflow event, as passed to Options.OnEvent and logged
+// into the session of the stage it concerns.
+type Event struct {
+	Type      string
+	RunID     string
+	Workflow  string
+	Node      string // "" for workflow_start/workflow_end of a run without stages
+	SessionID string
+	Status    string // stage_end: the stage's status; workflow_end: the run's
+	Step      int    // the stage's index in the run's steps
+	Error     string
+	Resumed   bool // workflow_start of a resumed run
+}
+
+// Data returns the event's fields, for a session log entry: run_id,
+// workflow, node, status, step, error, resumed (the last ones when set).
+func (e *Event) Data() map[string]any {
+	d := map[string]any{"run_id": e.RunID, "workflow": e.Workflow, "node": e.Node}
+	if e.Status != "" {
+		d["status"] = e.Status
+	}
+	if e.Type == EventStageStart || e.Type == EventStageEnd {
+		d["step"] = int64(e.Step)
+	}
+	if e.Error != "" {
+		d["error"] = e.Error
+	}
+	if e.Resumed {
+		d["resumed"] = true
+	}
+	return d
+}
+
+// Options configures Execute.
+type Options struct {
+	Graph *Graph
+	Task  string
+	// RunID names the run; "" mints one with NewID. A stored run of that
+	// id is resumed (or returned, when it completed).
+	RunID    string
+	Vars     map[string]any
+	MaxSteps int // 0: DefaultMaxSteps
+	Executor Executor
+	// Store keeps the stage sessions and the run record.
+	Store *sessions.Store
+	Clock func() time.Time // default time.Now
+	NewID func() string
+	// OnEvent, if set, receives every event; its error stops the run
+	// (recorded as failed) and is returned.
+	OnEvent func(*Event) error
+}
+
+// ErrGraphChanged is returned when a run is resumed with another graph.
+var ErrGraphChanged = errors.New("was started with another graph")
+
+type engine struct {
+	Options
+	run *Run
+}
+
+// Execute runs (or resumes) a workflow. Stage failures do not return an
+// error: the run ends with status failed and the error in its last step
+// and in Run.Error. Errors are returned for bad options, a resume that
+// does not match the record, a stage whose input contract is not met, an
+// OnEvent failure and a store that cannot be written; the run record is
+// left resumable.
+func Execute(ctx context.Context, opts Options) (*Run, error) {
+	e := &engine{Options: opts}
+	if e.Clock == nil {
+		e.Clock = time.Now
+	}
+	if e.MaxSteps == 0 {
+		e.MaxSteps = DefaultMaxSteps
+	}
+	if e.MaxSteps < 0 {
+		return nil, fmt.Errorf("max_steps must be >= 1")
+	}
+	if e.Graph == nil || e.Executor == nil || e.Store == nil {
+		return nil, fmt.Errorf("workflow.Execute needs a Graph, an Executor and a Store")
+	}
+	resumed, err := e.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := e.run
+	if r.Status == StatusCompleted {
+		return r, nil
+	}
+	if err := e.emit(ctx, &Event{Type: EventWorkflowStart, Node: r.Next, Resumed: resumed}, e.sessionOf(r.Next)); err != nil {
+		return r, e.abort(ctx, err)
+	}
+	for r.Next != "" {
+		if r.completed >= e.MaxSteps {
+			r.Status = StatusMaxSteps
+			break
+		}
+		if ctx.Err() != nil {
+			r.Status = StatusCancelled
+			break
+		}
+		stop, err := e.stage(ctx, e.Graph.Nodes[r.Next])
+		if err != nil {
+			return r, err
+		}
+		if stop {
+			break
+		}
+	}
+	if r.Next == "" {
+		r.Status = StatusCompleted
+	}
+	r.UpdatedAt = e.Clock()
+	if err := r.save(ctx, e.Store, false, len(r.Steps)); err != nil {
+		return r, err
+	}
+	last := ""
+	if n := len(r.Steps); n > 0 {
+		last = r.Steps[n-1].Node
+	}
+	if err := e.emit(ctx, &Event{Type: EventWorkflowEnd, Node: last, Status: string(r.Status), Error: r.Error}, e.sessionOf(last)); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// start creates the run record or loads the stored one, reporting
+// whether it resumed.
+func (e *engine) start(ctx context.Context) (bool, error) {
+	g := e.Graph
+	if e.RunID != "" {
+		r, err := Load(ctx, e.Store, e.RunID)
+		switch {
+		case err == nil:
+			if r.Fingerprint != g.Fingerprint() {
+				return false, fmt.Errorf("run '%s' %w (workflow '%s', %s; this graph: workflow '%s', %s)",
+					r.ID, ErrGraphChanged, r.Workflow, r.Fingerprint, g.Name, g.Fingerprint())
+			}
+			if r.Task != e.Task {
+				return false, fmt.Errorf("run '%s' was started with another task (%q)", r.ID, clip(r.Task, 60))
+			}
+			e.run = r
+			return r.Status != StatusCompleted, nil
+		case !errors.Is(err, sessions.ErrRunNotFound):
+			return false, err
+		}
+	} else {
+		if e.NewID == nil {
+			return false, fmt.Errorf("workflow.Execute needs NewID to mint a run id")
+		}
+		e.RunID = e.NewID()
+	}
+	vars, err := normalize(e.Vars, "vars")
+	if err != nil {
+		return false, err
+	}
+	if _, err := json.Marshal(vars); err != nil {
+		return false, fmt.Errorf("vars: %w", err)
+	}
+	now := e.Clock()
+	r := &Run{ID: e.RunID, Workflow: g.Name, Fingerprint: g.Fingerprint(), Task: e.Task, Status: StatusRunning,
+		Next: g.Entry, CreatedAt: now, UpdatedAt: now}
+	m, _ := vars.(map[string]any)
+	r.reset(m)
+	e.run = r
+	return false, r.save(ctx, e.Store, true, 0)
+}
+
+// sessionOf is the stage session of node: model_policy.session_id, else
+// "<run_id>/<node>" for agent stages, else none.
+func (e *engine) sessionOf(node string) string {
+	n := e.Graph.Nodes[node]
+	switch {
+	case n == nil:
+		return ""
+	case n.ModelPolicy.SessionID != "":
+		return n.ModelPolicy.SessionID
+	case n.Mode == ModeAgent:
+		return e.run.ID + "/" + n.Name
+	}
+	return ""
+}
+
+// stage runs one stage and records it; it reports whether the run stops.
+func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
+	r := e.run
+	sid := e.sessionOf(n.Name)
+	if sid != "" {
+		if n.RequireTranscript {
+			length, err := e.Store.Length(ctx, sid)
+			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+				return true, err
+			}
+			if err != nil || length == 0 {
+				err := fmt.Errorf("workflow stage '%s' requires an existing session '%s' with messages (input_contract.require_transcript)", n.Name, sid)
+				return true, e.abort(ctx, err)
+			}
+		}
+		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+			return true, err
+		}
+	}
+	index := len(r.Steps)
+	if err := e.emit(ctx, &Event{Type: EventStageStart, Node: n.Name, SessionID: sid, Step: index}, sid); err != nil {
+		return true, e.abort(ctx, err)
+	}
+	started := e.Clock()
+	step := Step{Node: n.Name, SessionID: sid, StartedAt: started}
+	res, err := e.call(ctx, n, sid)
+	step.DurationMS = e.Clock().Sub(started).Milliseconds()
+	if res != nil {
+		step.Output, step.Status, step.Usage = res.Output, res.Status, res.Usage
+		if step.Status == "" {
+			step.Status = StageDone
+		}
+		if len(res.Vars) > 0 {
+			v, nerr := normalize(res.Vars, "vars")
+			if nerr == nil {
+				_, nerr = json.Marshal(v)
+			}
+			if nerr != nil && err == nil {
+				err = nerr
+			}
+			step.Vars, _ = v.(map[string]any)
+		}
+	}
+	if err == nil {
+		err = n.checkOutput(step.Output)
+	}
+	stop := false
+	if err != nil {
+		step.Status, step.Error, step.Vars = StageFailed, err.Error(), nil
+		r.Status, r.Error = StatusFailed, fmt.Sprintf("stage '%s': %s", n.Name, err)
+		if ctx.Err() != nil {
+			step.Status, r.Status, r.Error = StageCancelled, StatusCancelled, ""
+		}
+		stop = true
+	} else {
+		r.add(step)
+		r.Output, r.Error, r.Status = step.Output, "", StatusRunning
+		next, err := e.next(n, &step)
+		switch {
+		case err != nil:
+			// the stage completed but no successor could be chosen; a
+			// resumed run runs it again
+			r.Status, r.Error = StatusFailed, err.Error()
+			stop = true
+		case next == "":
+			r.Next, r.Status = "", StatusCompleted
+		default:
+			r.Next = next
+		}
+	}
+	if !step.Completed() {
+		r.add(step)
+	}
+	r.UpdatedAt = e.Clock()
+	if err := r.save(ctx, e.Store, false, index); err != nil {
+		return true, err
+	}
+	if err := e.emit(ctx, &Event{Type: EventStageEnd, Node: n.Name, SessionID: sid, Status: step.Status, Step: index, Error: step.Error}, sid); err != nil {
+		return true, e.abort(ctx, err)
+	}
+	return stop, nil
+}
+
+// call renders the prompt and runs the stage.
+func (e *engine) call(ctx context.Context, n *Node, sid string) (*StageResult, error) {
+	r := e.run
+	s := &Stage{RunID: r.ID, Node: n, SessionID: sid, Task: r.Task, Input: r.Output, Outputs: r.Outputs, Vars: r.Vars}
+	if n.prompt != nil {
+		p, err := n.prompt.render(r.Task, r.Output, r.Outputs, r.Vars)
+		if err != nil {
+			return nil, err
+		}
+		s.Prompt = p
+	}
+	return e.Executor.RunStage(ctx, s)
+}
+
+// next picks the first edge from n whose condition holds ("" if none).
+func (e *engine) next(n *Node, s *Step) (string, error) {
+	r := e.run
+	edges := e.Graph.Outgoing(n.Name)
+	if len(edges) == 0 {
+		return "", nil
+	}
+	env := &Env{Output: s.Output, Status: s.Status, Node: n.Name, Task: r.Task, Vars: r.Vars,
+		Outputs: r.Outputs, Visits: r.visits, Steps: r.completed}
+	for _, edge := range edges {
+		ok, err := edge.eval(env)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return edge.To, nil
+		}
+	}
+	return "", nil
+}
+
+// abort records the run as failed with err (the record stays resumable)
+// and returns err.
+func (e *engine) abort(ctx context.Context, err error) error {
+	r := e.run
+	r.Status, r.Error, r.UpdatedAt = StatusFailed, err.Error(), e.Clock()
+	if serr := r.save(ctx, e.Store, false, len(r.Steps)); serr != nil {
+		return errors.Join(err, serr)
+	}
+	return err
+}
+
+// emit logs ev into session sid (if any) and passes it to OnEvent.
+func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
+	ev.RunID, ev.Workflow = e.run.ID, e.run.Workflow
+	// a cancelled run still logs its end
+	ctx = context.WithoutCancel(ctx)
+	if sid != "" {
+		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+			return err
+		}
+		if _, err := e.Store.Apply(ctx, sid, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}); err != nil {
+			return err
+		}
+	}
+	if e.OnEvent != nil {
+		return e.OnEvent(ev)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
