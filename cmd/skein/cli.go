@@ -37,6 +37,7 @@ func commands() map[string]command {
 		{"repl", replUsage, "start an interactive Starlark session", replCommand},
 		{"test", testUsage, "run the test_* functions of *_test.star files", testCommand},
 		{"sessions", sessionsUsage, "list, show, export, import and delete stored sessions", sessionsMain},
+		{"runs", runsUsage, "list and show workflow run records", runsMain},
 		{"version", "", "print skein's version", versionCommand},
 	}
 	m := map[string]command{}
