@@ -50,7 +50,8 @@ func runCommand(args []string, io stdio) int {
 	if err != nil {
 		return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", file, underlying(err)))
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
+	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:],
+		rerecord: func(extra []string) string { return rerecordCommand(fs, vf.replay, extra) }})
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}
