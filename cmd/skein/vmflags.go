@@ -221,12 +221,18 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 
 // replayDefaults makes a fixture answer a run that names no provider:
 // the provider (and, for it, the model) of its first recorded request
-// become the defaults. It returns the flags that say so, for the command
-// that records the fixture again.
+// become the defaults; a fixture that recorded none is answered as the
+// mock. It returns the flags that say so, for the command that records
+// the fixture again.
 func replayDefaults(settings *llm.Settings, resps []mock.Response) []string {
 	if settings.Provider != "" {
 		return nil
 	}
+	defer func() {
+		if settings.Provider == "" {
+			settings.Provider = llm.ProviderMock
+		}
+	}()
 	for _, r := range resps {
 		if r.Recorded == nil || r.Recorded.Provider == "" {
 			continue
