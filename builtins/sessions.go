@@ -11,6 +11,7 @@ package builtins
 //	agent_session_fork(src, dst=None) -> str
 //	agent_session_fork_at(src, keep_first, dst=None) -> str
 //	agent_session_trim(id, keep_last) -> int
+//	agent_session_rewind(id, turns=1) -> int
 //	agent_session_inject(id, message) -> None
 //	agent_session_close(id) -> None
 //	agent_session_ancestry(id) -> dict or None
@@ -41,6 +42,7 @@ func sessionSpecs() []Spec {
 		{"agent_session_fork", "(src, dst=None) -> str", "A new child session sharing src's transcript; subscribers are not copied.", area, sessionFork},
 		{"agent_session_fork_at", "(src, keep_first, dst=None) -> str", "Like fork, keeping only the first keep_first messages.", area, sessionForkAt},
 		{"agent_session_trim", "(id, keep_last) -> int", "Keep the newest keep_last messages without splitting a tool call from its results; returns the kept count.", area, sessionTrim},
+		{"agent_session_rewind", "(id, turns=1) -> int", "Drop the last turns user turns (each from its user message on); returns the new length. Not undoable: fork first to keep the old branch.", area, sessionRewind},
 		{"agent_session_inject", "(id, message) -> None", "Append one validated message.", area, sessionInject},
 		{"agent_session_close", "(id) -> None", "Evict the session from this VM (a durable store keeps it, marked completed).", area, sessionClose},
 		{"agent_session_ancestry", "(id) -> dict or None", "{parent_id, child_ids, root_id} (None for an unknown id).", area, sessionAncestry},
@@ -292,6 +294,38 @@ func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		kept = v.Len() - drop
 		return &sessions.Change{DropFirst: drop, Events: []sessions.Event{sessions.NewEvent(sessions.EventTrim,
 			map[string]any{"keep_last": int64(keepLast), "dropped": int64(drop), "kept": int64(kept)})}}, nil
+	})
+	if err != nil {
+		return nil, sessionErr(b.Name(), err)
+	}
+	if err := deliver(thread, st.Store, events); err != nil {
+		return nil, err
+	}
+	return starlark.MakeInt(kept), nil
+}
+
+func sessionRewind(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var id string
+	turns := 1
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "turns?", &turns); err != nil {
+		return nil, err
+	}
+	if turns < 1 {
+		return nil, fmt.Errorf("%s: `turns` must be >= 1", b.Name())
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	kept := 0
+	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
+		drop, err := sessions.RewindDrop(v, turns)
+		if err != nil {
+			return nil, err
+		}
+		kept = v.Len() - drop
+		return &sessions.Change{DropLast: drop, Events: []sessions.Event{sessions.NewEvent(sessions.EventRewind,
+			map[string]any{"turns": int64(turns), "dropped": int64(drop), "kept": int64(kept)})}}, nil
 	})
 	if err != nil {
 		return nil, sessionErr(b.Name(), err)

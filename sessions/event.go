@@ -15,6 +15,7 @@ const (
 	EventFork    = "fork"    // a session was forked (logged on source and child)
 	EventHealed  = "healed"  // open tool calls were closed with error results
 	EventStatus  = "status"  // the session's status changed
+	EventRewind  = "rewind"  // the last user turns were dropped from the transcript
 )
 
 // Event is one entry of a session's append-only event log.

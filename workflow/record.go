@@ -94,9 +94,15 @@ type head struct {
 	Error  string         `json:"error,omitempty"`
 }
 
-// Load reads the run record id from the store (sessions.ErrRunNotFound
-// if there is none).
-func Load(ctx context.Context, store *sessions.Store, id string) (*Run, error) {
+// RunLoader reads run records: a *sessions.Store, or a backend that
+// implements sessions.RunBackend.
+type RunLoader interface {
+	LoadRun(ctx context.Context, id string) (*sessions.RunRecord, error)
+}
+
+// Load reads the run record id (sessions.ErrRunNotFound if there is
+// none).
+func Load(ctx context.Context, store RunLoader, id string) (*Run, error) {
 	rec, err := store.LoadRun(ctx, id)
 	if err != nil {
 		return nil, err

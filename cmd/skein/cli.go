@@ -38,6 +38,7 @@ func commands() map[string]command {
 		{"test", testUsage, "run the test_* functions of *_test.star files", testCommand},
 		{"serve", serveUsage, "serve the session API over HTTP, with live events and a transcript viewer", serveCommand},
 		{"sessions", sessionsUsage, "list, show, export, import and delete stored sessions", sessionsMain},
+		{"runs", runsUsage, "list and show workflow run records", runsMain},
 		{"version", "", "print skein's version", versionCommand},
 	}
 	m := map[string]command{}

@@ -8,7 +8,7 @@ import (
 	"github.com/skein-dev/skein/vm"
 )
 
-const runUsage = "[flags] FILE [ARGS...]"
+const runUsage = "[flags] FILE [ARGS...] | [flags] FLOW.yaml --task TEXT"
 
 // runCommand implements `skein run FILE [ARGS...]`: it executes FILE with
 // ARGS as argv; print goes to stdout, the error traceback to stderr.
@@ -17,8 +17,27 @@ func runCommand(args []string, io stdio) int {
 	var vf vmFlags
 	vf.register(fs)
 	vf.registerStore(fs)
+	var wf workflowFlags
+	wf.register(fs)
 	if code, stop := parseFlags(fs, runUsage, args, io); stop {
 		return code
+	}
+	if fs.NArg() > 0 && isWorkflowFile(fs.Arg(0)) {
+		file := fs.Arg(0)
+		// flags may follow the file: skein run flow.yaml --task TEXT
+		if code, stop := parseFlags(fs, runUsage, fs.Args()[1:], io); stop {
+			return code
+		}
+		if fs.NArg() > 0 {
+			return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q after the workflow file", fs.Arg(0)))
+		}
+		if err := vf.check(); err != nil {
+			return usageError(io, fs.Name(), err.Error())
+		}
+		return runWorkflow(io, &vf, &wf, file)
+	}
+	if wf.set(fs) {
+		return usageError(io, fs.Name(), "--task, --run-id, --max-stages and --json are for workflow files (FLOW.yaml)")
 	}
 	if err := vf.check(); err != nil {
 		return usageError(io, fs.Name(), err.Error())
@@ -31,7 +50,8 @@ func runCommand(args []string, io stdio) int {
 	if err != nil {
 		return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", file, underlying(err)))
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:]})
+	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:],
+		rerecord: func(extra []string) string { return rerecordCommand(fs, vf.replay, extra) }})
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}

@@ -195,12 +195,14 @@ func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State,
 	}
 	settings := builtins.DefaultLLM(func(string) string { return "" })
 	settings.Provider, settings.Model = f.provider, f.model
-	if settings.Provider == "" {
-		settings.Provider = llm.ProviderMock
-	}
 	queue := mock.New()
 	if fx != nil {
-		replay(queue, fx.path, fx.responses)
+		replayDefaults(settings, fx.responses)
+		replay(queue, mock.Replay{Fixture: fx.path, Mode: mock.ReplayMode(f.replayMode),
+			Rerecord: fmt.Sprintf("skein run --llm-record %s PIPELINE.star (the pipeline whose calls it holds)", shellQuote(fx.path))}, fx.responses)
+	}
+	if settings.Provider == "" {
+		settings.Provider = llm.ProviderMock
 	}
 	return builtins.NewTestState(vm.Options{
 		Store: store, Stdout: stdout, Stderr: stdout, Root: root,

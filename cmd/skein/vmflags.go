@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
@@ -30,6 +32,7 @@ type vmFlags struct {
 	provider   string
 	model      string
 	replay     string
+	replayMode string
 	record     string
 	workspace  string
 	fsScope    string
@@ -71,7 +74,8 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.provider, "provider", os.Getenv("SKEIN_PROVIDER"), "default model provider: mock, openai, anthropic, ollama, ...; env SKEIN_PROVIDER")
 	fs.StringVar(&f.model, "model", "", "default model id")
 	fs.StringVar(&f.replay, "llm-replay", "", "answer model calls from this JSONL fixture only (offline, deterministic)")
-	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay")
+	fs.StringVar(&f.replayMode, "llm-replay-mode", string(mock.ReplayStrict), "strict: each request must match the one its fixture line recorded (a diff says what changed); order: answer in order, ignoring the requests")
+	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay (its directory is created)")
 	fs.StringVar(&f.workspace, "workspace", "", "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)")
 	fs.StringVar(&f.fsScope, "fs-scope", "sandboxed", "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full")
 	fs.Var(&f.allowCmd, "allow-cmd", "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)")
@@ -102,6 +106,9 @@ func (f *vmFlags) check() error {
 	}
 	if f.replay != "" && f.record != "" {
 		return fmt.Errorf("--llm-replay and --llm-record cannot be used together")
+	}
+	if !slices.Contains(mock.ReplayModes, f.replayMode) {
+		return fmt.Errorf("--llm-replay-mode: unknown mode %q (expected one of: %s)", f.replayMode, strings.Join(mock.ReplayModes, ", "))
 	}
 	tier, err := workspace.ParseTier(f.fsScope)
 	if err != nil {
@@ -134,6 +141,10 @@ type vmConfig struct {
 	args  []string // argv
 	clock func() time.Time
 	ids   func() string
+	// rerecord returns the command that records the --llm-replay fixture
+	// again, given the flags to add (the provider and model the fixture
+	// supplied); nil: none is shown.
+	rerecord func(extra []string) string
 }
 
 // newState builds a VM from the flags. The returned close function
@@ -168,10 +179,17 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		return errors.Join(errs...)
 	}
 	if f.replay != "" {
-		if err := loadReplay(queue, f.replay); err != nil {
+		resps, err := readFixture(f.replay)
+		if err != nil {
 			closeAll()
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("--llm-replay: %v", err)
 		}
+		extra := replayDefaults(settings, resps)
+		r := mock.Replay{Fixture: f.replay, Mode: mock.ReplayMode(f.replayMode)}
+		if c.rerecord != nil {
+			r.Rerecord = c.rerecord(extra)
+		}
+		replay(queue, r, resps)
 	}
 	if f.record != "" {
 		// Create the fixture's directory (recording into testdata/ of a
@@ -201,15 +219,63 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	return st, closeAll, nil
 }
 
-// loadReplay queues a fixture's responses and puts the mock in replay
-// mode: a request the fixture does not answer fails.
-func loadReplay(queue *mock.Mock, path string) error {
-	resps, err := readFixture(path)
-	if err != nil {
-		return fmt.Errorf("--llm-replay: %v", err)
+// replayDefaults makes a fixture answer a run that names no provider:
+// the provider (and, for it, the model) of its first recorded request
+// become the defaults; a fixture that recorded none is answered as the
+// mock. It returns the flags that say so, for the command that records
+// the fixture again.
+func replayDefaults(settings *llm.Settings, resps []mock.Response) []string {
+	if settings.Provider != "" {
+		return nil
 	}
-	replay(queue, path, resps)
+	defer func() {
+		if settings.Provider == "" {
+			settings.Provider = llm.ProviderMock
+		}
+	}()
+	for _, r := range resps {
+		if r.Recorded == nil || r.Recorded.Provider == "" {
+			continue
+		}
+		settings.Provider = r.Recorded.Provider
+		extra := []string{"--provider", r.Recorded.Provider}
+		if settings.Model == "" && r.Recorded.Model != "" {
+			settings.Model = r.Recorded.Model
+			extra = append(extra, "--model", r.Recorded.Model)
+		}
+		return extra
+	}
 	return nil
+}
+
+// rerecordCommand is the skein command line that records fixture again:
+// cmd's flags as given (without the replay ones), extra, --llm-record
+// fixture and the positional arguments.
+func rerecordCommand(fs *flag.FlagSet, fixture string, extra []string) string {
+	words := []string{fs.Name()}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "llm-replay" && f.Name != "llm-replay-mode" {
+			words = append(words, "--"+f.Name, f.Value.String())
+		}
+	})
+	words = append(words, extra...)
+	words = append(words, "--llm-record", fixture)
+	words = append(words, fs.Args()...)
+	for i, w := range words[1:] {
+		words[i+1] = shellQuote(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote quotes w for a POSIX shell when it needs it.
+func shellQuote(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ',' || r == ':' || r == '=' || r == '@' || r == '+' ||
+			r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // readFixture reads a JSONL fixture of model responses.
@@ -223,12 +289,12 @@ func readFixture(path string) ([]mock.Response, error) {
 }
 
 // replay queues a fixture's responses (read by readFixture) and puts the
-// mock in replay mode; name is the fixture's file, for errors.
-func replay(queue *mock.Mock, name string, resps []mock.Response) {
-	for _, r := range resps {
-		queue.Queue(r)
+// mock in replay mode.
+func replay(queue *mock.Mock, r mock.Replay, resps []mock.Response) {
+	for _, resp := range resps {
+		queue.Queue(resp)
 	}
-	queue.SetReplay(name)
+	queue.SetReplay(r)
 }
 
 // errInterrupted is the cancellation cause of a run stopped by Ctrl-C.

@@ -17,8 +17,8 @@ import (
 // line's fields), sorted.
 var Keys = []string{"consume_match", "delay_ms", "error", "input_tokens", "match", "model", "output_tokens", "text", "thinking", "tool_calls"}
 
-// RequestKey is a fixture line's summary of the recorded request
-// ({provider, model, prompt}); replay ignores it.
+// RequestKey is a fixture line's record of the request it answered: the
+// provider, the normalised request and its fingerprint (see Recorded).
 const RequestKey = "request"
 
 // ParseResponse builds a Response from its JSON-value form: the keys of
@@ -188,11 +188,16 @@ func LoadFixture(r io.Reader, name string) ([]Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
+		rec, err := parseRecorded(m[RequestKey])
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
+		}
 		delete(m, RequestKey)
 		resp, err := ParseResponse(m)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}
+		resp.Recorded, resp.Source = rec, fmt.Sprintf("%s:%d", name, line)
 		out = append(out, resp)
 	}
 	if err := sc.Err(); err != nil {

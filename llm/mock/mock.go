@@ -15,6 +15,7 @@ package mock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -55,6 +56,36 @@ type Response struct {
 	// Delay makes the call wait this long (honouring cancellation) before
 	// answering, to script slow models.
 	Delay time.Duration
+	// Recorded is what a fixture line says about the request it answered
+	// (nil for llm_mock and lines without a `request`); Source is the
+	// line, "file:N", for errors.
+	Recorded *Recorded
+	Source   string
+}
+
+// ReplayMode is how replay pairs requests with recorded entries.
+type ReplayMode string
+
+// Replay modes.
+const (
+	// ReplayStrict answers in order and checks each request against the
+	// fingerprint its entry recorded (entries without one are not checked).
+	ReplayStrict ReplayMode = "strict"
+	// ReplayOrder answers in order and ignores the requests.
+	ReplayOrder ReplayMode = "order"
+)
+
+// ReplayModes lists the modes, sorted.
+var ReplayModes = []string{string(ReplayOrder), string(ReplayStrict)}
+
+// Replay configures replay mode (see SetReplay).
+type Replay struct {
+	// Fixture is the fixture file, named in errors.
+	Fixture string
+	Mode    ReplayMode
+	// Rerecord is the command that records the fixture again, shown when
+	// a request does not match.
+	Rerecord string
 }
 
 // Request is one logged request.
@@ -65,12 +96,11 @@ type Request struct {
 
 // Mock is one VM's queue and request log. It is safe for concurrent use.
 type Mock struct {
-	mu       sync.Mutex
-	fifo     []Response
-	matched  []*matchEntry
-	log      []Request
-	replay   bool
-	replayed string // fixture file name, for errors
+	mu      sync.Mutex
+	fifo    []Response
+	matched []*matchEntry
+	log     []Request
+	replay  *Replay // nil: not replaying
 }
 
 type matchEntry struct {
@@ -93,12 +123,16 @@ func (m *Mock) Queue(r Response) {
 }
 
 // SetReplay puts the mock in replay mode: requests that no queued
-// response answers fail instead of reaching a provider. name is the
-// fixture file, used in errors.
-func (m *Mock) SetReplay(name string) {
+// response answers fail instead of reaching a provider, and in strict
+// mode a request that differs from the one its entry recorded fails with
+// a diff.
+func (m *Mock) SetReplay(r Replay) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.replay, m.replayed = true, name
+	if r.Mode == "" {
+		r.Mode = ReplayStrict
+	}
+	m.replay = &r
 }
 
 // Clear empties the queue and the log.
@@ -154,10 +188,35 @@ func (m *Mock) take(req *llm.Request) (Response, bool) {
 	return Response{}, false
 }
 
-func (m *Mock) record(provider string, req *llm.Request) {
+// record logs a request and returns its number (1 for the first).
+func (m *Mock) record(provider string, req *llm.Request) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.log = append(m.log, Request{Provider: provider, Req: req})
+	return len(m.log)
+}
+
+// checkRecorded fails when r recorded a request fingerprint that req,
+// request number n, does not have: the pipeline drifted from its
+// recording. The error shows what changed and how to record again.
+func checkRecorded(replay *Replay, n int, req *llm.Request, r Response) error {
+	if r.Recorded == nil || r.Recorded.Fingerprint == "" {
+		return nil
+	}
+	shape := RequestShape(req)
+	if Fingerprint(shape) == r.Recorded.Fingerprint {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "llm replay: request %d does not match the one recorded at %s:", n, r.Source)
+	for _, d := range requestDiff(r.Recorded.Shape, shape) {
+		b.WriteString("\n    " + d)
+	}
+	if replay.Rerecord != "" {
+		b.WriteString("\n  record it again: " + replay.Rerecord)
+	}
+	b.WriteString("\n  or answer by order only, ignoring the requests: --llm-replay-mode order")
+	return errors.New(b.String())
 }
 
 // Wrap returns the provider a call for providerName goes to: queued
@@ -178,16 +237,21 @@ type wrapped struct {
 func (w *wrapped) Name() string { return w.name }
 
 func (w *wrapped) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	w.mock.record(w.name, req)
+	n := w.mock.record(w.name, req)
+	w.mock.mu.Lock()
+	replay := w.mock.replay
+	w.mock.mu.Unlock()
 	if r, ok := w.mock.take(req); ok {
+		if replay != nil && replay.Mode == ReplayStrict {
+			if err := checkRecorded(replay, n, req, r); err != nil {
+				return nil, err
+			}
+		}
 		return serve(ctx, w.name, req, r)
 	}
-	w.mock.mu.Lock()
-	replay, fixture := w.mock.replay, w.mock.replayed
-	w.mock.mu.Unlock()
 	switch {
-	case replay:
-		return nil, fmt.Errorf("llm replay: no fixture left in %s for the request starting %q", fixture, promptStart(req))
+	case replay != nil:
+		return nil, fmt.Errorf("llm replay: no fixture left in %s for the request starting %q", replay.Fixture, promptStart(req))
 	case w.name == Name:
 		return defaultReply(req), nil
 	case w.real != nil:

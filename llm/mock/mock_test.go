@@ -87,7 +87,7 @@ func TestFixtureLineRoundTrips(t *testing.T) {
 
 func TestReplayFailsWhenEmpty(t *testing.T) {
 	m := New()
-	m.SetReplay("rec.jsonl")
+	m.SetReplay(Replay{Fixture: "rec.jsonl"})
 	_, err := m.Wrap("openai", nil, nil).Complete(context.Background(), &llm.Request{Messages: []sessions.Message{{Role: "user", Text: "plan my week please"}}})
 	if err == nil || err.Error() != `llm replay: no fixture left in rec.jsonl for the request starting "plan my week please"` {
 		t.Fatalf("err = %v", err)

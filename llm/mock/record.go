@@ -15,8 +15,9 @@ import (
 // (the format LoadFixture reads), so a pipeline recorded once against a
 // real model replays offline: --llm-record. Failures the provider
 // reported are recorded as `error` entries, so retries replay too.
-// Requests are summarised under a `request` key that replay ignores;
-// nothing of the provider's configuration (keys, base URLs) is written.
+// Each line keeps the request it answered under a `request` key (its
+// normalised form and fingerprint, which strict replay checks); nothing of
+// the provider's configuration (keys, base URLs) is written.
 type Recorder struct {
 	mu  sync.Mutex
 	w   io.Writer
@@ -61,7 +62,10 @@ func (p *recorded) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	} else {
 		return resp, err
 	}
-	line["request"] = map[string]any{"provider": p.Name(), "model": req.Model, "prompt": promptStart(req)}
+	request := RequestShape(req)
+	request["fingerprint"] = Fingerprint(request)
+	request["provider"] = p.Name()
+	line[RequestKey] = request
 	p.rec.write(line)
 	return resp, err
 }

@@ -40,6 +40,7 @@ var printer = message.NewPrinter(language.English)
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
 	compiled *jsonschema.Schema
+	doc      any // as given, to name the allowed properties in errors
 }
 
 // Compile compiles doc, a JSON Schema as a decoded JSON value (an object or
@@ -55,7 +56,7 @@ func Compile(doc any) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid JSON Schema: %s", compileMessage(err))
 	}
-	return &Schema{compiled: sch}, nil
+	return &Schema{compiled: sch, doc: doc}, nil
 }
 
 // MustCompile is Compile for schemas written in the program: it panics
@@ -85,6 +86,9 @@ func (s *Schema) Validate(root string, v any) error {
 	seen := map[string]bool{}
 	leaves(ve, func(e *jsonschema.ValidationError) {
 		line := path(root, e.InstanceLocation) + ": " + describe(e)
+		if _, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+			line += s.expected(e.SchemaURL)
+		}
 		if !seen[line] {
 			seen[line] = true
 			lines = append(lines, line)
@@ -94,6 +98,38 @@ func (s *Schema) Validate(root string, v any) error {
 		lines = append(lines, path(root, ve.InstanceLocation)+": "+describe(ve))
 	}
 	return &Error{Problems: lines}
+}
+
+// expected names the properties the schema at url (the location of a
+// failed additionalProperties) declares: " (expected: a, b)", or "".
+func (s *Schema) expected(url string) string {
+	ptr, ok := strings.CutPrefix(url, location+"#")
+	if !ok {
+		return ""
+	}
+	node := s.doc
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		if tok == "" {
+			continue
+		}
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := node.(map[string]any)
+		if !ok {
+			return ""
+		}
+		node = m[tok]
+	}
+	m, _ := node.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	if len(props) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(props))
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return " (expected: " + strings.Join(names, ", ") + ")"
 }
 
 // Validate compiles doc and checks v against it: for a schema used once.
@@ -136,7 +172,10 @@ func describe(e *jsonschema.ValidationError) string {
 	case *kind.Required:
 		return fmt.Sprintf("missing required property %s", quoteAll(k.Missing))
 	case *kind.AdditionalProperties:
-		return fmt.Sprintf("unexpected property %s", quoteAll(k.Properties))
+		if len(k.Properties) == 1 {
+			return fmt.Sprintf("unexpected property %s", quoteAll(k.Properties))
+		}
+		return fmt.Sprintf("unexpected properties %s", quoteAll(k.Properties))
 	case *kind.MinLength:
 		return fmt.Sprintf("is %d characters long, want at least %d", k.Got, k.Want)
 	case *kind.MaxLength:

@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 		{map[string]any{"a": "ok", "u": int64(1)}, "arguments.u: got number, want null or string"},
 		{map[string]any{"a": "ok", "m": "nope"}, "arguments.m: 'nope' is not valid email: missing @"},
 		{map[string]any{"a": "ok", "o": true}, "arguments.o: matches none of the oneOf alternatives:; arguments.o: got boolean, want string; arguments.o: got boolean, want integer"},
-		{map[string]any{"a": "ok", "z": true}, "arguments: unexpected property 'z'"},
+		{map[string]any{"a": "ok", "z": true}, "arguments: unexpected property 'z' (expected: a, e, l, m, n, o, u)"},
 	}
 	for _, tc := range tests {
 		err := sch.Validate("arguments", tc.args)

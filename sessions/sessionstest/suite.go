@@ -39,6 +39,10 @@
 //     ErrConflict, and the result is a valid transcript.
 //   - Exact round trips of messages (content blocks, tool calls with nested
 //     arguments, int64 and float64 values, usage) and events.
+//   - Run records (sessions.RunBackend, required): create, duplicate and
+//     unknown ids, updates that replace the header and append steps,
+//     listing newest first with filters and paging, and (durable
+//     backends) records that survive reopening.
 //   - Optional interfaces, tested when the backend has them: a
 //     sessions.PartialLoader's LoadTranscript and LoadEvents agree with
 //     Load after every write of the suite; a sessions.HistoryBackend keeps
@@ -93,6 +97,8 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"PartialNotFound", testPartialNotFound},
 		{"History", testHistory},
 		{"ParentCycle", testParentCycle},
+		{"Runs", testRuns},
+		{"RunsList", testRunsList},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,6 +123,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"Reopen", testReopen},
 		{"TwoHandles", testTwoHandles},
 		{"TwoHandlesRace", testTwoHandlesRace},
+		{"RunsReopen", testRunsReopen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

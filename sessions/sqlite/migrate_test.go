@@ -56,6 +56,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if err != nil || len(got) != 1 || got[2].Text != "from v2" {
 		t.Fatalf("LoadAppended after a write = %v, %v; want event 2's message", got, err)
 	}
+	// run records (version 4) can be written
+	run := &sessions.RunRecord{ID: "run", Workflow: "w", Fingerprint: "f", Status: "running", CreatedAt: time.Now(), UpdatedAt: time.Now(), Head: []byte("{}")}
+	if err := b.CreateRun(ctx, run); err != nil {
+		t.Fatalf("CreateRun after migrating: %v", err)
+	}
 	b.Close()
 	// Reopening the migrated file changes nothing.
 	b = openClosed(t, path)

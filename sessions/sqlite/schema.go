@@ -12,12 +12,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3}
+var migrations = []string{migration1, migration2, migration3, migration4}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -79,6 +79,30 @@ CREATE TABLE events (
 // for message events of version 1.
 const migration2 = `
 ALTER TABLE events ADD COLUMN pos INTEGER;
+`
+
+// migration4 adds workflow run records (sessions.RunBackend): one row per
+// run, its header a JSON document, and one row per stage run, appended.
+const migration4 = `
+CREATE TABLE runs (
+	rid         INTEGER PRIMARY KEY AUTOINCREMENT,
+	id          TEXT    NOT NULL UNIQUE,
+	workflow    TEXT    NOT NULL,
+	fingerprint TEXT    NOT NULL,
+	status      TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL,
+	head        TEXT    NOT NULL,
+	steps       INTEGER NOT NULL
+) STRICT;
+CREATE INDEX runs_by_created ON runs (created_at, id);
+
+CREATE TABLE run_steps (
+	rid  INTEGER NOT NULL REFERENCES runs (rid) ON DELETE CASCADE,
+	pos  INTEGER NOT NULL,
+	body TEXT    NOT NULL,
+	PRIMARY KEY (rid, pos)
+) STRICT;
 `
 
 // checkSchema returns the database's schema version, or an error for a

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/workflow"
+)
+
+// workflowFlags are the flags of `skein run FLOW.yaml`.
+type workflowFlags struct {
+	task     string
+	runID    string
+	maxSteps int
+	json     bool
+}
+
+func (f *workflowFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.task, "task", "", "workflow files: the run's task (required)")
+	fs.StringVar(&f.runID, "run-id", "", "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)")
+	fs.IntVar(&f.maxSteps, "max-stages", workflow.DefaultMaxSteps, "workflow files: the most stages the run runs (workflow_execute's max_steps)")
+	fs.BoolVar(&f.json, "json", false, "workflow files: print the whole result as JSON instead of the final output")
+}
+
+// set reports whether any workflow flag was given.
+func (f *workflowFlags) set(fs *flag.FlagSet) bool {
+	return flagSet(fs, "task") || flagSet(fs, "run-id") || flagSet(fs, "max-stages") || flagSet(fs, "json")
+}
+
+// isWorkflowFile reports whether `skein run` treats file as a workflow.
+func isWorkflowFile(file string) bool {
+	ext := strings.ToLower(filepath.Ext(file))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// runWorkflow implements `skein run FLOW.yaml --task TEXT`: it loads the
+// workflow file, runs it (resuming --run-id if that run is unfinished)
+// and prints the final output, or the result as JSON. It exits 1 when
+// the file is invalid or the run does not complete.
+func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
+	const cmd = "skein run"
+	if !flagSetNonEmpty(wf.task) {
+		return usageError(io, cmd, "a workflow file needs --task TEXT")
+	}
+	if wf.maxSteps < 1 {
+		return usageError(io, cmd, fmt.Sprintf("--max-stages must be >= 1, got %d", wf.maxSteps))
+	}
+	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file)})
+	if err != nil {
+		return failState(io, cmd, err)
+	}
+	g, err := builtins.LoadGraph(st, file, nil)
+	if err != nil {
+		closeVM()
+		fmt.Fprintf(io.err, "%s: %s\n", cmd, err)
+		return exitFailed
+	}
+	ctx, stopRun := runContext(vf.timeout)
+	end := st.Begin(ctx)
+	thread := st.NewThread("workflow")
+	vm.SetFile(thread, file)
+	run, err := builtins.ExecuteGraph(thread, g, wf.task, wf.runID, wf.maxSteps)
+	st.Release(thread)
+	end()
+	stopRun()
+	closeErr := closeVM()
+	if err != nil {
+		fmt.Fprintln(io.err, vm.FormatError(err))
+		if h := vf.store.hint(err); h != "" {
+			fmt.Fprintln(io.err, h)
+		}
+		return exitFailed
+	}
+	if wf.json {
+		enc := json.NewEncoder(io.out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(run.Map()); err != nil {
+			fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+			return exitFailed
+		}
+	} else if run.Status == workflow.StatusCompleted {
+		fmt.Fprintln(io.out, run.Output)
+	}
+	if closeErr != nil {
+		fmt.Fprintf(io.err, "%s: %v\n", cmd, closeErr)
+		return exitFailed
+	}
+	if run.Status != workflow.StatusCompleted {
+		msg := fmt.Sprintf("%s: run %s of %s ended with status %s", cmd, run.ID, file, run.Status)
+		if run.Error != "" {
+			msg += ": " + oneLine(run.Error)
+		}
+		if run.Next != "" {
+			msg += fmt.Sprintf(" (resume it with --run-id %s)", run.ID)
+		}
+		fmt.Fprintln(io.err, msg)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func flagSetNonEmpty(s string) bool { return strings.TrimSpace(s) != "" }

@@ -1,0 +1,167 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+var _ sessions.RunBackend = (*Backend)(nil)
+
+// CreateRun stores a new run record and its first steps.
+func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error {
+	created, err := encodeTime(rec.CreatedAt)
+	if err != nil {
+		return err
+	}
+	updated, err := encodeTime(rec.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	return b.write(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", rec.ID).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return sessions.ErrRunExists
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, fingerprint, status, created_at, updated_at, head, steps)
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated, string(rec.Head))
+		if err != nil {
+			return err
+		}
+		rid, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		return appendSteps(ctx, tx, rid, 0, rec.Steps)
+	})
+}
+
+func appendSteps(ctx context.Context, tx *sql.Tx, rid int64, from int, steps [][]byte) error {
+	for i, s := range steps {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)", rid, from+i, string(s)); err != nil {
+			return err
+		}
+	}
+	_, err := tx.ExecContext(ctx, "UPDATE runs SET steps = ? WHERE rid = ?", from+len(steps), rid)
+	return err
+}
+
+// UpdateRun writes the run's new status and header and appends steps.
+func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdate) error {
+	updated, err := encodeTime(u.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	return b.write(ctx, func(tx *sql.Tx) error {
+		var rid int64
+		var steps int
+		err := tx.QueryRowContext(ctx, "SELECT rid, steps FROM runs WHERE id = ?", id).Scan(&rid, &steps)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sessions.ErrRunNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE runs SET status = ?, updated_at = ?, head = ? WHERE rid = ?",
+			u.Status, updated, string(u.Head), rid); err != nil {
+			return err
+		}
+		if len(u.Steps) == 0 {
+			return nil
+		}
+		return appendSteps(ctx, tx, rid, steps, u.Steps)
+	})
+}
+
+// LoadRun returns a run record with its steps.
+func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, error) {
+	rec := &sessions.RunRecord{}
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		var rid, created, updated int64
+		var head string
+		err := tx.QueryRowContext(ctx, `SELECT rid, id, workflow, fingerprint, status, created_at, updated_at, head FROM runs WHERE id = ?`, id).
+			Scan(&rid, &rec.ID, &rec.Workflow, &rec.Fingerprint, &rec.Status, &created, &updated, &head)
+		if errors.Is(err, sql.ErrNoRows) {
+			return sessions.ErrRunNotFound
+		}
+		if err != nil {
+			return err
+		}
+		rec.CreatedAt, rec.UpdatedAt, rec.Head = decodeTime(created), decodeTime(updated), []byte(head)
+		rows, err := tx.QueryContext(ctx, "SELECT body FROM run_steps WHERE rid = ? ORDER BY pos", rid)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var body string
+			if err := rows.Scan(&body); err != nil {
+				return err
+			}
+			rec.Steps = append(rec.Steps, []byte(body))
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// ListRuns lists run records, newest first.
+func (b *Backend) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
+	var conds []string
+	var args []any
+	if len(f.Statuses) > 0 {
+		conds = append(conds, "status IN (?"+strings.Repeat(", ?", len(f.Statuses)-1)+")")
+		for _, s := range f.Statuses {
+			args = append(args, s)
+		}
+	}
+	if f.Workflow != "" {
+		conds = append(conds, "workflow = ?")
+		args = append(args, f.Workflow)
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	limit := int64(-1)
+	if f.Limit > 0 {
+		limit = int64(f.Limit)
+	}
+	var out []sessions.RunSummary
+	var total int
+	err := b.read(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs"+where, args...).Scan(&total); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, workflow, fingerprint, status, created_at, updated_at, steps FROM runs`+where+
+			` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s sessions.RunSummary
+			var created, updated int64
+			if err := rows.Scan(&s.ID, &s.Workflow, &s.Fingerprint, &s.Status, &created, &updated, &s.Steps); err != nil {
+				return err
+			}
+			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
+			out = append(out, s)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list runs: %w", err)
+	}
+	return out, total, nil
+}
