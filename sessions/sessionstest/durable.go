@@ -2,6 +2,7 @@ package sessionstest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
