@@ -2,7 +2,6 @@ package sessionstest
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
