@@ -525,7 +525,7 @@ func checkChange(t Transcript, ch *Change) error {
 			return err
 		}
 		if err := checkMessageJSON(m); err != nil {
-			return err
+			return fmt.Errorf("message %d: %w", base.Len()+i, err)
 		}
 		if i < len(ch.Append)-1 {
 			view.extra = append(view.extra, *m)
@@ -565,14 +565,14 @@ func (v *dropped) At(i int) *Message { return v.base.At(i + v.drop) }
 func checkMessageJSON(m *Message) error {
 	for _, c := range m.ToolCalls {
 		if err := CheckJSONValue(map[string]any(c.Arguments)); err != nil {
-			return fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
 		}
 	}
 	if err := CheckJSONValue(map[string]any(m.Metadata)); err != nil {
-		return fmt.Errorf("metadata: %v", err)
+		return fmt.Errorf("metadata: %w", err)
 	}
 	if err := CheckJSONValue(map[string]any(m.Usage)); err != nil {
-		return fmt.Errorf("usage: %v", err)
+		return fmt.Errorf("usage: %w", err)
 	}
 	return nil
 }

@@ -114,7 +114,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 	if err != nil {
 		return err
 	}
-	bodies, err := encodeMessages(rec.ID, rec.Messages)
+	bodies, err := encodeMessages(rec.ID, "message", rec.Messages)
 	if err != nil {
 		return err
 	}
@@ -165,11 +165,11 @@ func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
 	e := &encodedChange{ch: ch}
 	var err error
 	if ch.Replace {
-		if e.replace, err = encodeMessages(id, ch.ReplaceWith); err != nil {
+		if e.replace, err = encodeMessages(id, "replacement message", ch.ReplaceWith); err != nil {
 			return nil, err
 		}
 	}
-	if e.appended, err = encodeMessages(id, ch.Append); err != nil {
+	if e.appended, err = encodeMessages(id, "appended message", ch.Append); err != nil {
 		return nil, err
 	}
 	if e.events, err = encodeEvents(id, ch.Events); err != nil {
