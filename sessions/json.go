@@ -2,8 +2,8 @@ package sessions
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
