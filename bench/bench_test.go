@@ -163,7 +163,7 @@ func rawDB(b *testing.B, path, kind string) *sql.DB {
 func walFrames(b *testing.B, db *sql.DB, mode string) int {
 	b.Helper()
 	var busy, log, done int
-	if err := db.QueryRow("PRAGMA wal_checkpoint(" + mode + ")").Scan(&busy, &log, &done); err != nil {
+	if err := db.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done); err != nil {
 		b.Fatal(err)
 	}
 	if busy != 0 {

@@ -34,7 +34,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if v := pragma[int](t, db, "user_version"); v != SchemaVersion {
 		t.Fatalf("user_version after migrating %d, want %d", v, SchemaVersion)
 	}
-	// Version 4: messages and events are WITHOUT ROWID, and the index on
+	// Version 5: messages and events are WITHOUT ROWID, and the index on
 	// updated_at is gone.
 	for _, table := range []string{"messages", "events"} {
 		var ddl string
