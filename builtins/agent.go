@@ -31,8 +31,8 @@ func agentSpecs() []Spec {
 
 // Option keys.
 var (
-	callKeys = []string{"base_url", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
-		"session_id", "stop", "stream", "temperature", "timeout_s", "tools"}
+	callKeys = []string{"base_url", "cache", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
+		"session_id", "stop", "stream", "temperature", "thinking", "timeout_s", "tools"}
 	loopKeys = append([]string{"compact_threshold", "compaction", "compress_callback", "context_budget", "max_iterations", "max_nudges",
 		"max_turns", "persistent", "post_turn_callback", "tool_errors", "tool_output_max_chars", "workspace"}, callKeys...)
 )
@@ -109,6 +109,18 @@ func parseCallOptions(o *options) (*callOptions, error) {
 	if err := o.bool("stream", &c.request.Stream); err != nil {
 		return nil, err
 	}
+	if v, ok := o.get("thinking"); ok {
+		t, err := parseThinking(fn, v)
+		if err != nil {
+			return nil, err
+		}
+		c.request.Thinking = t
+	}
+	cache := "auto"
+	if err := o.oneOf("cache", &cache, []string{"auto", "none"}); err != nil {
+		return nil, err
+	}
+	c.request.NoCache = cache == "none"
 	if v, ok := o.get("timeout_s"); ok {
 		f, isNum := starlark.AsFloat(v)
 		if _, isBool := v.(starlark.Bool); isBool || !isNum {
@@ -120,6 +132,30 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		c.timeout = time.Duration(f * float64(time.Second))
 	}
 	return c, nil
+}
+
+// parseThinking reads the thinking option: {budget_tokens: N} or
+// {effort: "low"|"medium"|"high"} (one of the two, or both).
+func parseThinking(fn string, v starlark.Value) (*llm.Thinking, error) {
+	d, ok := v.(*starlark.Dict)
+	if !ok {
+		return nil, fmt.Errorf("%s: option 'thinking': got %s, want dict ({budget_tokens: N} or {effort: \"low\"|\"medium\"|\"high\"})", fn, v.Type())
+	}
+	o, err := unpackOptions(fn+": thinking", d, nil, []string{"budget_tokens", "effort"})
+	if err != nil {
+		return nil, err
+	}
+	var t llm.Thinking
+	if err := o.int("budget_tokens", &t.BudgetTokens, 1); err != nil {
+		return nil, err
+	}
+	if err := o.oneOf("effort", &t.Effort, []string{llm.EffortHigh, llm.EffortLow, llm.EffortMedium}); err != nil {
+		return nil, err
+	}
+	if t.BudgetTokens == 0 && t.Effort == "" {
+		return nil, fmt.Errorf("%s: option 'thinking' needs budget_tokens or effort", fn)
+	}
+	return &t, nil
 }
 
 func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {

@@ -273,6 +273,9 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 func readJSON(data []byte) (*Record, error) {
 	var snap snapshotJSON
 	if err := json.Unmarshal(data, &snap); err != nil {
+		if derr := CheckJSONDepth(data); derr != nil {
+			return nil, derr
+		}
 		return nil, fmt.Errorf("not a session export (JSON or JSONL): %v", err)
 	}
 	if snap.Type != "transcript" {

@@ -3,6 +3,7 @@ package sessions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,11 +19,25 @@ import (
 // storage unchanged.
 
 // DecodeJSON decodes data into a JSON value, keeping integers as int64.
+// A value nested more than MaxDepth levels is a DepthError.
 func DecodeJSON(data []byte) (any, error) {
-	if v, err := fastJSON(data); err == nil {
+	v, err := fastJSON(data)
+	if err == nil {
 		return v, nil
 	}
-	return decodeJSONSlow(data)
+	if errors.Is(err, errDeep) {
+		return nil, &DepthError{Path: deepPath(data)}
+	}
+	if v, err = decodeJSONSlow(data); err != nil {
+		if path := deepPath(data); path != "" {
+			return nil, &DepthError{Path: path}
+		}
+		return nil, err
+	}
+	if err := checkDepth(v, 0); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // decodeJSONSlow is DecodeJSON with encoding/json: what the fast path
@@ -166,8 +181,17 @@ func normalizeNumbers(v any) any {
 }
 
 // CheckJSONValue reports an error if v is not a JSON value as defined above
-// (for example a NaN float or a value of another Go type).
+// (for example a NaN float or a value of another Go type) or nests more
+// than MaxDepth levels (a DepthError).
 func CheckJSONValue(v any) error {
+	if err := checkDepth(v, 0); err != nil {
+		return err
+	}
+	return checkJSONValue(v)
+}
+
+// checkJSONValue is CheckJSONValue once the depth is known to be bounded.
+func checkJSONValue(v any) error {
 	switch v := v.(type) {
 	case nil, bool, int64, string:
 		return nil
@@ -178,14 +202,14 @@ func CheckJSONValue(v any) error {
 		return nil
 	case []any:
 		for _, x := range v {
-			if err := CheckJSONValue(x); err != nil {
+			if err := checkJSONValue(x); err != nil {
 				return err
 			}
 		}
 		return nil
 	case map[string]any:
 		for _, x := range v {
-			if err := CheckJSONValue(x); err != nil {
+			if err := checkJSONValue(x); err != nil {
 				return err
 			}
 		}
@@ -255,11 +279,21 @@ func (m Message) MarshalJSON() ([]byte, error) {
 // integers).
 func (m *Message) UnmarshalJSON(data []byte) error {
 	orig := *m
-	if err := fastMessage(data, m); err == nil {
+	err := fastMessage(data, m)
+	if err == nil {
 		return nil
 	}
 	*m = orig
-	return m.unmarshalSlow(data)
+	if errors.Is(err, errDeep) {
+		return CheckJSONDepth(data)
+	}
+	if err := m.unmarshalSlow(data); err != nil {
+		if derr := CheckJSONDepth(data); derr != nil {
+			return derr // the path from the message, not from a field
+		}
+		return err
+	}
+	return nil
 }
 
 // unmarshalSlow is UnmarshalJSON with encoding/json: what the fast path

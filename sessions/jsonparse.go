@@ -23,10 +23,13 @@ import (
 // errSlow makes a fast-path caller decode with encoding/json instead.
 var errSlow = errors.New("sessions: not on the fast JSON path")
 
-// parser reads one JSON text from b.
+// parser reads one JSON text from b. depth counts the lists and objects
+// open around the value being read: past MaxDepth, value gives up with
+// errDeep.
 type parser struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int
 }
 
 func (p *parser) space() {
@@ -336,9 +339,15 @@ func (p *parser) value() (any, error) {
 	switch c := p.peek(); {
 	case c == '"':
 		return p.str()
-	case c == '{':
-		return p.objectValue()
-	case c == '[':
+	case c == '{' || c == '[':
+		if p.depth >= MaxDepth {
+			return nil, errDeep
+		}
+		p.depth++
+		defer func() { p.depth-- }()
+		if c == '{' {
+			return p.objectValue()
+		}
 		out := []any{}
 		err := p.array(func() error {
 			v, err := p.value()
@@ -389,11 +398,15 @@ func (p *parser) objectValue() (map[string]any, error) {
 	}
 }
 
-// optionalObjectValue reads an object or null (nil).
+// optionalObjectValue reads an object or null (nil), as the top level
+// of a JSON value (MaxDepth counts from it).
 func (p *parser) optionalObjectValue() (map[string]any, error) {
 	if p.peek() == 'n' {
 		return nil, p.literal("null")
 	}
+	depth := p.depth
+	p.depth = 1
+	defer func() { p.depth = depth }()
 	return p.objectValue()
 }
 

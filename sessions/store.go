@@ -256,11 +256,25 @@ func (in Info) empty() bool { return in.Title == nil && in.Metadata == nil }
 func (in Info) check() error { return CheckMetadata(in.Metadata) }
 
 // OpenWith is Open with a title and metadata: set on a new session, merged
-// into a resumed one. It reports whether it created the session.
+// into a resumed one. It reports whether it created the session. Open is
+// create-or-resume whatever else opens the id at the same time, in this
+// process or another on the same storage: a create that finds the id
+// taken resumes it, and a resume that loses a write race starts over.
 func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool, error) {
 	if err := opts.Info.check(); err != nil {
 		return false, err
 	}
+	for attempt := 1; ; attempt++ {
+		created, err := s.openOnce(ctx, id, opts)
+		if attempt < openAttempts && (errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) || errors.Is(err, errChanged)) {
+			continue // another opener won a race: resume what it left
+		}
+		return created, err
+	}
+}
+
+// openOnce is one attempt of OpenWith.
+func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (bool, error) {
 	sess, err := s.get(ctx, id)
 	if err == nil {
 		sess.mu.Lock()
@@ -389,6 +403,15 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 // anyVersion makes apply skip its in-memory version check.
 const anyVersion = -1
 
+// errChanged is apply's refusal of a change computed from a version of
+// the live session that another caller has replaced meanwhile.
+var errChanged = errors.New("changed while the update was being computed")
+
+// openAttempts bounds how often OpenWith starts over after losing a race
+// with another opener (a create that finds the id taken, a resume whose
+// version was replaced).
+const openAttempts = 8
+
 // apply validates ch, stamps its events and applies it: staged (see
 // Stage) when stage is set, otherwise written to the backend together
 // with the session's staged changes, in one Write.
@@ -408,7 +431,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		return nil, wrap(id, ErrNotFound)
 	}
 	if expect != anyVersion && expect != sess.rec.Version {
-		return nil, fmt.Errorf("session '%s' changed while the update was being computed", id)
+		return nil, fmt.Errorf("session '%s' %w", id, errChanged)
 	}
 	if err := checkChange(sess.transcript, ch); err != nil {
 		return nil, err
@@ -502,7 +525,7 @@ func checkChange(t Transcript, ch *Change) error {
 			return err
 		}
 		if err := checkMessageJSON(m); err != nil {
-			return err
+			return fmt.Errorf("message %d: %w", base.Len()+i, err)
 		}
 		if i < len(ch.Append)-1 {
 			view.extra = append(view.extra, *m)
@@ -542,14 +565,14 @@ func (v *dropped) At(i int) *Message { return v.base.At(i + v.drop) }
 func checkMessageJSON(m *Message) error {
 	for _, c := range m.ToolCalls {
 		if err := CheckJSONValue(map[string]any(c.Arguments)); err != nil {
-			return fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
 		}
 	}
 	if err := CheckJSONValue(map[string]any(m.Metadata)); err != nil {
-		return fmt.Errorf("metadata: %v", err)
+		return fmt.Errorf("metadata: %w", err)
 	}
 	if err := CheckJSONValue(map[string]any(m.Usage)); err != nil {
-		return fmt.Errorf("usage: %v", err)
+		return fmt.Errorf("usage: %w", err)
 	}
 	return nil
 }

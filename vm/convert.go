@@ -11,6 +11,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // ToStarlark converts a Go JSON value (nil, bool, int, int64, float64,
@@ -107,9 +109,23 @@ func (e *SecretError) Error() string {
 // FromStarlark converts a Starlark value to a Go JSON value: None, bool,
 // int (to int64), float, string, list or tuple (to []any), dict with
 // string keys and struct (to map[string]any). Anything else (a Secret
-// included), a NaN or an int too large for int64 is an error naming the
-// path within v ("x", "x.key", "x[2]"), using name for the top level.
+// included), a NaN, an int too large for int64 or lists and dicts nested
+// more than sessions.MaxDepth levels (a list that contains itself
+// included) is an error naming the path within v ("x", "x.key", "x[2]"),
+// using name for the top level.
 func FromStarlark(v starlark.Value, name string) (any, error) {
+	return fromStarlark(v, name, 0)
+}
+
+// fromStarlark is FromStarlark of a value inside depth lists and dicts.
+func fromStarlark(v starlark.Value, name string, depth int) (any, error) {
+	switch v.(type) {
+	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlarkstruct.Struct:
+		if depth >= sessions.MaxDepth {
+			return nil, &sessions.DepthError{Path: name}
+		}
+		depth++
+	}
 	switch v := v.(type) {
 	case Secret:
 		return nil, &SecretError{Path: name, Name: v.SecretName()}
@@ -132,9 +148,9 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 	case starlark.String:
 		return string(v), nil
 	case *starlark.List:
-		return fromSequence(v, name)
+		return fromSequence(v, name, depth)
 	case starlark.Tuple:
-		return fromSequence(v, name)
+		return fromSequence(v, name, depth)
 	case *starlark.Dict:
 		out := make(map[string]any, v.Len())
 		for _, item := range v.Items() {
@@ -142,7 +158,7 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: dict key %s is a %s, want string", name, item[0], item[0].Type())
 			}
-			x, err := FromStarlark(item[1], name+"."+string(k))
+			x, err := fromStarlark(item[1], name+"."+string(k), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -154,7 +170,7 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 		v.ToStringDict(d)
 		out := make(map[string]any, len(d))
 		for k, x := range d {
-			y, err := FromStarlark(x, name+"."+k)
+			y, err := fromStarlark(x, name+"."+k, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -165,10 +181,10 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 	return nil, fmt.Errorf("%s: got %s, want a JSON-encodable value (None, bool, int, float, string, list, dict)", name, v.Type())
 }
 
-func fromSequence(v starlark.Indexable, name string) (any, error) {
+func fromSequence(v starlark.Indexable, name string, depth int) (any, error) {
 	out := make([]any, v.Len())
 	for i := range out {
-		x, err := FromStarlark(v.Index(i), fmt.Sprintf("%s[%d]", name, i))
+		x, err := fromStarlark(v.Index(i), fmt.Sprintf("%s[%d]", name, i), depth)
 		if err != nil {
 			return nil, err
 		}

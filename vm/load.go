@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/stdlib"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // StdlibPrefix introduces modules embedded from the stdlib directory:
@@ -138,5 +140,27 @@ func (l *loader) resolve(thread *starlark.Thread, module string) (string, func()
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return "", nil, fmt.Errorf("%q escapes the script directory %s", module, l.state.Root)
 	}
-	return p, func() ([]byte, error) { return os.ReadFile(p) }, nil
+	return p, func() ([]byte, error) { return l.read(module, p, rel) }, nil
+}
+
+// read reads the module file rel of the script directory through an
+// os.Root, so that a symbolic link leading out of the directory is an
+// escape like "..": the real path is checked, not the one written.
+func (l *loader) read(module, p, rel string) ([]byte, error) {
+	root, err := os.OpenRoot(l.state.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(rel)
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return data, nil
+	case workspace.IsEscape(err):
+		return nil, fmt.Errorf("%q escapes the script directory %s (through a symbolic link)", module, filepath.Dir(p))
+	case errors.As(err, &pe):
+		return nil, &fs.PathError{Op: "open", Path: p, Err: pe.Err}
+	}
+	return nil, err
 }

@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"go.starlark.net/lib/json"
 	"go.starlark.net/lib/math"
 	starlarktime "go.starlark.net/lib/time"
 	"go.starlark.net/starlark"
@@ -168,7 +167,7 @@ func (s *State) universe(builtins starlark.StringDict) starlark.StringDict {
 	list := starlark.NewList(argv)
 	list.Freeze()
 	u := starlark.StringDict{
-		"json":   json.Module,
+		"json":   jsonModule,
 		"time":   starlarktime.Module,
 		"math":   math.Module,
 		"struct": starlark.NewBuiltin("struct", starlarkstruct.Make),

@@ -205,10 +205,10 @@ func ioError(op string, t *target, err error) error {
 	return fmt.Errorf("%s %q: %w", op, t.given, errorCause(err))
 }
 
-// isEscape reports whether err is os.Root's refusal of a path that leads
-// out of the root. (os does not export that error; the tests would catch
-// a change of its text.)
-func isEscape(err error) bool {
+// IsEscape reports whether err is os.Root's refusal of a path that leads
+// out of the root (through "..", or a symbolic link). (os does not export
+// that error; the tests would catch a change of its text.)
+func IsEscape(err error) bool {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
 		return false
@@ -228,7 +228,7 @@ func (p *Policy) withRoot(t *target, fn func(r *os.Root, rel string) error) erro
 	}
 	defer r.Close()
 	err = fn(r, t.rel)
-	if isEscape(err) {
+	if IsEscape(err) {
 		return p.outside(t.given, t.access, "changed while being opened and now leads")
 	}
 	return err

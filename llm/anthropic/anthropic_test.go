@@ -98,7 +98,7 @@ func TestCompleteText(t *testing.T) {
 	}
 	want := &llm.Response{
 		Text:       "Hi! My name is Claude.",
-		Usage:      llm.Usage{InputTokens: 21, OutputTokens: 393, CacheReadTokens: 1024, CacheWriteTokens: 188086},
+		Usage:      llm.Usage{InputTokens: 21 + 1024 + 188086, OutputTokens: 393, CacheReadTokens: 1024, CacheWriteTokens: 188086},
 		StopReason: llm.StopEnd,
 		Model:      "claude-sonnet-4-5-20250929",
 		Provider:   "anthropic",
@@ -583,5 +583,43 @@ func TestToolInputCutShort(t *testing.T) {
 	want := []sessions.ToolCall{{ID: "toolu_cut", Name: "write_file", Arguments: map[string]any{anthropic.RawArgumentsKey: `{"text": "a long te`}}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopMaxTokens {
 		t.Errorf("got %+v", resp)
+	}
+}
+
+// TestRedactedThinkingRoundTrip: a redacted_thinking block is kept in
+// order with the thinking block and sent back unchanged; the thinking
+// option sets budget_tokens and lifts max_tokens above it; thinking
+// another protocol made is not sent; cache counts are part of the input.
+func TestRedactedThinkingRoundTrip(t *testing.T) {
+	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "redacted_thinking_stream.sse")), wiretest.JSON(200, file(t, "text_response.json")))
+	p := newProvider(t, srv)
+	req := &llm.Request{Model: "claude-3-7-sonnet-latest", System: "Be careful.", Messages: []sessions.Message{user("hi")}, MaxTokens: 1000,
+		Thinking: &llm.Thinking{Effort: "low"}, Stream: true}
+	first, err := p.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sessions.Block{
+		{Type: sessions.BlockThinking, Thinking: "Let me think.", Signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
+		{Type: sessions.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2d8cYRg6JE6sdL+Q0n4Tr0QIcBqL"},
+	}
+	if !reflect.DeepEqual(first.Thinking, want) || first.Text != "Done." {
+		t.Fatalf("got %+v", first)
+	}
+	if first.Usage != (llm.Usage{InputTokens: 12 + 2048 + 4096, OutputTokens: 57, CacheWriteTokens: 2048, CacheReadTokens: 4096}) {
+		t.Errorf("usage %+v", first.Usage)
+	}
+	blocks := append(append([]sessions.Block{}, first.Thinking...),
+		sessions.Block{Type: sessions.BlockThinking, Origin: "gemini", Signature: "c2ln", Data: "[]"},
+		sessions.Block{Type: sessions.BlockText, Text: first.Text})
+	req.Messages = append(req.Messages, sessions.Message{Role: sessions.RoleAssistant, Blocks: blocks}, user("again"))
+	req.Stream, req.NoCache = false, true
+	if _, err := p.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	wiretest.Golden(t, "testdata/redacted_request.golden.json", srv.Requests()[1].Body)
+	body := string(srv.Requests()[1].Body)
+	if strings.Contains(body, "cache_control") || strings.Contains(body, `"c2ln"`) {
+		t.Errorf("cache marks or foreign thinking sent: %s", body)
 	}
 }

@@ -10,16 +10,35 @@ import (
 
 // The request body of POST /v1/messages.
 type messagesRequest struct {
-	Model         string      `json:"model"`
-	MaxTokens     int         `json:"max_tokens"`
-	System        string      `json:"system,omitempty"`
-	Messages      []message   `json:"messages"`
-	Tools         []tool      `json:"tools,omitempty"`
-	ToolChoice    *toolChoice `json:"tool_choice,omitempty"`
-	Temperature   *float64    `json:"temperature,omitempty"`
-	StopSequences []string    `json:"stop_sequences,omitempty"`
-	Stream        bool        `json:"stream,omitempty"`
+	Model     string `json:"model"`
+	MaxTokens int    `json:"max_tokens"`
+	// System is a string, or a list of text blocks when it carries a
+	// cache breakpoint.
+	System        any          `json:"system,omitempty"`
+	Messages      []message    `json:"messages"`
+	Tools         []tool       `json:"tools,omitempty"`
+	ToolChoice    *toolChoice  `json:"tool_choice,omitempty"`
+	Temperature   *float64     `json:"temperature,omitempty"`
+	StopSequences []string     `json:"stop_sequences,omitempty"`
+	Thinking      *thinkingCfg `json:"thinking,omitempty"`
+	Stream        bool         `json:"stream,omitempty"`
 }
+
+type thinkingCfg struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// cacheControl marks a prompt-cache breakpoint: the prompt up to and
+// including the marked block is cached.
+type cacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// minThinkingBudget is the smallest budget_tokens the API accepts.
+const minThinkingBudget = 1024
 
 type message struct {
 	Role    string `json:"role"`
@@ -27,13 +46,15 @@ type message struct {
 }
 
 type textBlock struct {
-	Type string `json:"type"` // "text"
-	Text string `json:"text"`
+	Type         string        `json:"type"` // "text"
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type imageBlock struct {
-	Type   string      `json:"type"` // "image"
-	Source imageSource `json:"source"`
+	Type         string        `json:"type"` // "image"
+	Source       imageSource   `json:"source"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type imageSource struct {
@@ -48,25 +69,33 @@ type thinkingBlock struct {
 	Signature string `json:"signature"`
 }
 
+type redactedThinkingBlock struct {
+	Type string `json:"type"` // "redacted_thinking"
+	Data string `json:"data"`
+}
+
 type toolUseBlock struct {
-	Type  string         `json:"type"` // "tool_use"
-	ID    string         `json:"id"`
-	Name  string         `json:"name"`
-	Input map[string]any `json:"input"`
+	Type         string         `json:"type"` // "tool_use"
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	Input        map[string]any `json:"input"`
+	CacheControl *cacheControl  `json:"cache_control,omitempty"`
 }
 
 type toolResultBlock struct {
 	Type      string `json:"type"` // "tool_result"
 	ToolUseID string `json:"tool_use_id"`
 	// Content is a string or a list of text and image blocks.
-	Content any  `json:"content,omitempty"`
-	IsError bool `json:"is_error,omitempty"`
+	Content      any           `json:"content,omitempty"`
+	IsError      bool          `json:"is_error,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type tool struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	InputSchema map[string]any `json:"input_schema"`
+	Name         string         `json:"name"`
+	Description  string         `json:"description,omitempty"`
+	InputSchema  map[string]any `json:"input_schema"`
+	CacheControl *cacheControl  `json:"cache_control,omitempty"`
 }
 
 type toolChoice struct {
@@ -80,7 +109,9 @@ type toolChoice struct {
 //     transcript are appended to it in order (the API has no system role);
 //   - user and assistant messages become content blocks: text, image
 //     (base64 source), and on assistant messages thinking blocks with
-//     their signatures, unchanged, then one tool_use block per tool call;
+//     their signatures and redacted_thinking blocks, unchanged, then one
+//     tool_use block per tool call (thinking blocks another protocol made,
+//     with an origin, are not sent);
 //     empty text and thinking blocks without a signature (which the API
 //     would refuse) are left out, and a message left with no block is
 //     dropped;
@@ -91,7 +122,15 @@ type toolChoice struct {
 //   - max_tokens is always sent: MaxTokens, else the configured default;
 //   - a tool without a parameter schema gets the empty object schema;
 //   - tool_choice is sent only with tools: "auto" → auto, "required" →
-//     any, "none" → none, any other value → that tool.
+//     any, "none" → none, any other value → that tool;
+//   - Thinking is thinking {type: enabled, budget_tokens} (at least 1024);
+//     max_tokens, which must exceed the budget, becomes budget plus the
+//     default when it does not;
+//   - unless NoCache is set, prompt-cache breakpoints (cache_control
+//     ephemeral) mark the system prompt (then a list of one text block),
+//     the last tool and the last block of the last message: three of the
+//     four the API allows, so that a loop re-sending its transcript reads
+//     everything but the newest turn from the cache.
 func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	out := messagesRequest{
 		Model:         req.Model,
@@ -126,13 +165,33 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 		}
 		out.Messages = append(out.Messages, message{Role: role, Content: blocks})
 	}
-	out.System = strings.Join(system, "\n\n")
+	if s := strings.Join(system, "\n\n"); s != "" {
+		out.System = s
+		if !req.NoCache {
+			out.System = []textBlock{{Type: "text", Text: s, CacheControl: ephemeral}}
+		}
+	}
 	for _, t := range req.Tools {
 		schema := t.Parameters
 		if schema == nil {
 			schema = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
 		out.Tools = append(out.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	if !req.NoCache {
+		if n := len(out.Tools); n > 0 {
+			out.Tools[n-1].CacheControl = ephemeral
+		}
+		if n := len(out.Messages); n > 0 {
+			markLast(out.Messages[n-1].Content)
+		}
+	}
+	if req.Thinking != nil {
+		budget := max(req.Thinking.Budget(), minThinkingBudget)
+		out.Thinking = &thinkingCfg{Type: "enabled", BudgetTokens: budget}
+		if out.MaxTokens <= budget {
+			out.MaxTokens = budget + p.maxTokens
+		}
 	}
 	if len(req.Tools) > 0 {
 		switch req.ToolChoice {
@@ -182,9 +241,33 @@ func encodeMessage(m *sessions.Message) (role string, blocks []any) {
 	return m.Role, blocks
 }
 
+// markLast puts a cache breakpoint on the last block that can carry one
+// (thinking blocks cannot).
+func markLast(blocks []any) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		switch b := blocks[i].(type) {
+		case textBlock:
+			b.CacheControl = ephemeral
+			blocks[i] = b
+		case imageBlock:
+			b.CacheControl = ephemeral
+			blocks[i] = b
+		case toolUseBlock:
+			b.CacheControl = ephemeral
+			blocks[i] = b
+		case toolResultBlock:
+			b.CacheControl = ephemeral
+			blocks[i] = b
+		default:
+			continue
+		}
+		return
+	}
+}
+
 // contentBlocks maps blocks: text (when not empty), images except in an
-// assistant's content, thinking with a signature in an assistant's
-// content only.
+// assistant's content, Anthropic's thinking (with a signature) and
+// redacted thinking in an assistant's content only.
 func contentBlocks(blocks []sessions.Block, assistant bool) []any {
 	var out []any
 	for _, b := range blocks {
@@ -198,8 +281,12 @@ func contentBlocks(blocks []sessions.Block, assistant bool) []any {
 				out = append(out, imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}})
 			}
 		case sessions.BlockThinking:
-			if assistant && b.Signature != "" {
+			if assistant && b.Signature != "" && b.Origin == "" {
 				out = append(out, thinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
+			}
+		case sessions.BlockRedactedThinking:
+			if assistant {
+				out = append(out, redactedThinkingBlock{Type: "redacted_thinking", Data: b.Data})
 			}
 		}
 	}

@@ -22,12 +22,14 @@ type replyMessage struct {
 }
 
 // contentBlock is a block of a reply, or the start of a streamed one.
-// Block types other than text, thinking and tool_use are ignored.
+// Block types other than text, thinking, redacted_thinking and tool_use
+// are ignored.
 type contentBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
 	Thinking  string          `json:"thinking"`
 	Signature string          `json:"signature"`
+	Data      string          `json:"data"` // redacted_thinking
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
@@ -146,6 +148,7 @@ type blockBuilder struct {
 	typ       string
 	text      strings.Builder // text, or thinking
 	signature string
+	data      string // redacted_thinking
 	id, name  string
 	input     strings.Builder // a tool's input JSON, in pieces
 }
@@ -193,7 +196,7 @@ func (r *reply) startBlock(index int, c *contentBlock, onDelta func(llm.Delta)) 
 	if b == nil {
 		return
 	}
-	*b = blockBuilder{typ: c.Type, id: c.ID, name: c.Name, signature: c.Signature}
+	*b = blockBuilder{typ: c.Type, id: c.ID, name: c.Name, signature: c.Signature, data: c.Data}
 	switch c.Type {
 	case "text":
 		r.text(b, c.Text, onDelta)
@@ -247,8 +250,11 @@ func (r *reply) thinking(b *blockBuilder, s string, onDelta func(llm.Delta)) {
 	}
 }
 
+// response assembles the reply. The API's input_tokens leaves out the
+// tokens read from and written to the cache; llm.Usage counts them in.
 func (r *reply) response() *llm.Response {
 	resp := &llm.Response{Model: r.model, Usage: r.usage}
+	resp.Usage.InputTokens += r.usage.CacheReadTokens + r.usage.CacheWriteTokens
 	var text strings.Builder
 	for _, b := range r.blocks {
 		if b == nil {
@@ -259,6 +265,8 @@ func (r *reply) response() *llm.Response {
 			text.WriteString(b.text.String())
 		case "thinking":
 			resp.Thinking = append(resp.Thinking, sessions.Block{Type: sessions.BlockThinking, Thinking: b.text.String(), Signature: b.signature})
+		case "redacted_thinking":
+			resp.Thinking = append(resp.Thinking, sessions.Block{Type: sessions.BlockRedactedThinking, Data: b.data})
 		case "tool_use":
 			resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: b.id, Name: b.name, Arguments: wire.DecodeArguments(b.input.String())})
 		}

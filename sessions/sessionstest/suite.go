@@ -33,6 +33,8 @@
 //     backend that can drop a session without deleting it (a
 //     sessions.Forgetter, the memory backend's LRU eviction) must keep the
 //     forks' shared messages readable.
+//   - Store.OpenWith of a new id from several stores and goroutines at
+//     once: every open succeeds (create or resume), exactly one creates.
 //   - Create refuses a ParentID that would close a cycle through the
 //     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
@@ -99,6 +101,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"ParentCycle", testParentCycle},
 		{"Runs", testRuns},
 		{"RunsList", testRunsList},
+		{"OpenConcurrently", testOpenConcurrently},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,7 +116,8 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 // storage named by path (a file path in a fresh t.TempDir(), or whatever
 // the backend makes of it), creating it if missing; opening the same path
 // again, after a Close or while another backend has it open, must reach the
-// same sessions. The suite closes every backend it opens.
+// same sessions; a Store over each such handle opens a new id as create or
+// resume, whichever handle wins. The suite closes every backend it opens.
 func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions.Backend) {
 	tests := []struct {
 		name string
@@ -124,6 +128,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"TwoHandles", testTwoHandles},
 		{"TwoHandlesRace", testTwoHandlesRace},
 		{"RunsReopen", testRunsReopen},
+		{"OpenRace", testOpenRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

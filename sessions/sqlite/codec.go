@@ -63,12 +63,14 @@ func nullString(s string) any {
 }
 
 // encodeMessages returns the stored form of msgs (sessions.Message JSON).
-func encodeMessages(id string, msgs []sessions.Message) ([]string, error) {
+// An error names the message by what ("message", "appended message") and
+// its index in msgs: the index in the session only for a new session.
+func encodeMessages(id, what string, msgs []sessions.Message) ([]string, error) {
 	out := make([]string, len(msgs))
 	for i := range msgs {
 		data, err := json.Marshal(msgs[i])
 		if err != nil {
-			return nil, fmt.Errorf("session %q: message %d: %w", id, i, err)
+			return nil, fmt.Errorf("session %q: %s %d: %w", id, what, i, err)
 		}
 		out[i] = string(data)
 	}

@@ -32,16 +32,25 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 2)
+// # Schema (version 5)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
 //	          version, the current view: base base_from base_to own_from,
-//	          and length (the current message count, for cheap listings)
+//	          and length (the current message count, for cheap listings);
+//	          title first_prompt (version 3)
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
+//	runs, run_steps  workflow run records (version 4)
+//
+// messages and events are WITHOUT ROWID tables (version 5): rows are
+// stored in key order in one b-tree, so an append changes one page of
+// each, and a write of a loop step writes a handful of WAL frames (the
+// sessions row, the messages and events leaves it appended to, and the
+// b-tree pages above them when a leaf splits). The statements every write
+// runs are prepared once per connection.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses the encodings of package sessions

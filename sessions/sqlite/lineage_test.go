@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,5 +58,36 @@ func TestStoredCycleTerminates(t *testing.T) {
 		if ok, err := b.Exists(ctx, id); err != nil || ok {
 			t.Errorf("Exists(%s) after the recursive delete = %v, %v", id, ok, err)
 		}
+	}
+}
+
+// TestDeepMessageNamesItsIndex: a message nested past sessions.MaxDepth is
+// refused before it reaches the database, with the error naming its index
+// in the session (not its index in the write) and the path to the value.
+func TestDeepMessageNamesItsIndex(t *testing.T) {
+	ctx := t.Context()
+	st, err := sessions.NewStore(openClosed(t, filepath.Join(t.TempDir(), "sessions.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Open(ctx, "d", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"a", "b"} {
+		if _, err := st.Apply(ctx, "d", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var deep any = []any{}
+	for range 12000 {
+		deep = []any{deep}
+	}
+	_, err = st.Apply(ctx, "d", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "c", Metadata: map[string]any{"x": deep}}}})
+	var de *sessions.DepthError
+	if !errors.As(err, &de) || !strings.Contains(err.Error(), "message 2: metadata: at .x[0][0]") {
+		t.Fatalf("Apply of a deep message = %v", err)
+	}
+	if n, err := st.Length(ctx, "d"); err != nil || n != 2 {
+		t.Errorf("Length after the refusal = %d, %v", n, err)
 	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,21 @@ func TestMigrateFromVersion1(t *testing.T) {
 	b := openClosed(t, path)
 	if v := pragma[int](t, db, "user_version"); v != SchemaVersion {
 		t.Fatalf("user_version after migrating %d, want %d", v, SchemaVersion)
+	}
+	// Version 5: messages and events are WITHOUT ROWID, and the index on
+	// updated_at is gone.
+	for _, table := range []string{"messages", "events"} {
+		var ddl string
+		if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = ?`, table).Scan(&ddl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
+			t.Errorf("%s after migrating: %s", table, ddl)
+		}
+	}
+	var indexes int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_by_updated'`).Scan(&indexes); err != nil || indexes != 0 {
+		t.Errorf("sessions_by_updated after migrating: %d, %v", indexes, err)
 	}
 	ctx := t.Context()
 	rec, err := b.Load(ctx, "old")

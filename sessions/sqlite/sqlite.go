@@ -28,6 +28,7 @@ type Backend struct {
 	db         *sql.DB
 	path       string
 	durability sessions.Durability
+	stmts      statements
 	// wmu serialises this Backend's write transactions, so they queue in
 	// Go rather than poll SQLite's lock. Other Backends and processes on
 	// the same file wait for the lock through busy_timeout.
@@ -147,7 +148,10 @@ func (b *Backend) init(ctx context.Context) error {
 	if err := walMode(ctx, b.db); err != nil {
 		return err
 	}
-	return migrate(ctx, b.db)
+	if err := migrate(ctx, b.db); err != nil {
+		return err
+	}
+	return b.prepare(ctx)
 }
 
 // walMode puts the database in WAL mode (a no-op when it is already).
@@ -190,7 +194,10 @@ func (b *Backend) Path() string { return b.path }
 func (b *Backend) Durable() bool { return true }
 
 // Close closes the database. Calling it again does nothing.
-func (b *Backend) Close() error { return b.db.Close() }
+func (b *Backend) Close() error {
+	err := b.stmts.close()
+	return errors.Join(err, b.db.Close())
+}
 
 // write runs fn in a write transaction and commits it if fn succeeds.
 func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {

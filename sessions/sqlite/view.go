@@ -177,20 +177,16 @@ func appendRows(rows []messageRow, pos int64, bodies []string) []messageRow {
 
 // insertMessages inserts bodies as session sid's message rows from
 // position pos on.
-func insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []string) error {
-	return insertMessageRows(ctx, tx, sid, appendRows(nil, pos, bodies))
+func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []string) error {
+	return b.insertMessageRows(ctx, tx, sid, appendRows(nil, pos, bodies))
 }
 
 // insertMessageRows inserts rows as session sid's messages.
-func insertMessageRows(ctx context.Context, tx *sql.Tx, sid int64, rows []messageRow) error {
+func (b *Backend) insertMessageRows(ctx context.Context, tx *sql.Tx, sid int64, rows []messageRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (sid, pos, body) VALUES (?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
+	stmt := tx.StmtContext(ctx, b.stmts.insertMessage)
 	for _, r := range rows {
 		if _, err := stmt.ExecContext(ctx, sid, r.pos, r.body); err != nil {
 			return err

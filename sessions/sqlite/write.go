@@ -16,10 +16,10 @@ type state struct {
 }
 
 // loadState reads the state of session id (sessions.ErrNotFound).
-func loadState(ctx context.Context, tx *sql.Tx, id string) (*state, error) {
+func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*state, error) {
 	var st state
 	var base sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT sid, version, length, base, base_from, base_to, own_from FROM sessions WHERE id = ?`, id).
+	err := tx.StmtContext(ctx, b.stmts.state).QueryRowContext(ctx, id).
 		Scan(&st.sid, &st.version, &st.length, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
@@ -79,15 +79,11 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *s
 }
 
 // insertEvents appends events to session sid's log.
-func insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow) error {
+func (b *Backend) insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow) error {
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
+	stmt := tx.StmtContext(ctx, b.stmts.insertEvent)
 	for _, e := range events {
 		if _, err := stmt.ExecContext(ctx, sid, e.seq, e.typ, e.time, e.corrID, e.data, e.pos); err != nil {
 			return fmt.Errorf("event %d: %w", e.seq, err)
@@ -114,7 +110,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 	if err != nil {
 		return err
 	}
-	bodies, err := encodeMessages(rec.ID, rec.Messages)
+	bodies, err := encodeMessages(rec.ID, "message", rec.Messages)
 	if err != nil {
 		return err
 	}
@@ -134,13 +130,13 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err != nil {
 			return err
 		}
-		if err := insertMessages(ctx, tx, sid, 0, history); err != nil {
+		if err := b.insertMessages(ctx, tx, sid, 0, history); err != nil {
 			return fmt.Errorf("session %q: %w", rec.ID, err)
 		}
-		if err := insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
+		if err := b.insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
 			return fmt.Errorf("session %q: %w", rec.ID, err)
 		}
-		if err := insertEvents(ctx, tx, sid, events); err != nil {
+		if err := b.insertEvents(ctx, tx, sid, events); err != nil {
 			return fmt.Errorf("session %q: %w", rec.ID, err)
 		}
 		return nil
@@ -165,11 +161,11 @@ func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
 	e := &encodedChange{ch: ch}
 	var err error
 	if ch.Replace {
-		if e.replace, err = encodeMessages(id, ch.ReplaceWith); err != nil {
+		if e.replace, err = encodeMessages(id, "replacement message", ch.ReplaceWith); err != nil {
 			return nil, err
 		}
 	}
-	if e.appended, err = encodeMessages(id, ch.Append); err != nil {
+	if e.appended, err = encodeMessages(id, "appended message", ch.Append); err != nil {
 		return nil, err
 	}
 	if e.events, err = encodeEvents(id, ch.Events); err != nil {
@@ -242,7 +238,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		}
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		st, err := loadState(ctx, tx, id)
+		st, err := b.loadState(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -284,19 +280,13 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 				bases = append(bases, v.base)
 			}
 		}
-		if err := insertMessageRows(ctx, tx, st.sid, rows); err != nil {
+		if err := b.insertMessageRows(ctx, tx, st.sid, rows); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		if err := insertEvents(ctx, tx, st.sid, events); err != nil {
+		if err := b.insertEvents(ctx, tx, st.sid, events); err != nil {
 			return fmt.Errorf("session %q: %w", id, err)
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + ?,
-				base = ?, base_from = ?, base_to = ?, own_from = ?, length = ?,
-				summary = iif(?, ?, summary), status = coalesce(?, status), turns = turns + ?,
-				max_turns = iif(? > 0, ?, max_turns), title = iif(?, ?, title), metadata = iif(?, ?, metadata),
-				first_prompt = iif(?, ?, first_prompt), updated_at = coalesce(?, updated_at)
-			WHERE sid = ? AND version = ?`,
-			len(changes), v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
+		res, err := tx.StmtContext(ctx, b.stmts.update).ExecContext(ctx, len(changes), v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
 			u.setSummary, u.summary, u.status, u.turns,
 			u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
 			u.setFirstPrompt, u.prompt, u.updated,
@@ -367,7 +357,7 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 		}
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		src, err := loadState(ctx, tx, spec.Src)
+		src, err := b.loadState(ctx, tx, spec.Src)
 		if err != nil {
 			return err
 		}
@@ -400,10 +390,10 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 		if err != nil {
 			return err
 		}
-		if err := insertEvents(ctx, tx, sid, dstEvents); err != nil {
+		if err := b.insertEvents(ctx, tx, sid, dstEvents); err != nil {
 			return fmt.Errorf("session %q: %w", dst.ID, err)
 		}
-		if err := insertEvents(ctx, tx, src.sid, srcEvents); err != nil {
+		if err := b.insertEvents(ctx, tx, src.sid, srcEvents); err != nil {
 			return fmt.Errorf("session %q: %w", spec.Src, err)
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)

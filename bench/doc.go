@@ -1,0 +1,17 @@
+// Package bench holds skein's workloads and the benchmarks that measure
+// them; docs/performance.md describes them and lists the latest figures.
+//
+// The workloads are Starlark scripts that skein run runs as they are:
+//
+//   - w1.star (W1): one agent_loop of N model turns, each calling one
+//     trivial tool, against the mock provider.
+//   - w2.star (W2): N messages appended one by one with
+//     agent_session_inject, each committed before the call returns.
+//
+// The benchmarks (go test -bench . ./bench) run the same files in
+// process, over the in-memory store and the SQLite store at each
+// durability level, and report the ratios the performance targets are
+// stated in, measured side by side in one run: the machine they run on
+// is usually shared, so a ratio of two runs made back to back, and CPU
+// time, mean more than an absolute time.
+package bench

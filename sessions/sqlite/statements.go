@@ -1,0 +1,67 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// statements are the Backend's prepared statements for the writes every
+// agent loop step makes. database/sql prepares each once per connection
+// and a transaction reuses it (sql.Tx.StmtContext), so a write compiles
+// no SQL.
+type statements struct {
+	state         *sql.Stmt // a session's write state by id
+	insertMessage *sql.Stmt
+	insertEvent   *sql.Stmt
+	update        *sql.Stmt // the session row after a Write
+}
+
+// The statements' SQL.
+const (
+	stateSQL         = `SELECT sid, version, length, base, base_from, base_to, own_from FROM sessions WHERE id = ?`
+	insertMessageSQL = `INSERT INTO messages (sid, pos, body) VALUES (?, ?, ?)`
+	insertEventSQL   = `INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (?, ?, ?, ?, ?, ?, ?)`
+	// updateSQL's parameters: the number of changes, the view (base,
+	// base_from, base_to, own_from, length), set-summary and summary,
+	// status, added turns, max turns (twice), set-title and title,
+	// set-metadata and metadata, set-first-prompt and first prompt,
+	// updated_at, then sid and the base version.
+	updateSQL = `UPDATE sessions SET version = version + ?,
+		base = ?, base_from = ?, base_to = ?, own_from = ?, length = ?,
+		summary = iif(?, ?, summary), status = coalesce(?, status), turns = turns + ?,
+		max_turns = iif(? > 0, ?, max_turns), title = iif(?, ?, title), metadata = iif(?, ?, metadata),
+		first_prompt = iif(?, ?, first_prompt), updated_at = coalesce(?, updated_at)
+		WHERE sid = ? AND version = ?`
+)
+
+// prepare prepares the statements (after the schema is migrated).
+func (b *Backend) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		dst   **sql.Stmt
+		query string
+	}{
+		{&b.stmts.state, stateSQL},
+		{&b.stmts.insertMessage, insertMessageSQL},
+		{&b.stmts.insertEvent, insertEventSQL},
+		{&b.stmts.update, updateSQL},
+	} {
+		stmt, err := b.db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return err
+		}
+		*p.dst = stmt
+	}
+	return nil
+}
+
+// close closes the prepared statements.
+func (s *statements) close() error {
+	var errs []error
+	for _, stmt := range []*sql.Stmt{s.state, s.insertMessage, s.insertEvent, s.update} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
