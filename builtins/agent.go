@@ -343,7 +343,16 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 			return callPostTurn(thread, b.Name(), postTurn, info)
 		}
 	}
-	pop := pushSession(thread, cfg.SessionID)
+	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
+		maxIterations: maxIterations}
+	emit := cfg.Hooks.Emit
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		if e.Type == agent.EventTurnStart {
+			frame.iterations++
+		}
+		return emit(e)
+	}
+	pop := pushLoop(thread, frame)
 	defer pop()
 	res, err := agent.Run(vm.ContextOf(thread), *cfg)
 	if err != nil {

@@ -432,23 +432,42 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	return starlark.None, nil
 }
 
-// currentSessionKey is the thread-local stack of sessions of the running
-// agent loops on a thread (innermost last).
+// currentSessionKey is the thread-local stack of the running agent loops
+// on a thread (innermost last).
 const currentSessionKey = "skein.builtins.current_session"
+
+// loopFrame is a running agent loop, as agent_session_current_id and
+// agent_spawn see it.
+type loopFrame struct {
+	sessionID string
+	store     *sessions.Store // the VM's store, or an anonymous loop's own
+	// provider, model and baseURL are the loop's options ("" if unset).
+	provider, model, baseURL string
+	maxIterations            int
+	iterations               int // turns started so far
+}
+
+// currentLoop returns the innermost running agent loop.
+func currentLoop(thread *starlark.Thread) *loopFrame {
+	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
+	if len(stack) == 0 {
+		return nil
+	}
+	return stack[len(stack)-1]
+}
 
 // currentSession returns the session of the innermost running agent loop.
 func currentSession(thread *starlark.Thread) (string, bool) {
-	stack, _ := thread.Local(currentSessionKey).([]string)
-	if len(stack) == 0 {
-		return "", false
+	if f := currentLoop(thread); f != nil {
+		return f.sessionID, true
 	}
-	return stack[len(stack)-1], true
+	return "", false
 }
 
-// pushSession makes id the current session of thread until the returned
+// pushLoop makes f the current loop of thread until the returned
 // function is called.
-func pushSession(thread *starlark.Thread, id string) (pop func()) {
-	stack, _ := thread.Local(currentSessionKey).([]string)
-	thread.SetLocal(currentSessionKey, append(stack[:len(stack):len(stack)], id))
+func pushLoop(thread *starlark.Thread, f *loopFrame) (pop func()) {
+	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
+	thread.SetLocal(currentSessionKey, append(stack[:len(stack):len(stack)], f))
 	return func() { thread.SetLocal(currentSessionKey, stack) }
 }

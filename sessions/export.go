@@ -225,10 +225,11 @@ func eventRecord(buf *bytes.Buffer, e *Event, appended map[int64]Message) error 
 	return nil
 }
 
-// ReadExport reads a JSON or JSONL export (it tells them apart by the
-// first record's "_type") and returns the session's record, ready for
+// ReadExport reads a JSON or JSONL export or a forensic log (it tells
+// them apart by the first record: a forensic header has workflow_name)
+// and returns the session's record, ready for
 // Backend.Create (no ChildIDs: forks record themselves; Version 0), and,
-// from JSONL, the messages of its "message" events by seq, for
+// from JSONL and forensic logs, the messages of its "message" events by seq, for
 // HistoryBackend.CreateWithHistory. It checks what an import needs: a
 // known version, the counts a JSONL header announces, increasing event
 // seqs, and a transcript that is valid provider input (tool calls
@@ -247,6 +248,9 @@ func ReadExport(r io.Reader) (*Record, map[int64]Message, error) {
 		Type string `json:"_type"`
 	}
 	if json.Unmarshal(first, &probe) == nil && probe.Type == recordHeader {
+		if isForensicHeader(first) {
+			return readForensic(first, br)
+		}
 		return readJSONL(first, br)
 	}
 	rest, err := io.ReadAll(br)

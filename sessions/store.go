@@ -30,6 +30,8 @@ type Store struct {
 	mu  sync.Mutex // serialises loading and creating sessions
 	lru *lru.Cache[string, *Session]
 
+	sink EventSink // nil: none
+
 	// lost holds, by session id, the error of committing the staged
 	// changes of a session evicted from the LRU: its next Commit
 	// reports it.
@@ -47,6 +49,34 @@ func WithClock(clock func() time.Time) Option { return func(s *Store) { s.clock 
 
 // WithCap sets the LRU capacity (default DefaultCap).
 func WithCap(n int) Option { return func(s *Store) { s.cap = n } }
+
+// WithEventSink makes the store hand every event it logs to sink, as it
+// logs it (see EventSink).
+func WithEventSink(sink EventSink) Option { return func(s *Store) { s.sink = sink } }
+
+// EventSink receives the events a Store logs, for a live event log. It
+// differs from an observer (Store.ObserveLogged) in what it gets with
+// the events: the messages the write appended and the session's state.
+type EventSink interface {
+	// Logged is called after each write that logged events, with the
+	// session's state after the write (without messages and events, not
+	// to be kept or modified past the call), the events in order, and the
+	// messages the write appended (the k'th "message" event appended
+	// appended[k]). Calls for one session come in the order of its log,
+	// while the store holds the session's lock: Logged must not call the
+	// store back about that session.
+	Logged(rec *Record, events []Event, appended []Message)
+}
+
+// logged hands a write's events to the sink, if any. The caller holds
+// sess.mu.
+func (s *Store) logged(sess *Session, events []Event, appended []Message) {
+	if s.sink == nil || len(events) == 0 {
+		return
+	}
+	meta := cloneRecordMeta(&sess.rec)
+	s.sink.Logged(&meta, events, appended)
+}
 
 // Forgetter is implemented by non-durable backends that can drop a session
 // without touching its forks, which is what eviction from the LRU needs.
@@ -447,7 +477,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	if ch.Replace {
 		base = len(ch.ReplaceWith)
 	} else {
-		base -= ch.DropFirst
+		base -= ch.DropFirst + ch.DropLast
 	}
 	for i, m := range ch.Append {
 		data := map[string]any{"index": int64(base + i), "role": m.Role}
@@ -477,6 +507,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	}
 	sess.applied(&w)
 	sess.promptChecked = true
+	s.logged(sess, w.Events, w.Append)
 	s.observers.notify(w.Events, true)
 	if !stage {
 		s.observers.notify(w.Events, false)
@@ -700,9 +731,13 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
 	parent.applied(&Change{Events: []Event{srcEvent}, UpdatedAt: now})
+	s.logged(parent, []Event{srcEvent}, nil)
 	s.observers.notify([]Event{srcEvent}, true)
 	s.observers.notify([]Event{srcEvent}, false)
 	parent.mu.Unlock()
+	childSess.mu.Lock()
+	s.logged(childSess, childSess.rec.Events, nil)
+	childSess.mu.Unlock()
 	s.observers.notify(child.Events, true)
 	s.observers.notify(child.Events, false)
 

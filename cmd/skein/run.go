@@ -17,6 +17,7 @@ func runCommand(args []string, io stdio) int {
 	var vf vmFlags
 	vf.register(fs)
 	vf.registerStore(fs)
+	vf.registerEventLog(fs)
 	var wf workflowFlags
 	wf.register(fs)
 	if code, stop := parseFlags(fs, runUsage, args, io); stop {

@@ -11,15 +11,16 @@ import (
 
 // Export formats of `skein sessions export`.
 const (
-	formatJSONL = "jsonl" // the forensic event log (sessions.WriteJSONL)
-	formatJSON  = "json"  // the snapshot (sessions.WriteJSON)
+	formatJSONL    = "jsonl"    // the event log with the transcript (sessions.WriteJSONL)
+	formatJSON     = "json"     // the snapshot (sessions.WriteJSON)
+	formatForensic = "forensic" // the forensic log (sessions.WriteForensic)
 )
 
 // sessionsExport implements `skein sessions export ID`.
 func sessionsExport(args []string, io stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("export", &store)
-	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript) or json (the snapshot)")
+	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot) or forensic (header, events and footer records)")
 	output := fs.String("o", "", "write to this file (created user-only) instead of stdout")
 	ids, code, stop := parseInterleaved(fs, args, io)
 	if stop {
@@ -28,8 +29,8 @@ func sessionsExport(args []string, io stdio) int {
 	if code, bad := oneID(fs.Name(), ids, io); bad {
 		return code
 	}
-	if *format != formatJSONL && *format != formatJSON {
-		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want jsonl or json", *format))
+	if *format != formatJSONL && *format != formatJSON && *format != formatForensic {
+		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want jsonl, json or forensic", *format))
 	}
 	b, err := storedBackend(&store, false)
 	if err != nil {
@@ -42,7 +43,7 @@ func sessionsExport(args []string, io stdio) int {
 		return fail(io, fs.Name(), sessionError(&store, id, err))
 	}
 	var appended map[int64]sessions.Message
-	if hb, ok := b.(sessions.HistoryBackend); ok && *format == formatJSONL {
+	if hb, ok := b.(sessions.HistoryBackend); ok && *format != formatJSON {
 		if appended, err = hb.LoadAppended(ctx, id); err != nil {
 			return fail(io, fs.Name(), sessionError(&store, id, err))
 		}
@@ -55,9 +56,12 @@ func sessionsExport(args []string, io stdio) int {
 		}
 		w, done = f, f.Close
 	}
-	if *format == formatJSON {
+	switch *format {
+	case formatJSON:
 		err = sessions.WriteJSON(w, rec)
-	} else {
+	case formatForensic:
+		err = sessions.WriteForensic(w, rec, appended)
+	default:
 		err = sessions.WriteJSONL(w, rec, appended)
 	}
 	if err = errors.Join(err, done()); err != nil {

@@ -52,6 +52,9 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 	field := func(name, format string, args ...any) {
 		fmt.Fprintf(w, "  %-9s %s\n", name, fmt.Sprintf(format, args...))
 	}
+	if rec.Title != "" {
+		field("title", "%s", indentLines(rec.Title, 12))
+	}
 	field("status", "%s", rec.Status)
 	field("created", "%s", listTime(rec.CreatedAt))
 	field("updated", "%s", listTime(rec.UpdatedAt))

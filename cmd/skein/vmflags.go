@@ -41,6 +41,7 @@ type vmFlags struct {
 	allowNet   listFlag
 	allowEnv   listFlag
 	store      storeFlag // memory unless registerStore added --store
+	eventLog   string    // --event-log DIR (skein run only)
 }
 
 // listFlag is a comma-separated list flag that may be repeated:
@@ -88,6 +89,11 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 // VMs keep the in-memory store.
 func (f *vmFlags) registerStore(fs *flag.FlagSet) {
 	f.store.register(fs)
+}
+
+// registerEventLog adds --event-log to fs (skein run).
+func (f *vmFlags) registerEventLog(fs *flag.FlagSet) {
+	fs.StringVar(&f.eventLog, "event-log", "", "write a forensic log per session into this directory as the run goes: <id>.jsonl, one record per event, the footer at the end")
 }
 
 // check validates flag values, returning a usage message.
@@ -162,7 +168,16 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := sessions.NewStore(backend, sessions.WithCap(f.sessionCap), sessions.WithClock(clock))
+	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock)}
+	var eventLog *sessions.ForensicLog
+	if f.eventLog != "" {
+		if eventLog, err = sessions.NewForensicLog(f.eventLog); err != nil {
+			backend.Close()
+			return nil, nil, fmt.Errorf("--event-log: %v", underlying(err))
+		}
+		opts = append(opts, sessions.WithEventSink(eventLog))
+	}
+	store, err := sessions.NewStore(backend, opts...)
 	if err != nil {
 		backend.Close()
 		return nil, nil, err
@@ -171,6 +186,14 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	settings.Provider, settings.Model = f.provider, f.model
 	queue := mock.New()
 	closers := []func() error{store.Shutdown}
+	if eventLog != nil {
+		closers = append(closers, func() error {
+			if err := eventLog.Close(context.Background(), store); err != nil {
+				return fmt.Errorf("--event-log: %v", err)
+			}
+			return nil
+		})
+	}
 	closeAll := func() error {
 		var errs []error
 		for i := len(closers) - 1; i >= 0; i-- {

@@ -1,0 +1,196 @@
+package builtins
+
+// Sub-agents (API.md §7.1).
+//
+//	agent_spawn(task, tools=None, carry="fork", system=None, max_iterations=None, **options) -> dict
+
+import (
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/vm"
+)
+
+func spawnSpecs() []Spec {
+	return []Spec{
+		{"agent_spawn", "(task, tools=None, carry=\"fork\", system=None, max_iterations=None, **options) -> dict",
+			"Run a sub-agent loop from inside a running loop (a tool, a callback) on a child session; returns its agent_loop result.",
+			"Agents", agentSpawn},
+	}
+}
+
+// Carry modes of agent_spawn: what the child session starts from.
+var carryModes = []string{"compact", "fork", "inherit", "reset"}
+
+// Event types agent_spawn logs on the parent session.
+const (
+	eventSubagentStart = "subagent_start"
+	eventSubagentEnd   = "subagent_end"
+)
+
+// spawnOptions are the agent_loop options agent_spawn passes through.
+var spawnOptions = func() []string {
+	var out []string
+	for _, k := range loopKeys {
+		switch k {
+		case "session_id", "tools", "max_iterations":
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	fn := b.Name()
+	named, rest := splitKwargs(kwargs, "task", "tools", "carry", "system", "max_iterations")
+	var task, carry string = "", "fork"
+	var tools, system, maxIter starlark.Value = starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(fn, args, named, "task", &task, "tools?", &tools, "carry?", &carry, "system?", &system, "max_iterations?", &maxIter); err != nil {
+		return nil, err
+	}
+	o, err := unpackOptions(fn, starlark.None, rest, spawnOptions)
+	if err != nil {
+		return nil, err
+	}
+	if !contains(carryModes, carry) {
+		return nil, fmt.Errorf("%s: unknown carry '%s' (expected one of: %s)", fn, carry, strings.Join(carryModes, ", "))
+	}
+	budget := 0
+	if maxIter != starlark.None {
+		n, ok := maxIter.(starlark.Int)
+		v, exact := n.Int64()
+		if !ok || !exact {
+			return nil, fmt.Errorf("%s: for parameter max_iterations: got %s, want int or None", fn, maxIter.Type())
+		}
+		if v < 1 {
+			return nil, fmt.Errorf("%s: `max_iterations` must be >= 1", fn)
+		}
+		budget = int(v)
+	}
+	parent := currentLoop(thread)
+	if parent == nil {
+		return nil, fmt.Errorf("%s: no current session (call it from a tool or a callback of a running agent_loop)", fn)
+	}
+	st, err := stateOf(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	if budget == 0 {
+		budget = max(1, (parent.maxIterations-parent.iterations)/2)
+	}
+	ctx := vm.ContextOf(thread)
+	child, err := childSession(thread, st, fn, parent, carry)
+	if err != nil {
+		return nil, err
+	}
+	logParent := func(typ string, data map[string]any) error {
+		events, err := parent.store.Apply(ctx, parent.sessionID, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
+		if err != nil {
+			return sessionErr(fn, err)
+		}
+		return deliver(thread, parent.store, events)
+	}
+	if err := logParent(eventSubagentStart, map[string]any{"child_id": child, "task": task, "carry": carry}); err != nil {
+		return nil, err
+	}
+	call := []starlark.Tuple{
+		{starlark.String("session_id"), starlark.String(child)},
+		{starlark.String("max_iterations"), starlark.MakeInt(budget)},
+	}
+	if tools != starlark.None {
+		call = append(call, starlark.Tuple{starlark.String("tools"), tools})
+	}
+	for key, def := range map[string]string{"provider": parent.provider, "model": parent.model, "base_url": parent.baseURL} {
+		if _, given := o.values[key]; !given && def != "" {
+			call = append(call, starlark.Tuple{starlark.String(key), starlark.String(def)})
+		}
+	}
+	for _, kv := range rest {
+		call = append(call, kv)
+	}
+	res, err := starlark.Call(thread, agentLoopBuiltin, starlark.Tuple{starlark.String(task), system}, call)
+	if err != nil {
+		_ = logParent(eventSubagentEnd, map[string]any{"child_id": child, "status": "failed", "error": err.Error()})
+		return nil, err
+	}
+	d := res.(*starlark.Dict)
+	llm, _, _ := d.Get(starlark.String("llm"))
+	u := usageOf(llm)
+	if err := logParent(eventSubagentEnd, map[string]any{"child_id": child, "status": dictString(d, "status"),
+		"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// childSession makes the child session of carry and returns its id.
+func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loopFrame, carry string) (string, error) {
+	ctx := vm.ContextOf(thread)
+	if parent.store != st.Store && carry != "reset" {
+		return "", fmt.Errorf("%s: carry '%s' needs the current loop's session in the store, and this loop is anonymous (give it a session_id, or use carry \"reset\")", fn, carry)
+	}
+	if carry == "inherit" {
+		// the child runs on the parent's session itself, which must not
+		// be in the middle of a tool call
+		msgs, err := st.Store.Messages(ctx, parent.sessionID)
+		if err != nil {
+			return "", sessionErr(fn, err)
+		}
+		if closedPrefix(msgs) != len(msgs) {
+			return "", fmt.Errorf("%s: carry 'inherit' runs the child on session '%s' itself, which has a tool call in progress: call it from a post_turn_callback, or use carry \"fork\"", fn, parent.sessionID)
+		}
+		return parent.sessionID, nil
+	}
+	child := st.NewID()
+	if parent.store != st.Store {
+		// an anonymous parent: a new empty session, linked by metadata
+		if _, err := st.Store.Open(ctx, child, 0); err != nil {
+			return "", sessionErr(fn, err)
+		}
+		return child, nil
+	}
+	// The parent is inside a tool call: the child keeps the transcript up
+	// to the assistant message whose calls are still open, so its own
+	// prompt follows a complete turn.
+	msgs, err := st.Store.Messages(ctx, parent.sessionID)
+	if err != nil {
+		return "", sessionErr(fn, err)
+	}
+	keep := closedPrefix(msgs)
+	if carry == "reset" {
+		keep = 0
+	}
+	if _, err := st.Store.Fork(ctx, parent.sessionID, child, sessions.ForkOptions{KeepFirst: keep}); err != nil {
+		return "", sessionErr(fn, err)
+	}
+	if carry == "compact" && keep > 0 {
+		if _, err := starlark.Call(thread, starlark.NewBuiltin("agent_session_compact", sessionCompact), starlark.Tuple{starlark.String(child)}, nil); err != nil {
+			return "", fmt.Errorf("%s: compacting the child: %w", fn, err)
+		}
+	}
+	return child, nil
+}
+
+// closedPrefix is the length of the longest prefix of msgs that leaves no
+// tool call without its result.
+func closedPrefix(msgs []sessions.Message) int {
+	open := map[string]bool{}
+	keep := 0
+	for i := range msgs {
+		m := &msgs[i]
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+		if m.Role == sessions.RoleTool {
+			delete(open, m.ToolCallID)
+		}
+		if len(open) == 0 {
+			keep = i + 1
+		}
+	}
+	return keep
+}
