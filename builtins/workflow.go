@@ -247,6 +247,14 @@ func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(vm.Dir(thread), path)
 	}
+	// like load(), a workflow file must be inside the script directory
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+	}
+	if rel, err := filepath.Rel(st.Root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s: %q escapes the script directory %s", b.Name(), path, st.Root)
+	}
 	g, err := LoadGraph(st, path, named)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", b.Name(), err)

@@ -17,6 +17,11 @@ func TestExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	flows, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, flows...)
 	if len(files) == 0 {
 		t.Fatal("no examples found")
 	}
@@ -60,6 +65,8 @@ func exampleArgs(file string) []string {
 		// Go is installed wherever these tests run; go test of the
 		// sample project uses the build cache the tests have filled.
 		return []string{"run", "--allow-cmd", "go", file}
+	case "review.yaml":
+		return []string{"run", "--provider", "mock", file, "--task", "a release note for 1.2"}
 	}
 	return []string{"run", file}
 }
