@@ -214,16 +214,23 @@ func (s *Server) Close() {
 }
 
 // loadActive fills s.active with the stored served sessions whose
-// status is active.
+// status is active, healing them.
 func (s *Server) loadActive(ctx context.Context) error {
 	list, _, err := s.store.Backend().List(ctx, sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}})
 	if err != nil {
 		return err
 	}
 	for _, sum := range list {
-		if strOf(sum.Metadata, metaAgent) != "" {
-			s.active[sum.ID] = true
+		if strOf(sum.Metadata, metaAgent) == "" {
+			continue
 		}
+		// A turn the previous server did not finish (it was killed) may
+		// have left tool calls without results: close them now, so that
+		// every read shows a valid transcript.
+		if err := s.store.Heal(ctx, sum.ID, "interrupted"); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return err
+		}
+		s.active[sum.ID] = true
 	}
 	s.metrics.sessionsActive.Set(float64(len(s.active)))
 	return nil

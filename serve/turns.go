@@ -184,6 +184,9 @@ func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
 		if herr := s.store.Heal(bg, id, "cancelled"); herr != nil && !errors.Is(herr, sessions.ErrNotFound) {
 			s.log.Error("healing a cancelled turn failed", "id", id, "err", herr)
 		}
+		if cause := context.Cause(t.ctx); !errors.Is(cause, errDeleted) {
+			s.reactivate(bg, id, cause)
+		}
 	case err != nil:
 		outcome = "error"
 		s.log.Warn("turn failed", "id", id, "agent", name, "err", err)
@@ -246,4 +249,23 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"sessionId": id, "cancelled": true})
 	return nil
+}
+
+// reactivate makes a session whose turn was cancelled (POST .../cancel,
+// a turn timeout, a shutdown) active again: an agent loop marks its
+// session cancelled when it is cancelled, but here only the turn was.
+func (s *Server) reactivate(ctx context.Context, id string, cause error) {
+	rec, err := s.store.Meta(ctx, id)
+	if err != nil || rec.Status != sessions.StatusCancelled {
+		return
+	}
+	reason := "turn cancelled"
+	if cause != nil {
+		reason += ": " + cause.Error()
+	}
+	ch := &sessions.Change{Status: sessions.StatusActive, Events: []sessions.Event{sessions.NewEvent(sessions.EventStatus,
+		map[string]any{"status": string(sessions.StatusActive), "previous": string(rec.Status), metaReason: reason})}}
+	if _, err := s.store.Apply(ctx, id, ch); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		s.log.Error("reactivating a session after a cancelled turn failed", "id", id, "err", err)
+	}
 }
