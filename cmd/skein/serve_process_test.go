@@ -219,4 +219,3 @@ func TestServeGracefulShutdown(t *testing.T) {
 		})
 	}
 }
-
