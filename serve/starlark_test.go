@@ -173,3 +173,29 @@ func TestAgentErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleAgents serves every agent in examples/agents on the mock
+// provider and has each answer a prompt.
+func TestExampleAgents(t *testing.T) {
+	files, err := filepath.Glob("../examples/agents/*.star")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example agents: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			src, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+			_, hs := starlarkServer(t, store, string(src), 5)
+			id := call(t, hs, "POST", "/api/sessions", nil, 201)["id"].(string)
+			call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "What is in this directory?"}, 202)
+			s := waitTurn(t, hs, id)
+			msgs := s["messages"].([]any)
+			if s["status"] != "active" || len(msgs) < 2 || msgs[len(msgs)-1].(map[string]any)["role"] != "assistant" {
+				t.Fatalf("%s: %v", file, s)
+			}
+		})
+	}
+}
