@@ -432,10 +432,6 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	return starlark.None, nil
 }
 
-// currentSessionKey is the thread-local stack of the running agent loops
-// on a thread (innermost last).
-const currentSessionKey = "skein.builtins.current_session"
-
 // loopFrame is a running agent loop, as agent_session_current_id and
 // agent_spawn see it.
 type loopFrame struct {
@@ -449,11 +445,8 @@ type loopFrame struct {
 
 // currentLoop returns the innermost running agent loop.
 func currentLoop(thread *starlark.Thread) *loopFrame {
-	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
-	if len(stack) == 0 {
-		return nil
-	}
-	return stack[len(stack)-1]
+	f, _ := vm.CurrentLoop(thread).(*loopFrame)
+	return f
 }
 
 // currentSession returns the session of the innermost running agent loop.
@@ -467,7 +460,5 @@ func currentSession(thread *starlark.Thread) (string, bool) {
 // pushLoop makes f the current loop of thread until the returned
 // function is called.
 func pushLoop(thread *starlark.Thread, f *loopFrame) (pop func()) {
-	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
-	thread.SetLocal(currentSessionKey, append(stack[:len(stack):len(stack)], f))
-	return func() { thread.SetLocal(currentSessionKey, stack) }
+	return vm.PushLoop(thread, f)
 }
