@@ -24,6 +24,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
@@ -31,7 +32,7 @@ import (
 )
 
 // DefaultMaxTurns is the default hard cap on agent_loop turns per session.
-const DefaultMaxTurns = 50
+const DefaultMaxTurns = agent.DefaultMaxTurns
 
 // Options configures a new State. Zero fields get defaults.
 type Options struct {
@@ -177,7 +178,6 @@ func (s *State) universe(builtins starlark.StringDict) starlark.StringDict {
 // Predeclared returns the names predeclared in every module. The caller
 // must not modify the result.
 func (s *State) Predeclared() starlark.StringDict { return s.predeclared }
-
 
 // NewThread returns a new thread of this VM: it carries the State, prints
 // to Stdout, loads through the VM's module cache, has the VM's step limit
