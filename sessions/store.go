@@ -154,6 +154,12 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// IDError returns err as an error about session id: an *Error, unless err
+// is nil or already one (whose id is kept). Backends wrap their errors
+// with it, so the session id appears in a message exactly once however
+// many layers pass the error on.
+func IDError(id string, err error) error { return wrap(id, err) }
+
 func wrap(id string, err error) error {
 	if err == nil {
 		return nil
@@ -687,7 +693,7 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	if keep > n {
 		parent.mu.Unlock()
-		return nil, fmt.Errorf("`keep_first` is %d but session '%s' has only %d messages", keep, src, n)
+		return nil, fmt.Errorf("'keep_first' is %d but session '%s' has only %d messages", keep, src, n)
 	}
 	if open := OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
 		parent.mu.Unlock()
