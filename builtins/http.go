@@ -47,7 +47,7 @@ func doHTTP(thread *starlark.Thread, p *workspace.Policy, r workspace.HTTPReques
 		if u, perr := url.Parse(r.URL); perr == nil {
 			target = u.Redacted()
 		}
-		return nil, fmt.Errorf("%s %s cancelled: %v", r.Method, target, context.Cause(ctx))
+		return nil, fmt.Errorf("%s %s cancelled: %w", r.Method, target, context.Cause(ctx))
 	}
 	return res, err
 }

@@ -360,7 +360,7 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	}
 	run, err := executeGraph(thread, st, g, task, id, initial, maxSteps, observe)
 	if err != nil {
-		return nil, loopErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return vm.ToStarlark(run.Map()), nil
 }

@@ -62,7 +62,7 @@ var ErrNoProvider = fmt.Errorf("no provider configured: pass provider=\"mock\" f
 	"provider=\"openai\"/\"anthropic\"/\"gemini\"/\"ollama\"/... or \"openai_compatible\" (with base_url), set --provider or SKEIN_PROVIDER, " +
 	"use a claude-*, gpt-* or gemini-* model, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
 
-// ResolveName picks the provider of a call (API.md §4): the explicit name,
+// ResolveName picks the provider of a call: the explicit name,
 // then the VM default, then the model's name (claude-* is Anthropic;
 // gpt-*, o1..o9 and chatgpt-* are OpenAI; gemini-* is Gemini), then
 // whichever API key is set
