@@ -111,7 +111,7 @@ func sessionInfo(fn string, titleV, metaV starlark.Value) (sessions.Info, error)
 		}
 		m, err := vm.FromStarlark(metaV, "metadata")
 		if err != nil {
-			return info, fmt.Errorf("%s: %v", fn, err)
+			return info, fail(fn, err)
 		}
 		info.Metadata = m.(map[string]any)
 	}
