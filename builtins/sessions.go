@@ -306,7 +306,7 @@ func sessionRewind(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	if turns < 1 {
-		return nil, fmt.Errorf("%s: `turns` must be >= 1", b.Name())
+		return nil, fmt.Errorf("%s: 'turns' must be >= 1", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
