@@ -368,13 +368,16 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 }
 
 // stage applies a change to the session for the step's commit (see
-// commit); appended messages are recorded in the result.
+// commit); appended messages are recorded in the result as the store
+// keeps them (known secrets redacted).
 func (l *loop) stage(ch *sessions.Change) error {
 	events, err := l.cfg.Store.Stage(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
 	if err != nil {
 		return err
 	}
-	l.res.Messages = append(l.res.Messages, ch.Append...)
+	for _, m := range ch.Append {
+		l.res.Messages = append(l.res.Messages, l.cfg.Store.Redactor().RedactMessage(m))
+	}
 	if n := len(events); n > 0 {
 		l.lastSeq = events[n-1].Seq
 	}

@@ -210,7 +210,7 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 			return nil, fail(fn, err)
 		}
 	} else {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock))
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithRedactor(st.Store.Redactor()))
 		if err != nil {
 			return nil, err
 		}

@@ -80,6 +80,8 @@ func execRun(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
+	redact := redactorOf(thread)
+	res.Stdout, res.Stderr = redact.Redact(res.Stdout), redact.Redact(res.Stderr)
 	d := starlark.NewDict(5)
 	_ = d.SetKey(starlark.String("code"), starlark.MakeInt(res.Code))
 	_ = d.SetKey(starlark.String("stdout"), starlark.String(res.Stdout))

@@ -148,6 +148,9 @@ func New(opts Options) (*State, error) {
 		}
 		s.Store = store
 	}
+	if s.LLM.Redactor == nil {
+		s.LLM.Redactor = s.Store.Redactor()
+	}
 	s.predeclared = s.universe(opts.Builtins)
 	s.loader = newLoader(s)
 	return s, nil
