@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
@@ -132,4 +135,40 @@ func TestExportStarReplay(t *testing.T) {
 	if out := runSkein(t, "test", "out/trip_test.star"); !bytes.Contains([]byte(out), []byte("1 passed, 0 failed")) {
 		t.Errorf("skein test of the generated test: %s", out)
 	}
+}
+
+// TestExportWalkthrough runs the README's walk-through "From the REPL to a
+// pipeline in CI" on examples/triage_export.star: find the session by its
+// metadata, export it as a pipeline with its test, replay it offline and
+// run the test.
+func TestExportWalkthrough(t *testing.T) {
+	example, err := filepath.Abs("../../examples/triage_export.star")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	t.Setenv("SKEIN_STORE", "")
+	runSkein(t, "run", example)
+	var list struct {
+		Sessions []struct {
+			ID    string `json:"id"`
+			Label string `json:"label"`
+		} `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(runSkein(t, "sessions", "ls", "--where", `metadata.repo == "api" && turns >= 2`, "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 1 || list.Sessions[0].Label != "Triage: API timeouts" {
+		t.Fatalf("ls --where found %+v", list.Sessions)
+	}
+	id := list.Sessions[0].ID
+	runSkein(t, "sessions", "export", id, "--format", "star", "-o", "triage.star", "--with-test")
+	if out := runSkein(t, "run", "--llm-replay", "triage.llm.jsonl", "triage.star"); out != "Check for connections that are opened and never closed.\n" {
+		t.Errorf("the replay printed %q", out)
+	}
+	if out := runSkein(t, "test", "triage_test.star"); !strings.Contains(out, "1 passed, 0 failed") {
+		t.Errorf("skein test: %s", out)
+	}
+	runSkein(t, "sessions", "export", id, "--format", "forensic", "-o", "triage.jsonl")
+	runSkein(t, "sessions", "import", "triage.jsonl", "--id", "triage-copy")
 }
