@@ -113,7 +113,19 @@ type Hooks struct {
 	PostTurn func(TurnInfo) (PostTurn, error)
 }
 
-// Config is one loop.
+// Defaults of a loop: DefaultConfig has them, and Run and Call read a
+// zero field of Config as its default (see each field).
+const (
+	DefaultMaxIterations = 50
+	DefaultMaxNudges     = 3
+	// DefaultMaxTurns caps the turns of a session that has no cap of its
+	// own (agent_session_open's max_turns).
+	DefaultMaxTurns = 50
+)
+
+// Config is one loop. The zero value of every field but Store, SessionID
+// and Chain means its default (DefaultConfig); where 0 is also a
+// meaningful setting, a negative value asks for it.
 type Config struct {
 	Store     *sessions.Store
 	SessionID string // must exist in Store
@@ -121,23 +133,73 @@ type Config struct {
 	System    string
 	// Chain is the provider (and fallbacks) each model call goes through.
 	Chain []llm.Target
+	// Retry retries each model call on a transient error. Its zero value
+	// makes no retries; DefaultConfig has llm.DefaultRetry.
 	Retry llm.RetryPolicy
 	// Request carries the per-call options (Model, Temperature, MaxTokens,
 	// Stop, Stream, ToolChoice); Messages, System and Tools are filled in.
-	Request       llm.Request
-	Tools         []Tool
+	Request llm.Request
+	Tools   []Tool
+	// MaxIterations bounds the model calls of one loop (0:
+	// DefaultMaxIterations).
 	MaxIterations int
 	Persistent    bool
-	MaxNudges     int
-	Timeout       time.Duration // 0: none
-	// MaxTurns is the session's turn cap for this loop (0: no cap).
-	MaxTurns   int
+	// MaxNudges is how many text-only replies a persistent loop nudges
+	// before it is stuck (0: DefaultMaxNudges; negative: none).
+	MaxNudges int
+	Timeout   time.Duration // 0: none
+	// MaxTurns caps the session's turns for this loop (0: the session's
+	// own cap, else DefaultSessionCap; negative: no cap).
+	MaxTurns int
+	// DefaultSessionCap is the cap of a session without one when MaxTurns
+	// is 0 (0: DefaultMaxTurns). A VM sets it from --max-turns.
+	DefaultSessionCap int
+	// ToolErrors says what a failing tool does ("": ToolErrorsReport).
 	ToolErrors ToolErrors
-	Clock      func() time.Time
-	Hooks      Hooks
+	// Clock reports the time (nil: time.Now).
+	Clock func() time.Time
+	Hooks Hooks
 	// Compaction manages the context (nil: the whole session is sent and
 	// nothing is compacted).
 	Compaction *Compaction
+}
+
+// DefaultConfig returns a Config with every default spelled out; a
+// caller sets Store, SessionID, Chain and Prompt.
+func DefaultConfig() Config {
+	return Config{
+		Retry:             llm.DefaultRetry(),
+		Request:           llm.Request{Stream: true},
+		MaxIterations:     DefaultMaxIterations,
+		MaxNudges:         DefaultMaxNudges,
+		DefaultSessionCap: DefaultMaxTurns,
+		ToolErrors:        ToolErrorsReport,
+		Clock:             time.Now,
+	}
+}
+
+// withDefaults replaces zero fields by their defaults and the negative
+// "none" settings by 0.
+func (c Config) withDefaults() Config {
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	switch {
+	case c.MaxNudges == 0:
+		c.MaxNudges = DefaultMaxNudges
+	case c.MaxNudges < 0:
+		c.MaxNudges = 0
+	}
+	if c.DefaultSessionCap == 0 {
+		c.DefaultSessionCap = DefaultMaxTurns
+	}
+	if c.ToolErrors == "" {
+		c.ToolErrors = ToolErrorsReport
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c
 }
 
 // Result is what a loop did.
@@ -234,9 +296,7 @@ func (l *loop) once() error {
 }
 
 func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Response, *Result, error) {
-	if cfg.Clock == nil {
-		cfg.Clock = time.Now
-	}
+	cfg = cfg.withDefaults()
 	l := &loop{cfg: cfg, clock: cfg.Clock, res: &Result{SessionID: cfg.SessionID}}
 	l.start = l.clock()
 	loopCtx := ctx
@@ -308,13 +368,16 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 }
 
 // stage applies a change to the session for the step's commit (see
-// commit); appended messages are recorded in the result.
+// commit); appended messages are recorded in the result as the store
+// keeps them (known secrets redacted).
 func (l *loop) stage(ch *sessions.Change) error {
 	events, err := l.cfg.Store.Stage(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
 	if err != nil {
 		return err
 	}
-	l.res.Messages = append(l.res.Messages, ch.Append...)
+	for _, m := range ch.Append {
+		l.res.Messages = append(l.res.Messages, l.cfg.Store.Redactor().RedactMessage(m))
+	}
 	if n := len(events); n > 0 {
 		l.lastSeq = events[n-1].Seq
 	}
@@ -359,14 +422,28 @@ func (l *loop) event(typ string, data map[string]any) error {
 	return l.stage(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
 }
 
+// turnCap is the turn cap of this loop: Config.MaxTurns, else the
+// session's own, else the default (0: none).
+func turnCap(cfg Config, meta *sessions.Record) int {
+	switch {
+	case cfg.MaxTurns < 0:
+		return 0
+	case cfg.MaxTurns > 0:
+		return cfg.MaxTurns
+	case meta.MaxTurns > 0:
+		return meta.MaxTurns
+	}
+	return cfg.DefaultSessionCap
+}
+
 func (l *loop) run() error {
 	cfg := l.cfg
 	meta, err := cfg.Store.Meta(l.ctx, cfg.SessionID)
 	if err != nil {
 		return err
 	}
-	if cfg.MaxTurns > 0 && meta.Turns >= cfg.MaxTurns {
-		return &TurnLimitError{SessionID: cfg.SessionID, Cap: cfg.MaxTurns}
+	if limit := turnCap(cfg, meta); limit > 0 && meta.Turns >= limit {
+		return &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
 	}
 	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
 	if meta.Status != sessions.StatusActive {

@@ -22,6 +22,13 @@ const (
 	TriggerContextLength = "context_length" // the provider said the context was too long
 )
 
+// Defaults of a loop's compaction (agent_loop's compact_threshold and
+// tool_output_max_chars).
+const (
+	DefaultCompactThreshold   = 48000
+	DefaultToolOutputMaxChars = 16000
+)
+
 // Compaction configures a loop's context management.
 type Compaction struct {
 	// Enabled turns automatic compaction on ("none" turns it off).

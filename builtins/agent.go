@@ -1,12 +1,13 @@
 package builtins
 
-// Agent builtins (API.md §2).
+// Agent builtins.
 //
 //	agent_loop(prompt, system=None, options=None, **kwargs) -> dict
 //	llm_call(prompt, system=None, options=None, **kwargs) -> dict
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,19 +24,11 @@ func agentSpecs() []Spec {
 	const area = "Agents"
 	return append([]Spec{
 		{"agent_loop", "(prompt, system=None, options=None, **kwargs) -> dict",
-			"Run a tool-calling agent loop; options as a dict or keywords (see API.md §2.1).", area, agentLoop},
+			"Run a tool-calling agent loop; options as a dict or keywords (the agent_loop options).", area, agentLoop},
 		{"llm_call", "(prompt, system=None, options=None, **kwargs) -> dict",
 			"One model call, no tool loop: {text, tool_calls, model, usage, stop_reason}.", area, llmCall},
 	}, toolSpecs()...)
 }
-
-// Option keys.
-var (
-	callKeys = []string{"base_url", "cache", "fallback", "llm_backoff_ms", "llm_retries", "max_tokens", "model", "provider",
-		"session_id", "stop", "stream", "temperature", "thinking", "timeout_s", "tools"}
-	loopKeys = append([]string{"compact_threshold", "compaction", "compress_callback", "context_budget", "max_iterations", "max_nudges",
-		"max_turns", "persistent", "post_turn_callback", "tool_errors", "tool_output_max_chars", "workspace"}, callKeys...)
-)
 
 // callOptions are the options agent_loop and llm_call share.
 type callOptions struct {
@@ -52,26 +45,17 @@ type callOptions struct {
 type fallbackTarget struct{ provider, model, baseURL string }
 
 func parseCallOptions(o *options) (*callOptions, error) {
-	c := &callOptions{retries: 2, backoffMS: 500, timeout: 600 * time.Second, request: llm.Request{Stream: true}}
 	fn := o.fn
-	if err := o.string("provider", &c.provider); err != nil {
-		return nil, err
+	c := &callOptions{
+		provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url"),
+		retries: o.int("llm_retries"), backoffMS: o.int("llm_backoff_ms"), timeout: o.seconds("timeout_s"),
+		request: llm.Request{Temperature: o.float("temperature"), MaxTokens: o.int("max_tokens"), Stream: o.bool("stream")},
 	}
-	if err := o.string("model", &c.model); err != nil {
-		return nil, err
-	}
-	if err := o.string("base_url", &c.baseURL); err != nil {
-		return nil, err
-	}
-	if v, ok := o.get("session_id"); ok {
-		s, isStr := v.(starlark.String)
-		if !isStr {
-			return nil, fmt.Errorf("%s: option 'session_id': got %s, want string or None", fn, v.Type())
-		}
-		if s == "" {
+	if o.has("session_id") {
+		c.sessionID = o.string("session_id")
+		if _, given := o.get("session_id"); given && c.sessionID == "" {
 			return nil, fmt.Errorf("%s: option 'session_id' must not be empty", fn)
 		}
-		c.sessionID = string(s)
 	}
 	if v, ok := o.get("tools"); ok {
 		tools, err := toolsFromStarlark(fn, v)
@@ -80,12 +64,6 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		}
 		c.tools = tools
 	}
-	if err := o.int("llm_retries", &c.retries, 0); err != nil {
-		return nil, err
-	}
-	if err := o.int("llm_backoff_ms", &c.backoffMS, 0); err != nil {
-		return nil, err
-	}
 	if v, ok := o.get("fallback"); ok {
 		fb, err := parseFallback(fn, v)
 		if err != nil {
@@ -93,21 +71,11 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		}
 		c.fallback = fb
 	}
-	if err := o.float("temperature", &c.request.Temperature); err != nil {
-		return nil, err
-	}
-	if err := o.int("max_tokens", &c.request.MaxTokens, 1); err != nil {
-		return nil, err
-	}
 	if v, ok := o.get("stop"); ok {
-		if s, isStr := v.(starlark.String); isStr {
-			c.request.Stop = []string{string(s)}
-		} else if err := o.stringList("stop", &c.request.Stop); err != nil {
-			return nil, fmt.Errorf("%s: option 'stop': got %s, want string or list of strings", fn, v.Type())
+		c.request.Stop = stringOrList(v)
+		if c.request.Stop == nil {
+			return nil, o.typeErr("stop", v)
 		}
-	}
-	if err := o.bool("stream", &c.request.Stream); err != nil {
-		return nil, err
 	}
 	if v, ok := o.get("thinking"); ok {
 		t, err := parseThinking(fn, v)
@@ -116,21 +84,7 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		}
 		c.request.Thinking = t
 	}
-	cache := "auto"
-	if err := o.oneOf("cache", &cache, []string{"auto", "none"}); err != nil {
-		return nil, err
-	}
-	c.request.NoCache = cache == "none"
-	if v, ok := o.get("timeout_s"); ok {
-		f, isNum := starlark.AsFloat(v)
-		if _, isBool := v.(starlark.Bool); isBool || !isNum {
-			return nil, o.typeErr("timeout_s", v, "int or float")
-		}
-		if f <= 0 {
-			return nil, fmt.Errorf("%s: `timeout_s` must be > 0", fn)
-		}
-		c.timeout = time.Duration(f * float64(time.Second))
-	}
+	c.request.NoCache = o.string("cache") == "none"
 	return c, nil
 }
 
@@ -141,21 +95,36 @@ func parseThinking(fn string, v starlark.Value) (*llm.Thinking, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: option 'thinking': got %s, want dict ({budget_tokens: N} or {effort: \"low\"|\"medium\"|\"high\"})", fn, v.Type())
 	}
-	o, err := unpackOptions(fn+": thinking", d, nil, []string{"budget_tokens", "effort"})
+	o, err := thinkingTable.unpack(fn+": thinking", d, nil)
 	if err != nil {
 		return nil, err
 	}
-	var t llm.Thinking
-	if err := o.int("budget_tokens", &t.BudgetTokens, 1); err != nil {
-		return nil, err
-	}
-	if err := o.oneOf("effort", &t.Effort, []string{llm.EffortHigh, llm.EffortLow, llm.EffortMedium}); err != nil {
-		return nil, err
-	}
+	t := llm.Thinking{BudgetTokens: o.int("budget_tokens"), Effort: o.string("effort")}
 	if t.BudgetTokens == 0 && t.Effort == "" {
 		return nil, fmt.Errorf("%s: option 'thinking' needs budget_tokens or effort", fn)
 	}
 	return &t, nil
+}
+
+// stringOrList converts a string or a list or tuple of strings; anything
+// else is nil.
+func stringOrList(v starlark.Value) []string {
+	if s, ok := v.(starlark.String); ok {
+		return []string{string(s)}
+	}
+	seq, ok := v.(starlark.Indexable)
+	if !ok {
+		return nil
+	}
+	out := make([]string, seq.Len())
+	for i := range out {
+		s, ok := seq.Index(i).(starlark.String)
+		if !ok {
+			return nil
+		}
+		out[i] = string(s)
+	}
+	return out
 }
 
 func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
@@ -169,16 +138,11 @@ func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: fallback[%d]: got %s, want dict", fn, i, list.Index(i).Type())
 		}
-		o, err := unpackOptions(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil, []string{"base_url", "model", "provider"})
+		o, err := fallbackTable.unpack(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil)
 		if err != nil {
 			return nil, err
 		}
-		var t fallbackTarget
-		for key, dst := range map[string]*string{"provider": &t.provider, "model": &t.model, "base_url": &t.baseURL} {
-			if err := o.string(key, dst); err != nil {
-				return nil, err
-			}
-		}
+		t := fallbackTarget{provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url")}
 		if t.provider == "" && t.model == "" {
 			return nil, fmt.Errorf("%s: fallback[%d] needs a provider or a model", fn, i)
 		}
@@ -231,7 +195,7 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	}
 	targets, err := chain(st, c)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", fn, err)
+		return nil, fail(fn, err)
 	}
 	cfg.Chain = targets
 	cfg.Retry = llm.RetryPolicy{Retries: c.retries, Backoff: time.Duration(c.backoffMS) * time.Millisecond}
@@ -243,10 +207,10 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	if c.sessionID != "" {
 		cfg.Store, cfg.SessionID = st.Store, c.sessionID
 		if _, err := st.Store.Open(ctx, c.sessionID, 0); err != nil {
-			return nil, sessionErr(fn, err)
+			return nil, fail(fn, err)
 		}
 	} else {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock))
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithRedactor(st.Store.Redactor()))
 		if err != nil {
 			return nil, err
 		}
@@ -278,29 +242,13 @@ func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.E
 }
 
 func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, loopKeys)
+	prompt, system, o, err := unpackCall(b, args, kwargs, loopTable)
 	if err != nil {
 		return nil, err
 	}
 	c, err := parseCallOptions(o)
 	if err != nil {
 		return nil, err
-	}
-	maxIterations, maxNudges, maxTurns := 50, 3, 0
-	persistent := false
-	toolErrors := string(agent.ToolErrorsReport)
-	var postTurn starlark.Callable
-	for _, check := range []error{
-		o.int("max_iterations", &maxIterations, 1),
-		o.int("max_nudges", &maxNudges, 0),
-		o.int("max_turns", &maxTurns, 1),
-		o.bool("persistent", &persistent),
-		o.oneOf("tool_errors", &toolErrors, []string{"raise", "report"}),
-		o.callable("post_turn_callback", &postTurn),
-	} {
-		if check != nil {
-			return nil, check
-		}
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -320,31 +268,25 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err != nil {
 		return nil, err
 	}
-	cfg.MaxIterations, cfg.MaxNudges, cfg.Persistent = maxIterations, maxNudges, persistent
-	cfg.ToolErrors = agent.ToolErrors(toolErrors)
+	cfg.MaxIterations, cfg.Persistent = o.int("max_iterations"), o.bool("persistent")
+	cfg.MaxNudges = noneAsNegative(o.int("max_nudges"))
+	cfg.ToolErrors = agent.ToolErrors(o.string("tool_errors"))
 	if c.sessionID != "" {
-		cfg.MaxTurns = maxTurns
-		if cfg.MaxTurns == 0 {
-			meta, err := st.Store.Meta(vm.ContextOf(thread), c.sessionID)
-			if err != nil {
-				return nil, sessionErr(b.Name(), err)
-			}
-			cfg.MaxTurns = meta.MaxTurns
-			if cfg.MaxTurns == 0 {
-				cfg.MaxTurns = st.MaxTurns
-			}
-		}
+		cfg.MaxTurns = o.int("max_turns") // 0: the session's cap, else the VM's
+	} else {
+		cfg.MaxTurns = -1 // an anonymous session is new: no cap
 	}
+	cfg.DefaultSessionCap = st.MaxTurns
 	if cfg.Compaction, err = loopCompaction(thread, st, o, c); err != nil {
 		return nil, err
 	}
-	if postTurn != nil {
+	if postTurn := o.callable("post_turn_callback"); postTurn != nil {
 		cfg.Hooks.PostTurn = func(info agent.TurnInfo) (agent.PostTurn, error) {
 			return callPostTurn(thread, b.Name(), postTurn, info)
 		}
 	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
-		maxIterations: maxIterations}
+		maxIterations: cfg.MaxIterations}
 	emit := cfg.Hooks.Emit
 	cfg.Hooks.Emit = func(e sessions.Event) error {
 		if e.Type == agent.EventTurnStart {
@@ -356,19 +298,18 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	defer pop()
 	res, err := agent.Run(vm.ContextOf(thread), *cfg)
 	if err != nil {
-		return nil, loopErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return resultToStarlark(res), nil
 }
 
-// loopErr prefixes engine errors with the builtin's name, but returns a
-// Starlark callback's error (a tool, a subscriber) unchanged so its
-// traceback survives.
-func loopErr(fn string, err error) error {
-	if _, ok := err.(*starlark.EvalError); ok {
-		return err
+// noneAsNegative maps a script's 0 ("none") to the negative value that
+// agent.Config reads as none (its 0 means the default).
+func noneAsNegative(n int) int {
+	if n == 0 {
+		return -1
 	}
-	return fmt.Errorf("%s: %w", fn, err)
+	return n
 }
 
 func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info agent.TurnInfo) (agent.PostTurn, error) {
@@ -388,18 +329,11 @@ func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info
 	case starlark.String:
 		return agent.PostTurn{Feedback: string(v)}, nil
 	case *starlark.Dict:
-		o, err := unpackOptions(fn+": post_turn_callback result", v, nil, []string{"feedback", "stop"})
+		o, err := postTurnTable.unpack(fn+": post_turn_callback result", v, nil)
 		if err != nil {
 			return agent.PostTurn{}, err
 		}
-		var pt agent.PostTurn
-		if err := o.bool("stop", &pt.Stop); err != nil {
-			return agent.PostTurn{}, err
-		}
-		if err := o.string("feedback", &pt.Feedback); err != nil {
-			return agent.PostTurn{}, err
-		}
-		return pt, nil
+		return agent.PostTurn{Stop: o.bool("stop"), Feedback: o.string("feedback")}, nil
 	}
 	return agent.PostTurn{}, fmt.Errorf("%s: post_turn_callback returned %s, want None, a bool, a string or {stop, feedback}", fn, v.Type())
 }
@@ -430,14 +364,14 @@ func nonNil(s []string) []string {
 }
 
 // unpackCall unpacks (prompt, system=None, options=None, **kwargs).
-func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, keys []string) (string, starlark.Value, *options, error) {
+func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, table *optionTable) (string, starlark.Value, *options, error) {
 	var prompt string
 	var system, positional starlark.Value = starlark.None, starlark.None
 	named, rest := splitKwargs(kwargs, "prompt", "system", "options")
 	if err := starlark.UnpackArgs(b.Name(), args, named, "prompt", &prompt, "system?", &system, "options?", &positional); err != nil {
 		return "", nil, nil, err
 	}
-	o, err := unpackOptions(b.Name(), positional, rest, keys)
+	o, err := table.unpack(b.Name(), positional, rest)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -445,7 +379,7 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 }
 
 func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, callKeys)
+	prompt, system, o, err := unpackCall(b, args, kwargs, callTable)
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +397,7 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	}
 	resp, _, err := agent.Call(vm.ContextOf(thread), *cfg)
 	if err != nil {
-		return nil, loopErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	if resp == nil {
 		return nil, fmt.Errorf("%s: the call timed out after %s", b.Name(), c.timeout)
@@ -482,7 +416,8 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 // compact_threshold, tool_output_max_chars, compress_callback and
 // context_budget.
 func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOptions) (*agent.Compaction, error) {
-	comp := &agent.Compaction{Enabled: true, Options: compact.DefaultOptions(), Threshold: 48000, ToolOutputMaxChars: 16000}
+	comp := &agent.Compaction{Enabled: true, Options: compact.DefaultOptions(),
+		Threshold: o.int("compact_threshold"), ToolOutputMaxChars: o.int("tool_output_max_chars"), ContextBudget: o.int("context_budget")}
 	fn := o.fn
 	switch v := o.values["compaction"].(type) {
 	case nil, starlark.NoneType:
@@ -493,10 +428,10 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 			comp.Enabled = false
 		case name == compact.StrategyCustom:
 			return nil, fmt.Errorf("%s: compaction \"custom\" needs a custom_compactor: pass a dict {compact_strategy: \"custom\", custom_compactor: fn}", fn)
-		case contains(compact.Strategies, name):
+		case slices.Contains(compact.Strategies, name):
 			comp.Options.Strategy = name
 			if name == compact.StrategyLLM {
-				opts, err := compactOptions(thread, st, &options{fn: fn, values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
+				opts, err := compactOptions(thread, st, &options{fn: fn, table: compactTable, values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
 				if err != nil {
 					return nil, err
 				}
@@ -506,7 +441,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 			return nil, fmt.Errorf("%s: unknown compaction '%s' (expected one of: auto, none, %s, or a dict of compaction options)", fn, name, strings.Join(compact.Strategies, ", "))
 		}
 	case *starlark.Dict:
-		co, err := unpackOptions(fn+": compaction", v, nil, compactKeys)
+		co, err := compactTable.unpack(fn+": compaction", v, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -524,19 +459,13 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 	default:
 		return nil, fmt.Errorf("%s: option 'compaction': got %s, want string or dict", fn, v.Type())
 	}
-	for _, check := range []error{
-		o.int("compact_threshold", &comp.Threshold, 1),
-		o.int("tool_output_max_chars", &comp.ToolOutputMaxChars, 0),
-		o.int("context_budget", &comp.ContextBudget, 1),
-	} {
-		if check != nil {
-			return nil, check
-		}
+	if _, ok := o.get("compact_threshold"); ok {
+		comp.Threshold = o.int("compact_threshold")
 	}
-	var compress starlark.Callable
-	if err := o.callable("compress_callback", &compress); err != nil {
-		return nil, err
+	if _, ok := o.get("tool_output_max_chars"); ok {
+		comp.ToolOutputMaxChars = o.int("tool_output_max_chars")
 	}
+	compress := o.callable("compress_callback")
 	if compress != nil {
 		comp.Compress = func(tool, output string, maxChars int) (string, error) {
 			v, err := starlark.Call(thread, compress, starlark.Tuple{starlark.String(tool), starlark.String(output), starlark.MakeInt(maxChars)}, nil)

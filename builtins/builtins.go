@@ -120,13 +120,24 @@ func Predeclared() (starlark.StringDict, error) {
 func stateOf(thread *starlark.Thread, fn string) (*vm.State, error) {
 	st, err := vm.StateOf(thread)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", fn, err)
+		return nil, fail(fn, err)
 	}
 	return st, nil
 }
 
-// fail prefixes err with the builtin's name.
+// fail is the builtins' one error helper. It prefixes err with the
+// builtin's name fn, once (an error already starting with "fn: " keeps
+// its text), and wraps it, so errors.Is and errors.As see the cause
+// (sessions.ErrNotFound, *llm.Error, ...). A Starlark callback's error
+// (*starlark.EvalError from a tool, a subscriber or a callback) is
+// returned unchanged, so its traceback survives.
 func fail(fn string, err error) error {
+	if _, ok := err.(*starlark.EvalError); ok {
+		return err
+	}
+	if strings.HasPrefix(err.Error(), fn+": ") {
+		return err
+	}
 	return fmt.Errorf("%s: %w", fn, err)
 }
 

@@ -1,6 +1,6 @@
 package builtins
 
-// Compaction builtins (API.md §3).
+// Compaction builtins.
 //
 //	agent_session_compact(id, opts=None, **kwargs) -> int
 //	agent_session_viewport(id, token_budget) -> [message]
@@ -25,7 +25,7 @@ func compactSpecs() []Spec {
 	const area = "Compaction"
 	return []Spec{
 		{"agent_session_compact", "(id, opts=None, **kwargs) -> int",
-			"Compact the session now (options of API.md §3); returns the message count afterwards.", area, sessionCompact},
+			"Compact the session now (the compaction options); returns the message count afterwards.", area, sessionCompact},
 		{"agent_session_viewport", "(id, token_budget) -> list",
 			"The newest messages that fit token_budget (whole tool pairs, the running summary first); the session is unchanged.", area, sessionViewport},
 		{"estimate_tokens", "(messages) -> int", "Estimated tokens of a message list (or of one string).", area, estimateTokens},
@@ -34,38 +34,17 @@ func compactSpecs() []Spec {
 	}
 }
 
-// compactKeys are the options of agent_session_compact and of
-// agent_loop's compaction dict.
-var compactKeys = []string{"compact_strategy", "custom_compactor", "hard_limit_strategy", "hard_limit_tokens",
-	"keep_first", "keep_last", "mask_callback", "model", "provider", "summarize_prompt", "token_threshold", "tool_output_max_chars"}
-
 // compactOptions turns checked options into the engine's options. The
 // callbacks run on thread. Provider and model of the llm strategy come
 // from the options, else from defaultProvider and defaultModel (the
 // loop's, or the session's last model).
 func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultProvider, defaultModel string) (compact.Options, error) {
 	opts := compact.DefaultOptions()
-	for _, check := range []error{
-		o.int("keep_first", &opts.KeepFirst, 0),
-		o.int("keep_last", &opts.KeepLast, 0),
-		o.int("token_threshold", &opts.TokenThreshold, 0),
-		o.oneOf("compact_strategy", &opts.Strategy, compact.Strategies),
-		o.int("hard_limit_tokens", &opts.HardLimitTokens, 0),
-		o.oneOf("hard_limit_strategy", &opts.HardLimitStrategy, compact.Strategies),
-		o.int("tool_output_max_chars", &opts.ToolOutputMaxChars, 0),
-		o.string("summarize_prompt", &opts.SummarizePrompt),
-	} {
-		if check != nil {
-			return opts, check
-		}
-	}
-	var custom, mask starlark.Callable
-	if err := o.callable("custom_compactor", &custom); err != nil {
-		return opts, err
-	}
-	if err := o.callable("mask_callback", &mask); err != nil {
-		return opts, err
-	}
+	opts.KeepFirst, opts.KeepLast = o.int("keep_first"), o.int("keep_last")
+	opts.TokenThreshold, opts.HardLimitTokens = o.int("token_threshold"), o.int("hard_limit_tokens")
+	opts.Strategy, opts.HardLimitStrategy = o.string("compact_strategy"), o.string("hard_limit_strategy")
+	opts.ToolOutputMaxChars, opts.SummarizePrompt = o.int("tool_output_max_chars"), o.string("summarize_prompt")
+	custom, mask := o.callable("custom_compactor"), o.callable("mask_callback")
 	if custom != nil {
 		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
 			return callCustomCompactor(thread, o.fn, custom, archived)
@@ -81,13 +60,7 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 			return opts, fmt.Errorf("%s: the custom strategy needs a custom_compactor", o.fn)
 		}
 	}
-	var provider, model string
-	if err := o.string("provider", &provider); err != nil {
-		return opts, err
-	}
-	if err := o.string("model", &model); err != nil {
-		return opts, err
-	}
+	provider, model := o.string("provider"), o.string("model")
 	if opts.Strategy == compact.StrategyLLM || opts.HardLimitTokens > 0 && opts.HardLimitStrategy == compact.StrategyLLM {
 		if provider == "" {
 			provider = defaultProvider
@@ -97,7 +70,7 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		}
 		targets, err := chain(st, &callOptions{provider: provider, model: model})
 		if err != nil {
-			return opts, fmt.Errorf("%s: %v", o.fn, err)
+			return opts, fail(o.fn, err)
 		}
 		opts.Provider = &retrying{targets: targets, policy: llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond}}
 		opts.Model = model
@@ -106,7 +79,7 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		}
 	}
 	if err := opts.Validate(); err != nil {
-		return opts, fmt.Errorf("%s: %v", o.fn, err)
+		return opts, fail(o.fn, err)
 	}
 	return opts, nil
 }
@@ -137,18 +110,14 @@ func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callabl
 	case starlark.NoneType:
 		return "", compact.ErrNoSummary
 	case *starlark.Dict:
-		o, err := unpackOptions(fn+": custom_compactor result", v, nil, []string{"summary"})
+		o, err := summaryTable.unpack(fn+": custom_compactor result", v, nil)
 		if err != nil {
 			return "", err
 		}
-		var s string
-		if err := o.string("summary", &s); err != nil {
-			return "", err
-		}
 		if !o.has("summary") {
-			return "", fmt.Errorf("%s: custom_compactor returned a dict without `summary`", fn)
+			return "", fmt.Errorf("%s: custom_compactor returned a dict without 'summary'", fn)
 		}
-		return s, nil
+		return o.string("summary"), nil
 	}
 	return "", fmt.Errorf("%s: custom_compactor returned %s, want a string, {summary: str} or None", fn, v.Type())
 }
@@ -202,7 +171,7 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := starlark.UnpackArgs(b.Name(), args, named, "id", &id, "opts?", &positional); err != nil {
 		return nil, err
 	}
-	o, err := unpackOptions(b.Name(), positional, rest, compactKeys)
+	o, err := compactTable.unpack(b.Name(), positional, rest)
 	if err != nil {
 		return nil, err
 	}
@@ -224,13 +193,13 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	if _, events, err := agent.CompactSession(ctx, st.Store, id, opts, agent.TriggerManual); err != nil {
-		return nil, loopErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	} else if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
 	}
 	n, err := st.Store.Length(ctx, id)
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.MakeInt(n), nil
 }
@@ -250,7 +219,7 @@ func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	}
 	rec, err := st.Store.Snapshot(vm.ContextOf(thread), id)
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return messagesToStarlark(compact.Viewport(rec.Messages, budget)), nil
 }
@@ -285,7 +254,7 @@ func microcompactBuiltin(thread *starlark.Thread, b *starlark.Builtin, args star
 		return nil, err
 	}
 	if maxChars < 1 {
-		return nil, fmt.Errorf("%s: `max_chars` must be >= 1", b.Name())
+		return nil, fmt.Errorf("%s: 'max_chars' must be >= 1", b.Name())
 	}
 	return starlark.String(compact.Microcompact(text, maxChars)), nil
 }

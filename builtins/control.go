@@ -61,10 +61,10 @@ func sleepBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 		return nil, fmt.Errorf("%s: for parameter seconds: got %s, want int or float", b.Name(), secs.Type())
 	}
 	if f < 0 {
-		return nil, fmt.Errorf("%s: `seconds` must be >= 0", b.Name())
+		return nil, fmt.Errorf("%s: 'seconds' must be >= 0", b.Name())
 	}
 	if err := llm.SleepContext(vm.ContextOf(thread), time.Duration(f*float64(time.Second))); err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), context.Cause(vm.ContextOf(thread)))
+		return nil, fail(b.Name(), context.Cause(vm.ContextOf(thread)))
 	}
 	return starlark.None, nil
 }

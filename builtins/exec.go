@@ -45,7 +45,7 @@ func runCommand(thread *starlark.Thread, p *workspace.Policy, r execRequest) (*w
 	ctx := vm.ContextOf(thread)
 	res, err := p.Run(ctx, r.argv, r.opts)
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%q cancelled: %v", r.argv[0], context.Cause(ctx))
+		return nil, fmt.Errorf("%q cancelled: %w", r.argv[0], context.Cause(ctx))
 	}
 	return res, err
 }
@@ -60,7 +60,7 @@ func execRun(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	var r execRequest
 	var err error
 	if r.argv, err = stringsOf(argv); err != nil {
-		return nil, fmt.Errorf("%s: for parameter argv: %v", b.Name(), err)
+		return nil, fmt.Errorf("%s: for parameter argv: %w", b.Name(), err)
 	}
 	if len(r.argv) == 0 {
 		return nil, fmt.Errorf("%s: argv must not be empty", b.Name())
@@ -80,6 +80,8 @@ func execRun(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
+	redact := redactorOf(thread)
+	res.Stdout, res.Stderr = redact.Redact(res.Stdout), redact.Redact(res.Stderr)
 	d := starlark.NewDict(5)
 	_ = d.SetKey(starlark.String("code"), starlark.MakeInt(res.Code))
 	_ = d.SetKey(starlark.String("stdout"), starlark.String(res.Stdout))

@@ -47,7 +47,7 @@ func doHTTP(thread *starlark.Thread, p *workspace.Policy, r workspace.HTTPReques
 		if u, perr := url.Parse(r.URL); perr == nil {
 			target = u.Redacted()
 		}
-		return nil, fmt.Errorf("%s %s cancelled: %v", r.Method, target, context.Cause(ctx))
+		return nil, fmt.Errorf("%s %s cancelled: %w", r.Method, target, context.Cause(ctx))
 	}
 	return res, err
 }
@@ -85,6 +85,11 @@ func httpBuiltin(method string) func(*starlark.Thread, *starlark.Builtin, starla
 			return nil, fail(b.Name(), err)
 		}
 		d := starlark.NewDict(5)
+		redact := redactorOf(thread)
+		for k, v := range res.Headers {
+			res.Headers[k] = redact.Redact(v)
+		}
+		res.Body, res.URL = redact.Redact(res.Body), redact.Redact(res.URL)
 		_ = d.SetKey(starlark.String("status"), starlark.MakeInt(res.Status))
 		_ = d.SetKey(starlark.String("headers"), vm.ToStarlark(res.Headers))
 		_ = d.SetKey(starlark.String("body"), starlark.String(res.Body))

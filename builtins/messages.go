@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -18,7 +19,7 @@ var blockKeys = map[string][]string{
 	sessions.BlockImage:            {"data", "media_type", "type"},
 }
 
-// messageFromStarlark converts a message dict (API.md §1.2) to a Message,
+// messageFromStarlark converts a message dict to a Message,
 // checking every key. Errors are prefixed with fn. It does not check the
 // message against a transcript; the store does that.
 func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) {
@@ -27,20 +28,20 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 	if !ok {
 		return m, fmt.Errorf("%s: message must be a dict", fn)
 	}
-	fail := func(format string, args ...any) (sessions.Message, error) {
+	bad := func(format string, args ...any) (sessions.Message, error) {
 		return sessions.Message{}, fmt.Errorf("%s: "+format, append([]any{fn}, args...)...)
 	}
 	fields := map[string]starlark.Value{}
 	for _, item := range d.Items() {
 		k, ok := item[0].(starlark.String)
-		if !ok || !contains(sessions.MessageKeys, string(k)) {
-			return fail("unknown message key %s (expected one of: %s)", keyText(item[0]), strings.Join(sessions.MessageKeys, ", "))
+		if !ok || !slices.Contains(sessions.MessageKeys, string(k)) {
+			return bad("unknown message key %s (expected one of: %s)", keyText(item[0]), strings.Join(sessions.MessageKeys, ", "))
 		}
 		fields[string(k)] = item[1]
 	}
 	role, ok := fields["role"].(starlark.String)
-	if !ok || !contains(sessions.Roles, string(role)) {
-		return fail("message must have a string `role` (one of: %s)", strings.Join(sessions.Roles, ", "))
+	if !ok || !slices.Contains(sessions.Roles, string(role)) {
+		return bad("message must have a string 'role' (one of: %s)", strings.Join(sessions.Roles, ", "))
 	}
 	m.Role = string(role)
 	for _, key := range sessions.MessageKeys {
@@ -49,7 +50,7 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 			continue
 		}
 		if sv, isSecret := val.(vm.Secret); isSecret {
-			return fail("message key `%s`: %s is a secret, which never enters a message", key, sv)
+			return bad("message key '%s': %s is a secret, which never enters a message", key, sv)
 		}
 		var err error
 		switch key {
@@ -75,11 +76,11 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 			m.Usage, err = objectField(val, "usage")
 		}
 		if err != nil {
-			return fail("message key `%s`: %v", key, err)
+			return bad("message key '%s': %w", key, err)
 		}
 	}
 	if err := sessions.CheckShape(&m); err != nil {
-		return fail("%v", err)
+		return bad("%w", err)
 	}
 	return m, nil
 }
@@ -89,15 +90,6 @@ func keyText(k starlark.Value) string {
 		return "'" + string(s) + "'"
 	}
 	return k.String()
-}
-
-func contains[T comparable](list []T, x T) bool {
-	for _, y := range list {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 func stringField(v starlark.Value) (string, error) {
@@ -129,7 +121,7 @@ func contentFromStarlark(v starlark.Value) (string, []sessions.Block, error) {
 		for i := 0; i < seq.Len(); i++ {
 			b, err := blockFromStarlark(seq.Index(i))
 			if err != nil {
-				return "", nil, fmt.Errorf("block %d: %v", i, err)
+				return "", nil, fmt.Errorf("block %d: %w", i, err)
 			}
 			blocks = append(blocks, b)
 		}
@@ -148,12 +140,12 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 	typ, ok := t.(starlark.String)
 	allowed, known := blockKeys[string(typ)]
 	if !ok || !known {
-		return b, fmt.Errorf("block must have a string `type` (one of: %s)", strings.Join(sessions.BlockTypes, ", "))
+		return b, fmt.Errorf("block must have a string 'type' (one of: %s)", strings.Join(sessions.BlockTypes, ", "))
 	}
 	b.Type = string(typ)
 	for _, item := range d.Items() {
 		k, _ := item[0].(starlark.String)
-		if !contains(allowed, string(k)) {
+		if !slices.Contains(allowed, string(k)) {
 			return b, fmt.Errorf("unknown key %s in a %s block (expected one of: %s)", keyText(item[0]), b.Type, strings.Join(allowed, ", "))
 		}
 		if k == "type" {
@@ -161,7 +153,7 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 		}
 		s, err := stringField(item[1])
 		if err != nil {
-			return b, fmt.Errorf("key `%s`: %v", string(k), err)
+			return b, fmt.Errorf("key '%s': %w", string(k), err)
 		}
 		switch k {
 		case "text":
@@ -207,7 +199,7 @@ func toolCallsFromStarlark(v starlark.Value) ([]sessions.ToolCall, error) {
 				return nil, fmt.Errorf("[%d]: unknown key %s (expected one of: arguments, id, name)", i, keyText(item[0]))
 			}
 			if err != nil {
-				return nil, fmt.Errorf("[%d] key `%s`: %v", i, string(k), err)
+				return nil, fmt.Errorf("[%d] key '%s': %w", i, string(k), err)
 			}
 		}
 		calls = append(calls, call)
@@ -313,7 +305,7 @@ func eventToStarlark(e *sessions.Event) *starlark.Dict {
 }
 
 // recordToStarlark converts a session record to the snapshot dict of
-// API.md §1.1.
+// the snapshot shape.
 func recordToStarlark(rec *sessions.Record) *starlark.Dict {
 	d := starlark.NewDict(16)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }

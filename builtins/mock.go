@@ -1,6 +1,6 @@
 package builtins
 
-// Mock provider builtins (API.md §4).
+// Mock provider builtins.
 //
 //	llm_mock(text=None, tool_calls=None, match=None, consume_match=False, error=None,
 //	         input_tokens=None, output_tokens=None, thinking=None, model=None, delay_ms=None) -> None
@@ -34,7 +34,7 @@ func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if len(args) == 1 {
 		positional = args[0]
 	}
-	opts, err := unpackOptions(b.Name(), positional, kwargs, mock.Keys)
+	opts, err := mockTable.unpack(b.Name(), positional, kwargs)
 	if err != nil {
 		return nil, err
 	}
@@ -42,13 +42,13 @@ func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	for k, v := range opts.values {
 		x, err := vm.FromStarlark(v, k)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		fields[k] = x
 	}
 	resp, err := mock.ParseResponse(fields)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {

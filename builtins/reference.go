@@ -17,7 +17,7 @@ func Reference() string {
 	b.WriteString("`argv` (the script's arguments), `fail` and `print` (to stdout). Tests run by `skein test` also have ")
 	b.WriteString("`assert` (starlarktest's module) and `skip(reason)`.\n\n")
 	b.WriteString("Errors start with the builtin's name: `agent_session_trim: ` + \"`keep_last` must be >= 0\". ")
-	b.WriteString("The full contract is API.md; behaviour it leaves open is documented in docs/semantics.md.\n")
+	b.WriteString("How errors quote names, and behaviour beyond the signatures, is in [semantics.md](semantics.md).\n")
 	area := ""
 	row := func(rowArea, name, signature, summary string) {
 		if rowArea != area {
@@ -32,5 +32,33 @@ func Reference() string {
 	for _, v := range Values() {
 		row(v.Area, v.Name, v.Signature, v.Summary)
 	}
+	b.WriteString("\n## Options\n\nAn option not given, or given as None, has its default. An unknown key, a value of the wrong type ")
+	b.WriteString("or out of range is an error naming the builtin and the option.\n")
+	for _, t := range optionTables() {
+		writeOptionTable(&b, t)
+	}
 	return b.String()
+}
+
+// writeOptionTable renders one option table: its own rows, not those of
+// the table it extends.
+func writeOptionTable(b *strings.Builder, t *optionTable) {
+	fmt.Fprintf(b, "\n### %s\n\n%s\n", t.Title, t.Intro)
+	header := false
+	for _, r := range t.rows {
+		if t.base != nil {
+			if _, inherited := t.base.index[r.Name]; inherited {
+				continue
+			}
+		}
+		if !header {
+			b.WriteString("\n| option | type | default | meaning |\n|---|---|---|---|\n")
+			header = true
+		}
+		typ := r.typeName()
+		if c := r.constraint(); c != "" {
+			typ += ", " + c
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.Name, typ, r.defaultText(), strings.ReplaceAll(r.Doc, "|", "\\|"))
+	}
 }

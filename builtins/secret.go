@@ -22,6 +22,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -90,7 +91,20 @@ func secretBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
+	redactorOf(thread).Add(s.Name(), s.Reveal())
 	return secretValue{s}, nil
+}
+
+// redactorOf returns the Redactor of the thread's store: the secrets a
+// script looks up are replaced by "<secret NAME>" in what comes back from
+// commands and servers and in everything stored. It is nil (redacting
+// nothing) on a thread without a VM.
+func redactorOf(thread *starlark.Thread) *sessions.Redactor {
+	st, err := vm.StateOf(thread)
+	if err != nil {
+		return nil
+	}
+	return st.Store.Redactor()
 }
 
 // secretMap converts a dict of names to strings or secrets (http headers,

@@ -1,6 +1,6 @@
 package builtins
 
-// Session builtins (API.md §1).
+// Session builtins.
 //
 //	agent_session_open(id=None, max_turns=None, title=None, metadata=None) -> str
 //	agent_session_update(id, title=None, metadata=None) -> None
@@ -52,11 +52,6 @@ func sessionSpecs() []Spec {
 	}
 }
 
-// sessionErr prefixes a store error with the builtin's name.
-func sessionErr(fn string, err error) error {
-	return fmt.Errorf("%s: %w", fn, err)
-}
-
 func isNotFound(err error) bool { return errors.Is(err, sessions.ErrNotFound) }
 
 // optionalID unpacks an id parameter that may be None (mint one) or a
@@ -67,7 +62,7 @@ func optionalID(fn, param string, v starlark.Value) (string, bool, error) {
 		return "", false, nil
 	case starlark.String:
 		if v == "" {
-			return "", false, fmt.Errorf("%s: `%s` must not be empty", fn, param)
+			return "", false, fmt.Errorf("%s: '%s' must not be empty", fn, param)
 		}
 		return string(v), true, nil
 	}
@@ -93,7 +88,7 @@ func idCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 // nonNegative checks an int parameter in the API's words.
 func nonNegative(fn, param string, n int) error {
 	if n < 0 {
-		return fmt.Errorf("%s: `%s` must be >= 0", fn, param)
+		return fmt.Errorf("%s: '%s' must be >= 0", fn, param)
 	}
 	return nil
 }
@@ -116,7 +111,7 @@ func sessionInfo(fn string, titleV, metaV starlark.Value) (sessions.Info, error)
 		}
 		m, err := vm.FromStarlark(metaV, "metadata")
 		if err != nil {
-			return info, fmt.Errorf("%s: %v", fn, err)
+			return info, fail(fn, err)
 		}
 		info.Metadata = m.(map[string]any)
 	}
@@ -144,7 +139,7 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		}
 		n, ok := i.Int64()
 		if !ok || n < 1 || n > 1<<31 {
-			return nil, fmt.Errorf("%s: `max_turns` must be >= 1", b.Name())
+			return nil, fmt.Errorf("%s: 'max_turns' must be >= 1", b.Name())
 		}
 		maxTurns = int(n)
 	}
@@ -156,7 +151,7 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		id = st.NewID()
 	}
 	if _, err := st.Store.OpenWith(vm.ContextOf(thread), id, sessions.OpenOptions{MaxTurns: maxTurns, Info: info}); err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.String(id), nil
 }
@@ -177,7 +172,7 @@ func sessionUpdate(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	}
 	events, err := st.Store.SetInfo(vm.ContextOf(thread), id, info)
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.None, deliver(thread, st.Store, events)
 }
@@ -186,7 +181,7 @@ func sessionExists(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
 		ok, err := st.Store.Exists(ctx, id)
 		if err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		return starlark.Bool(ok), nil
 	})
@@ -196,7 +191,7 @@ func sessionLength(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
 		n, err := st.Store.Length(ctx, id)
 		if err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		return starlark.MakeInt(n), nil
 	})
@@ -209,7 +204,7 @@ func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark
 			return starlark.None, nil
 		}
 		if err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		if rec.MaxTurns == 0 {
 			rec.MaxTurns = st.MaxTurns
@@ -225,7 +220,7 @@ func sessionReset(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 				Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
 		})
 		if err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		return starlark.None, deliver(thread, st.Store, events)
 	})
@@ -267,7 +262,7 @@ func fork(thread *starlark.Thread, fn, src string, dstv starlark.Value, opts ses
 	}
 	events, err := st.Store.Fork(vm.ContextOf(thread), src, dst, opts)
 	if err != nil {
-		return nil, sessionErr(fn, err)
+		return nil, fail(fn, err)
 	}
 	if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
@@ -296,7 +291,7 @@ func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 			map[string]any{"keep_last": int64(keepLast), "dropped": int64(drop), "kept": int64(kept)})}}, nil
 	})
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
@@ -311,7 +306,7 @@ func sessionRewind(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	if turns < 1 {
-		return nil, fmt.Errorf("%s: `turns` must be >= 1", b.Name())
+		return nil, fmt.Errorf("%s: 'turns' must be >= 1", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -328,7 +323,7 @@ func sessionRewind(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 			map[string]any{"turns": int64(turns), "dropped": int64(drop), "kept": int64(kept)})}}, nil
 	})
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
@@ -352,7 +347,7 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	}
 	events, err := st.Store.Apply(vm.ContextOf(thread), id, &sessions.Change{Append: []sessions.Message{msg}})
 	if err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.None, deliver(thread, st.Store, events)
 }
@@ -360,7 +355,7 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 func sessionClose(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
 		if err := st.Store.Close(ctx, id); err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		return starlark.None, nil
 	})
@@ -373,7 +368,7 @@ func sessionAncestry(thread *starlark.Thread, b *starlark.Builtin, args starlark
 			return starlark.None, nil
 		}
 		if err != nil {
-			return nil, sessionErr(b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		d := starlark.NewDict(3)
 		_ = d.SetKey(starlark.String("parent_id"), optionalString(l.ParentID))
@@ -408,7 +403,7 @@ func subscribe(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 		return nil, err
 	}
 	if err := st.Store.Subscribe(vm.ContextOf(thread), id, cb); err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.None, nil
 }
@@ -419,7 +414,7 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 		return nil, err
 	}
 	if kind == "" {
-		return nil, fmt.Errorf("%s: `kind` must not be empty", b.Name())
+		return nil, fmt.Errorf("%s: 'kind' must not be empty", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -427,14 +422,10 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	}
 	msg := sessions.Message{Role: sessions.RoleUser, Text: content, Metadata: map[string]any{"feedback_kind": kind}}
 	if err := st.Store.QueueFeedback(vm.ContextOf(thread), id, msg); err != nil {
-		return nil, sessionErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return starlark.None, nil
 }
-
-// currentSessionKey is the thread-local stack of the running agent loops
-// on a thread (innermost last).
-const currentSessionKey = "skein.builtins.current_session"
 
 // loopFrame is a running agent loop, as agent_session_current_id and
 // agent_spawn see it.
@@ -449,11 +440,8 @@ type loopFrame struct {
 
 // currentLoop returns the innermost running agent loop.
 func currentLoop(thread *starlark.Thread) *loopFrame {
-	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
-	if len(stack) == 0 {
-		return nil
-	}
-	return stack[len(stack)-1]
+	f, _ := vm.CurrentLoop(thread).(*loopFrame)
+	return f
 }
 
 // currentSession returns the session of the innermost running agent loop.
@@ -467,7 +455,5 @@ func currentSession(thread *starlark.Thread) (string, bool) {
 // pushLoop makes f the current loop of thread until the returned
 // function is called.
 func pushLoop(thread *starlark.Thread, f *loopFrame) (pop func()) {
-	stack, _ := thread.Local(currentSessionKey).([]*loopFrame)
-	thread.SetLocal(currentSessionKey, append(stack[:len(stack):len(stack)], f))
-	return func() { thread.SetLocal(currentSessionKey, stack) }
+	return vm.PushLoop(thread, f)
 }

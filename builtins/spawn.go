@@ -6,6 +6,7 @@ package builtins
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -31,19 +32,6 @@ const (
 	eventSubagentEnd   = "subagent_end"
 )
 
-// spawnOptions are the agent_loop options agent_spawn passes through.
-var spawnOptions = func() []string {
-	var out []string
-	for _, k := range loopKeys {
-		switch k {
-		case "session_id", "tools", "max_iterations":
-		default:
-			out = append(out, k)
-		}
-	}
-	return out
-}()
-
 func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	fn := b.Name()
 	named, rest := splitKwargs(kwargs, "task", "tools", "carry", "system", "max_iterations")
@@ -52,11 +40,11 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err := starlark.UnpackArgs(fn, args, named, "task", &task, "tools?", &tools, "carry?", &carry, "system?", &system, "max_iterations?", &maxIter); err != nil {
 		return nil, err
 	}
-	o, err := unpackOptions(fn, starlark.None, rest, spawnOptions)
+	o, err := spawnTable.unpack(fn, starlark.None, rest)
 	if err != nil {
 		return nil, err
 	}
-	if !contains(carryModes, carry) {
+	if !slices.Contains(carryModes, carry) {
 		return nil, fmt.Errorf("%s: unknown carry '%s' (expected one of: %s)", fn, carry, strings.Join(carryModes, ", "))
 	}
 	budget := 0
@@ -67,7 +55,7 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 			return nil, fmt.Errorf("%s: for parameter max_iterations: got %s, want int or None", fn, maxIter.Type())
 		}
 		if v < 1 {
-			return nil, fmt.Errorf("%s: `max_iterations` must be >= 1", fn)
+			return nil, fmt.Errorf("%s: 'max_iterations' must be >= 1", fn)
 		}
 		budget = int(v)
 	}
@@ -90,7 +78,7 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	logParent := func(typ string, data map[string]any) error {
 		events, err := parent.store.Apply(ctx, parent.sessionID, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
 		if err != nil {
-			return sessionErr(fn, err)
+			return fail(fn, err)
 		}
 		return deliver(thread, parent.store, events)
 	}
@@ -104,8 +92,8 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if tools != starlark.None {
 		call = append(call, starlark.Tuple{starlark.String("tools"), tools})
 	}
-	for key, def := range map[string]string{"provider": parent.provider, "model": parent.model, "base_url": parent.baseURL} {
-		if _, given := o.values[key]; !given && def != "" {
+	for _, kv := range [][2]string{{"provider", parent.provider}, {"model", parent.model}, {"base_url", parent.baseURL}} {
+		if key, def := kv[0], kv[1]; !o.has(key) && def != "" {
 			call = append(call, starlark.Tuple{starlark.String(key), starlark.String(def)})
 		}
 	}
@@ -138,7 +126,7 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 		// be in the middle of a tool call
 		msgs, err := st.Store.Messages(ctx, parent.sessionID)
 		if err != nil {
-			return "", sessionErr(fn, err)
+			return "", fail(fn, err)
 		}
 		if closedPrefix(msgs) != len(msgs) {
 			return "", fmt.Errorf("%s: carry 'inherit' runs the child on session '%s' itself, which has a tool call in progress: call it from a post_turn_callback, or use carry \"fork\"", fn, parent.sessionID)
@@ -149,7 +137,7 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 	if parent.store != st.Store {
 		// an anonymous parent: a new empty session, linked by metadata
 		if _, err := st.Store.Open(ctx, child, 0); err != nil {
-			return "", sessionErr(fn, err)
+			return "", fail(fn, err)
 		}
 		return child, nil
 	}
@@ -158,14 +146,14 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 	// prompt follows a complete turn.
 	msgs, err := st.Store.Messages(ctx, parent.sessionID)
 	if err != nil {
-		return "", sessionErr(fn, err)
+		return "", fail(fn, err)
 	}
 	keep := closedPrefix(msgs)
 	if carry == "reset" {
 		keep = 0
 	}
 	if _, err := st.Store.Fork(ctx, parent.sessionID, child, sessions.ForkOptions{KeepFirst: keep}); err != nil {
-		return "", sessionErr(fn, err)
+		return "", fail(fn, err)
 	}
 	if carry == "compact" && keep > 0 {
 		if _, err := starlark.Call(thread, starlark.NewBuiltin("agent_session_compact", sessionCompact), starlark.Tuple{starlark.String(child)}, nil); err != nil {

@@ -1,6 +1,6 @@
 package builtins
 
-// Tool builtins (API.md §2.3).
+// Tool builtins.
 //
 //	tool(fn, name=None, description=None, parameters=None) -> tool
 //
@@ -152,7 +152,7 @@ func ToolOutput(name string, v starlark.Value) (string, error) {
 	}
 	data, err := json.Marshal(x)
 	if err != nil {
-		return "", fmt.Errorf("tool %s: %v", name, err)
+		return "", fmt.Errorf("tool %s: %w", name, err)
 	}
 	return string(data), nil
 }
@@ -182,7 +182,7 @@ func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if params != nil {
 		x, err := vm.FromStarlark(params, "parameters")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		schema := x.(map[string]any)
 		if t, ok := schema["type"]; ok && t != "object" {
@@ -191,7 +191,7 @@ func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		spec.Parameters = schema
 	}
 	if err := checkToolName(spec.Name); err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	t, err := newStarlarkTool(fn, spec)
 	if err != nil {
@@ -228,7 +228,7 @@ func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
 			t = x
 		case *starlark.Function:
 			if err := checkToolName(x.Name()); err != nil {
-				return nil, fmt.Errorf("%s: tools[%d]: %v", fn, i, err)
+				return nil, fmt.Errorf("%s: tools[%d]: %w", fn, i, err)
 			}
 			st, err := newStarlarkTool(x, inferSpec(x))
 			if err != nil {

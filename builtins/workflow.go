@@ -228,7 +228,7 @@ func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 		return nil, err
 	}
 	if path == "" {
-		return nil, fmt.Errorf("%s: `path` must not be empty", b.Name())
+		return nil, fmt.Errorf("%s: 'path' must not be empty", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -328,7 +328,7 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 		return nil, err
 	}
 	if maxSteps < 1 {
-		return nil, fmt.Errorf("%s: `max_steps` must be >= 1", b.Name())
+		return nil, fmt.Errorf("%s: 'max_steps' must be >= 1", b.Name())
 	}
 	id, _, err := optionalID(b.Name(), "run_id", runID)
 	if err != nil {
@@ -360,7 +360,7 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	}
 	run, err := executeGraph(thread, st, g, task, id, initial, maxSteps, observe)
 	if err != nil {
-		return nil, loopErr(b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return vm.ToStarlark(run.Map()), nil
 }

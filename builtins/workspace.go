@@ -41,7 +41,7 @@ func workspaceSpecs() []Spec {
 func policyOf(thread *starlark.Thread, fn string) (*workspace.Policy, error) {
 	p, err := vm.WorkspaceOf(thread)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", fn, err)
+		return nil, fail(fn, err)
 	}
 	return p, nil
 }
@@ -130,7 +130,7 @@ func optionalStrings(fn, param string, v starlark.Value) (*[]string, error) {
 	}
 	list, err := stringsOf(v)
 	if err != nil {
-		return nil, fmt.Errorf("%s: for parameter %s: %v", fn, param, err)
+		return nil, fmt.Errorf("%s: for parameter %s: %w", fn, param, err)
 	}
 	return &list, nil
 }
@@ -163,7 +163,7 @@ func loopWorkspace(thread *starlark.Thread, o *options) (*workspace.Policy, erro
 	}
 	pv, ok := v.(*policyValue)
 	if !ok {
-		return nil, o.typeErr("workspace", v, "workspace_policy")
+		return nil, o.typeErr("workspace", v)
 	}
 	current, err := policyOf(thread, o.fn)
 	if err != nil {
@@ -175,7 +175,7 @@ func loopWorkspace(thread *starlark.Thread, o *options) (*workspace.Policy, erro
 	cmds, hosts := pv.p.AllowCmds(), pv.p.AllowNet()
 	p, err := current.Narrow(workspace.Narrowing{Root: pv.p.Root(), Tier: pv.p.Tier(), AllowCmds: &cmds, AllowNet: &hosts})
 	if err != nil {
-		return nil, fmt.Errorf("%s: option 'workspace': %v", o.fn, err)
+		return nil, fmt.Errorf("%s: option 'workspace': %w", o.fn, err)
 	}
 	return p, nil
 }
@@ -192,9 +192,9 @@ func seconds(fn, param string, v starlark.Value, dflt time.Duration) (time.Durat
 	}
 	switch {
 	case f <= 0:
-		return 0, fmt.Errorf("%s: `%s` must be > 0", fn, param)
+		return 0, fmt.Errorf("%s: '%s' must be > 0", fn, param)
 	case f > 1e9:
-		return 0, fmt.Errorf("%s: `%s` is too large", fn, param)
+		return 0, fmt.Errorf("%s: '%s' is too large", fn, param)
 	}
 	return time.Duration(f * float64(time.Second)), nil
 }

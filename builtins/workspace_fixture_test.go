@@ -160,6 +160,12 @@ func testHandler(refused string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"method": %q, "body": %q, "x_test": %q}`, r.Method, body, r.Header.Get("X-Test"))
 	})
+	// /echo-auth is a careless server: it echoes the Authorization
+	// header in its body and in a response header.
+	mux.HandleFunc("/echo-auth", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Seen", r.Header.Get("Authorization"))
+		io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+	})
 	// /auth says whether the secret arrived, never what arrived.
 	mux.HandleFunc("/auth", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testSecret {

@@ -343,7 +343,7 @@ func readFileTool(_ *starlark.Thread, p *workspace.Policy, args map[string]any) 
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("read %q: %v", path, err)
+			return "", fmt.Errorf("read %q: %w", path, err)
 		}
 	}
 	switch {

@@ -177,11 +177,11 @@ func TestOptionsValidate(t *testing.T) {
 		opts func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.KeepLast = -1 }, "`keep_last` must be >= 0"},
-		{func(o *Options) { o.KeepFirst = -1 }, "`keep_first` must be >= 0"},
-		{func(o *Options) { o.TokenThreshold = -1 }, "`token_threshold` must be >= 0"},
-		{func(o *Options) { o.HardLimitTokens = -1 }, "`hard_limit_tokens` must be >= 0"},
-		{func(o *Options) { o.ToolOutputMaxChars = -1 }, "`tool_output_max_chars` must be >= 0"},
+		{func(o *Options) { o.KeepLast = -1 }, "'keep_last' must be >= 0"},
+		{func(o *Options) { o.KeepFirst = -1 }, "'keep_first' must be >= 0"},
+		{func(o *Options) { o.TokenThreshold = -1 }, "'token_threshold' must be >= 0"},
+		{func(o *Options) { o.HardLimitTokens = -1 }, "'hard_limit_tokens' must be >= 0"},
+		{func(o *Options) { o.ToolOutputMaxChars = -1 }, "'tool_output_max_chars' must be >= 0"},
 		{func(o *Options) { o.Strategy = "x" }, "unknown compact_strategy 'x' (expected one of: custom, llm, observation_mask, truncate)"},
 		{func(o *Options) { o.HardLimitStrategy = "x" }, "unknown hard_limit_strategy 'x' (expected one of: custom, llm, observation_mask, truncate)"},
 		{func(o *Options) { o.Strategy = "custom" }, "compact_strategy 'custom' needs a custom_compactor"},

@@ -64,7 +64,7 @@ type Options struct {
 	Model    string
 }
 
-// DefaultOptions returns the defaults of API.md §3: KeepFirst 0, KeepLast
+// DefaultOptions returns the defaults: KeepFirst 0, KeepLast
 // 12, no token threshold, observation_mask, no hard limit, truncate as the
 // hard-limit strategy.
 func DefaultOptions() Options {
@@ -120,7 +120,7 @@ func (o *Options) Validate() error {
 		{"tool_output_max_chars", o.ToolOutputMaxChars},
 	} {
 		if c.v < 0 {
-			return fmt.Errorf("`%s` must be >= 0", c.name)
+			return fmt.Errorf("'%s' must be >= 0", c.name)
 		}
 	}
 	if err := o.checkStrategy("compact_strategy", o.strategy(), true); err != nil {

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"github.com/skein-dev/skein/sessions"
 	"net/http"
 	"regexp"
 	"sort"
@@ -52,6 +53,10 @@ type Settings struct {
 	// Middleware, if set, wraps every real provider Build returns (the
 	// --llm-record recorder).
 	Middleware func(Provider) Provider
+	// Redactor, if set, learns the API key of every provider Build makes
+	// (named by its environment variable) and redacts every secret it
+	// knows from their replies, before Middleware sees them.
+	Redactor *sessions.Redactor
 }
 
 var openAIModel = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`)
@@ -62,7 +67,7 @@ var ErrNoProvider = fmt.Errorf("no provider configured: pass provider=\"mock\" f
 	"provider=\"openai\"/\"anthropic\"/\"gemini\"/\"ollama\"/... or \"openai_compatible\" (with base_url), set --provider or SKEIN_PROVIDER, " +
 	"use a claude-*, gpt-* or gemini-* model, or set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY")
 
-// ResolveName picks the provider of a call (API.md §4): the explicit name,
+// ResolveName picks the provider of a call: the explicit name,
 // then the VM default, then the model's name (claude-* is Anthropic;
 // gpt-*, o1..o9 and chatgpt-* are OpenAI; gemini-* is Gemini), then
 // whichever API key is set
@@ -143,11 +148,16 @@ func (s *Settings) build(name, baseURL string) (Provider, error) {
 	}
 	for _, k := range preset.KeyEnv {
 		if cfg.APIKey = cfg.Getenv(k); cfg.APIKey != "" {
+			s.Redactor.Add(k, cfg.APIKey)
 			break
 		}
 	}
 	if cfg.APIKey == "" && preset.KeyRequired {
 		return nil, fmt.Errorf("provider %s: %s is not set", name, strings.Join(preset.KeyEnv, " or "))
 	}
-	return f(cfg)
+	p, err := f(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return Redacting(p, s.Redactor), nil
 }

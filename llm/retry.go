@@ -12,6 +12,17 @@ import (
 // retry-after.
 const MaxRetryDelay = 60 * time.Second
 
+// Defaults of the retry policy of a model call (llm_retries,
+// llm_backoff_ms).
+const (
+	DefaultRetries = 2
+	DefaultBackoff = 500 * time.Millisecond
+)
+
+// DefaultRetry returns the policy of DefaultRetries retries starting at
+// DefaultBackoff.
+func DefaultRetry() RetryPolicy { return RetryPolicy{Retries: DefaultRetries, Backoff: DefaultBackoff} }
+
 // RetryPolicy retries a call that failed with a transient error.
 type RetryPolicy struct {
 	// Retries is the number of retries after the first attempt.

@@ -83,7 +83,7 @@ func (e *Event) setFields(m map[string]any) error {
 	*e = Event{}
 	typ, _ := m["type"].(string)
 	if typ == "" {
-		return fmt.Errorf("event has no string `type`")
+		return fmt.Errorf("event has no string 'type'")
 	}
 	e.Type = typ
 	e.SessionID, _ = m["session_id"].(string)
@@ -92,7 +92,7 @@ func (e *Event) setFields(m map[string]any) error {
 	case int64:
 		e.Seq = seq
 	default:
-		return fmt.Errorf("event has no integer `seq`")
+		return fmt.Errorf("event has no integer 'seq'")
 	}
 	if ts, ok := m["timestamp"].(string); ok {
 		if e.Time, err = time.Parse(TimeFormat, ts); err != nil {

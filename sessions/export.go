@@ -15,7 +15,7 @@ import (
 // A session is exported in one of two formats, and ReadExport reads both
 // back.
 //
-// JSON (WriteJSON) is one document in the snapshot shape of API.md §1.1:
+// JSON (WriteJSON) is one document in the shape of agent_session_snapshot:
 // {"_type": "transcript", "version": 1, id, status, created_at,
 // updated_at, title, summary, metadata, parent_id, child_ids, branched_at,
 // turns, max_turns, messages, events}. max_turns is null when the

@@ -167,7 +167,7 @@ func TestReadExportErrors(t *testing.T) {
 			[]string{`{"_type":"message","index":0,"message":{"role":"tool","tool_call_id":"nope","content":"x"}}`}),
 			`message 0: tool message's tool_call_id "nope" matches no tool call awaiting a result`},
 		{"bad message", join([]string{header}, events, msgs[:1], []string{`{"_type":"message","index":1,"message":{"role":"robot"}}`}),
-			"message must have a string `role`"},
+			"message must have a string 'role'"},
 		{"foreign event", strings.Replace(buf.String(), `"session_id":"x"`, `"session_id":"z"`, 1), `event 1 belongs to session "z", not "x"`},
 	} {
 		_, _, err := ReadExport(strings.NewReader(tc.input))

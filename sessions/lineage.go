@@ -39,7 +39,7 @@ func CheckParentChain(id, parent string, parentOf func(id string) (parent string
 // cycleError describes the cycle at the end of path, whose last id is
 // the one seen twice.
 func cycleError(id string, path []string) error {
-	return fmt.Errorf("session %q: %w: %s", id, ErrCycle, strings.Join(path, " -> "))
+	return IDError(id, fmt.Errorf("%w: %s", ErrCycle, strings.Join(path, " -> ")))
 }
 
 // Descendants returns the forks of id and their forks, depth first in

@@ -38,7 +38,7 @@ func (b *MemoryBackend) Create(_ context.Context, rec *Record) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.sessions[rec.ID]; ok {
-		return fmt.Errorf("session %q: %w", rec.ID, ErrExists)
+		return IDError(rec.ID, ErrExists)
 	}
 	if err := CheckParentChain(rec.ID, rec.ParentID, func(id string) (string, bool, error) {
 		r, ok := b.sessions[id]
@@ -60,7 +60,7 @@ func (b *MemoryBackend) Load(_ context.Context, id string) (*Record, error) {
 	defer b.mu.Unlock()
 	r, ok := b.sessions[id]
 	if !ok {
-		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return nil, IDError(id, ErrNotFound)
 	}
 	out := cloneRecordFields(&r.rec)
 	out.Messages = slices.Clone(r.transcript.Slice())
@@ -73,7 +73,7 @@ func (b *MemoryBackend) LoadMeta(_ context.Context, id string) (*Record, error) 
 	defer b.mu.Unlock()
 	r, ok := b.sessions[id]
 	if !ok {
-		return nil, fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return nil, IDError(id, ErrNotFound)
 	}
 	out := cloneRecordMeta(&r.rec)
 	return &out, nil
@@ -94,15 +94,15 @@ func (b *MemoryBackend) Write(_ context.Context, id string, base int64, changes 
 	defer b.mu.Unlock()
 	r, ok := b.sessions[id]
 	if !ok {
-		return fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return IDError(id, ErrNotFound)
 	}
 	if r.rec.Version != base {
-		return fmt.Errorf("session %q: %w", id, ErrConflict)
+		return IDError(id, ErrConflict)
 	}
 	n := r.transcript.Len()
 	for _, ch := range changes {
 		if err := checkDropFirst(ch, n); err != nil {
-			return fmt.Errorf("session %q: %v", id, err)
+			return IDError(id, err)
 		}
 		n = changedLen(n, ch)
 	}
@@ -194,13 +194,13 @@ func (b *MemoryBackend) Fork(_ context.Context, spec *ForkSpec) error {
 	defer b.mu.Unlock()
 	src, ok := b.sessions[spec.Src]
 	if !ok {
-		return fmt.Errorf("session %q: %w", spec.Src, ErrNotFound)
+		return IDError(spec.Src, ErrNotFound)
 	}
 	if src.rec.Version != spec.SrcVersion {
-		return fmt.Errorf("session %q: %w", spec.Src, ErrConflict)
+		return IDError(spec.Src, ErrConflict)
 	}
 	if _, ok := b.sessions[spec.Dst.ID]; ok {
-		return fmt.Errorf("session %q: %w", spec.Dst.ID, ErrExists)
+		return IDError(spec.Dst.ID, ErrExists)
 	}
 	if spec.KeepFirst < 0 || spec.KeepFirst > src.transcript.Len() {
 		return fmt.Errorf("fork of %q: keep_first %d out of range", spec.Src, spec.KeepFirst)
@@ -281,11 +281,11 @@ func (b *MemoryBackend) Delete(_ context.Context, id string, recursive bool) err
 	defer b.mu.Unlock()
 	r, ok := b.sessions[id]
 	if !ok {
-		return fmt.Errorf("session %q: %w", id, ErrNotFound)
+		return IDError(id, ErrNotFound)
 	}
 	if len(r.rec.ChildIDs) > 0 && !recursive {
 		if b.anyChildStored(r) {
-			return fmt.Errorf("session %q: %w", id, ErrHasChildren)
+			return IDError(id, ErrHasChildren)
 		}
 	}
 	b.deleteLocked(id)

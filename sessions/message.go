@@ -118,7 +118,7 @@ func CheckShape(m *Message) error {
 	switch m.Role {
 	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
 	default:
-		return fmt.Errorf("message must have a string `role` (one of: %s)", strings.Join(Roles, ", "))
+		return fmt.Errorf("message must have a string 'role' (one of: %s)", strings.Join(Roles, ", "))
 	}
 	for i, b := range m.Blocks {
 		if err := checkBlock(b); err != nil {
@@ -126,15 +126,15 @@ func CheckShape(m *Message) error {
 		}
 	}
 	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
-		return fmt.Errorf("`tool_calls` is only allowed on assistant messages, not %s", m.Role)
+		return fmt.Errorf("'tool_calls' is only allowed on assistant messages, not %s", m.Role)
 	}
 	seen := map[string]bool{}
 	for i, c := range m.ToolCalls {
 		if c.ID == "" {
-			return fmt.Errorf("tool_calls[%d] must have a non-empty string `id`", i)
+			return fmt.Errorf("tool_calls[%d] must have a non-empty string 'id'", i)
 		}
 		if c.Name == "" {
-			return fmt.Errorf("tool_calls[%d] must have a non-empty string `name`", i)
+			return fmt.Errorf("tool_calls[%d] must have a non-empty string 'name'", i)
 		}
 		if seen[c.ID] {
 			return fmt.Errorf("tool_calls[%d]: duplicate id %q", i, c.ID)
@@ -143,17 +143,17 @@ func CheckShape(m *Message) error {
 	}
 	if m.Role == RoleTool {
 		if m.ToolCallID == "" {
-			return fmt.Errorf("a tool message must have a string `tool_call_id`")
+			return fmt.Errorf("a tool message must have a string 'tool_call_id'")
 		}
 	} else {
 		if m.ToolCallID != "" {
-			return fmt.Errorf("`tool_call_id` is only allowed on tool messages, not %s", m.Role)
+			return fmt.Errorf("'tool_call_id' is only allowed on tool messages, not %s", m.Role)
 		}
 		if m.IsError {
-			return fmt.Errorf("`is_error` is only allowed on tool messages, not %s", m.Role)
+			return fmt.Errorf("'is_error' is only allowed on tool messages, not %s", m.Role)
 		}
 		if m.Name != "" {
-			return fmt.Errorf("`name` is only allowed on tool messages, not %s", m.Role)
+			return fmt.Errorf("'name' is only allowed on tool messages, not %s", m.Role)
 		}
 	}
 	return nil
@@ -163,28 +163,28 @@ func checkBlock(b Block) error {
 	switch b.Type {
 	case BlockText:
 		if b.Thinking != "" || b.Signature != "" || b.Origin != "" || b.MediaType != "" || b.Data != "" {
-			return fmt.Errorf("a text block has only `type` and `text`")
+			return fmt.Errorf("a text block has only 'type' and 'text'")
 		}
 	case BlockThinking:
 		if b.Text != "" || b.MediaType != "" {
-			return fmt.Errorf("a thinking block has only `type`, `thinking`, `signature`, `origin` and `data`")
+			return fmt.Errorf("a thinking block has only 'type', 'thinking', 'signature', 'origin' and 'data'")
 		}
 		if b.Data != "" && b.Origin == "" {
-			return fmt.Errorf("a thinking block with `data` needs the `origin` that made it")
+			return fmt.Errorf("a thinking block with 'data' needs the 'origin' that made it")
 		}
 	case BlockRedactedThinking:
 		if b.Data == "" {
-			return fmt.Errorf("a redacted_thinking block needs string `data`")
+			return fmt.Errorf("a redacted_thinking block needs string 'data'")
 		}
 		if b.Text != "" || b.Thinking != "" || b.Signature != "" || b.Origin != "" || b.MediaType != "" {
-			return fmt.Errorf("a redacted_thinking block has only `type` and `data`")
+			return fmt.Errorf("a redacted_thinking block has only 'type' and 'data'")
 		}
 	case BlockImage:
 		if b.MediaType == "" || b.Data == "" {
-			return fmt.Errorf("an image block needs string `media_type` and `data`")
+			return fmt.Errorf("an image block needs string 'media_type' and 'data'")
 		}
 		if b.Text != "" || b.Thinking != "" || b.Signature != "" || b.Origin != "" {
-			return fmt.Errorf("an image block has only `type`, `media_type` and `data`")
+			return fmt.Errorf("an image block has only 'type', 'media_type' and 'data'")
 		}
 	default:
 		return fmt.Errorf("unknown block type %q (expected one of: %s)", b.Type, strings.Join(BlockTypes, ", "))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,9 +24,10 @@ const DefaultCap = 128
 //
 // A Store is safe for concurrent use.
 type Store struct {
-	backend Backend
-	clock   func() time.Time
-	cap     int
+	backend  Backend
+	clock    func() time.Time
+	cap      int
+	redactor *Redactor
 
 	mu  sync.Mutex // serialises loading and creating sessions
 	lru *lru.Cache[string, *Session]
@@ -78,6 +80,10 @@ func (s *Store) logged(sess *Session, events []Event, appended []Message) {
 	s.sink.Logged(&meta, events, appended)
 }
 
+// WithRedactor sets the Redactor applied to every message appended and
+// every event logged (default: a fresh one, see Store.Redactor).
+func WithRedactor(r *Redactor) Option { return func(s *Store) { s.redactor = r } }
+
 // Forgetter is implemented by non-durable backends that can drop a session
 // without touching its forks, which is what eviction from the LRU needs.
 type Forgetter interface {
@@ -90,6 +96,9 @@ func NewStore(backend Backend, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.redactor == nil {
+		s.redactor = NewRedactor()
+	}
 	if s.cap < 1 {
 		return nil, fmt.Errorf("session cap must be >= 1, got %d", s.cap)
 	}
@@ -100,6 +109,11 @@ func NewStore(backend Backend, opts ...Option) (*Store, error) {
 	s.lru = cache
 	return s, nil
 }
+
+// Redactor returns the store's Redactor: the secrets added to it are
+// replaced by "<secret NAME>" in every message appended and every event
+// logged, before they reach the backend, snapshots and exports.
+func (s *Store) Redactor() *Redactor { return s.redactor }
 
 // Backend returns the store's backend.
 func (s *Store) Backend() Backend { return s.backend }
@@ -153,6 +167,12 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
+
+// IDError returns err as an error about session id: an *Error, unless err
+// is nil or already one (whose id is kept). Backends wrap their errors
+// with it, so the session id appears in a message exactly once however
+// many layers pass the error on.
+func IDError(id string, err error) error { return wrap(id, err) }
 
 func wrap(id string, err error) error {
 	if err == nil {
@@ -430,6 +450,31 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 	return s.apply(ctx, sess, ch, version, false)
 }
 
+// redact returns ch with the store's secrets redacted from its appended
+// messages and its events' data: ch itself when there is nothing to do,
+// else a copy (the caller's slices are not changed).
+func (s *Store) redact(ch *Change) *Change {
+	if s.redactor.empty() || (len(ch.Append) == 0 && len(ch.Events) == 0) {
+		return ch
+	}
+	w := *ch
+	if len(ch.Append) > 0 {
+		w.Append = make([]Message, len(ch.Append))
+		for i, m := range ch.Append {
+			w.Append[i] = s.redactor.RedactMessage(m)
+		}
+	}
+	if len(ch.Events) > 0 {
+		w.Events = slices.Clone(ch.Events)
+		for i := range w.Events {
+			if w.Events[i].Data != nil {
+				w.Events[i].Data, _ = s.redactor.RedactValue(w.Events[i].Data).(map[string]any)
+			}
+		}
+	}
+	return &w
+}
+
 // anyVersion makes apply skip its in-memory version check.
 const anyVersion = -1
 
@@ -463,6 +508,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	if expect != anyVersion && expect != sess.rec.Version {
 		return nil, fmt.Errorf("session '%s' %w", id, errChanged)
 	}
+	ch = s.redact(ch)
 	if err := checkChange(sess.transcript, ch); err != nil {
 		return nil, err
 	}
@@ -687,7 +733,7 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	if keep > n {
 		parent.mu.Unlock()
-		return nil, fmt.Errorf("`keep_first` is %d but session '%s' has only %d messages", keep, src, n)
+		return nil, fmt.Errorf("'keep_first' is %d but session '%s' has only %d messages", keep, src, n)
 	}
 	if open := OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
 		parent.mu.Unlock()

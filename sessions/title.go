@@ -77,3 +77,27 @@ func CheckMetadata(m map[string]any) error {
 	}
 	return nil
 }
+
+// Slug returns the kebab-case slug of a title: its ASCII letters (lower
+// case) and digits, runs of anything else become one hyphen, none at the
+// ends; "exported-session" when nothing is left. Exports name their files
+// and workflows with it.
+func Slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	if b.Len() == 0 {
+		return "exported-session"
+	}
+	return b.String()
+}

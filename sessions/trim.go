@@ -59,7 +59,7 @@ func RewindDrop(v View, turns int) (int, error) {
 	starts := UserTurns(v)
 	switch {
 	case turns < 1:
-		return 0, fmt.Errorf("`turns` must be >= 1")
+		return 0, fmt.Errorf("'turns' must be >= 1")
 	case turns > len(starts):
 		return 0, fmt.Errorf("cannot rewind %d user turns: the session has %d", turns, len(starts))
 	}

@@ -84,7 +84,7 @@ func (s *Summary) Env() WhereEnv {
 func (w *Where) Match(s *Summary) (bool, error) {
 	out, err := expr.Run(w.prog, s.Env())
 	if err != nil {
-		return false, fmt.Errorf("filter %q on session '%s': %v (give missing metadata keys a default with ??, as in `(metadata.n ?? 0) > 3`)",
+		return false, fmt.Errorf("filter %q on session '%s': %v (give missing metadata keys a default with ??, as in '(metadata.n ?? 0) > 3')",
 			w.src, s.ID, firstLine(err.Error()))
 	}
 	ok, _ := out.(bool)

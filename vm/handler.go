@@ -60,7 +60,7 @@ func (h *Handler) Handle(ctx context.Context, sessionID, text string) error {
 	thread := h.state.NewThread("handle " + sessionID)
 	defer h.state.Release(thread)
 	SetFile(thread, h.file)
-	thread.SetLocal(contextKey, ctx)
+	mustScope(thread).ctx = ctx
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(cancelReason(ctx)) })
 	defer stop()
 	_, err := starlark.Call(thread, h.fn, starlark.Tuple{starlark.String(sessionID), starlark.String(text)}, nil)

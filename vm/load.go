@@ -39,29 +39,25 @@ func newLoader(s *State) *loader {
 
 // Thread-local keys of a module's thread: the file it executes (for
 // relative loads) and the chain of modules being loaded (for cycles).
-const (
-	fileKey  = "skein.vm.file"
-	chainKey = "skein.vm.loadchain"
-)
-
 // SetFile records on the thread the file whose code it runs, so that
 // load() resolves relative paths against that file's directory. The REPL
 // uses a file name inside the working directory.
 func SetFile(thread *starlark.Thread, filename string) {
-	thread.SetLocal(fileKey, filename)
+	mustScope(thread).file = filename
 }
 
 // Dir returns the directory relative paths of thread's code are resolved
 // against, as load() resolves them: the directory of the file it runs,
 // else the VM's Root.
 func Dir(thread *starlark.Thread) string {
-	if from, _ := thread.Local(fileKey).(string); from != "" {
-		return filepath.Dir(from)
+	sc := scopeOf(thread)
+	switch {
+	case sc == nil:
+		return "."
+	case sc.file != "":
+		return filepath.Dir(sc.file)
 	}
-	if s, err := StateOf(thread); err == nil {
-		return s.Root
-	}
-	return "."
+	return sc.state.Root
 }
 
 // load implements starlark.Thread.Load.
@@ -70,7 +66,10 @@ func (l *loader) load(thread *starlark.Thread, module string) (starlark.StringDi
 	if err != nil {
 		return nil, err
 	}
-	chain, _ := thread.Local(chainKey).([]string)
+	var chain []string
+	if sc := scopeOf(thread); sc != nil {
+		chain = sc.loads
+	}
 	for i, k := range chain {
 		if k == key {
 			cycle := append(append([]string{}, chain[i:]...), key)
@@ -94,7 +93,7 @@ func (l *loader) load(thread *starlark.Thread, module string) (starlark.StringDi
 	} else {
 		t := l.state.NewThread("load " + key)
 		SetFile(t, key)
-		t.SetLocal(chainKey, append(append([]string{}, chain...), key))
+		mustScope(t).loads = append(append([]string{}, chain...), key)
 		e.globals, e.err = starlark.ExecFileOptions(Dialect(), t, key, data, l.state.predeclared)
 		l.state.Release(t)
 	}
@@ -126,7 +125,10 @@ func (l *loader) resolve(thread *starlark.Thread, module string) (string, func()
 	// The key is the path as the user would write it from the working
 	// directory (it appears in tracebacks); the escape check uses its
 	// absolute form.
-	from, _ := thread.Local(fileKey).(string)
+	var from string
+	if sc := scopeOf(thread); sc != nil {
+		from = sc.file
+	}
 	dir := l.state.Root
 	if from != "" {
 		dir = filepath.Dir(from)

@@ -24,6 +24,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
@@ -31,7 +32,7 @@ import (
 )
 
 // DefaultMaxTurns is the default hard cap on agent_loop turns per session.
-const DefaultMaxTurns = 50
+const DefaultMaxTurns = agent.DefaultMaxTurns
 
 // Options configures a new State. Zero fields get defaults.
 type Options struct {
@@ -88,11 +89,6 @@ type State struct {
 	// it for what runs inside it (see WorkspaceOf).
 	Workspace *workspace.Policy
 
-	// extensions holds per-VM values of other packages, keyed by a type
-	// private to the package that owns the value. See Extension.
-	extMu      sync.Mutex
-	extensions map[any]any
-
 	predeclared starlark.StringDict
 	loader      *loader
 
@@ -106,7 +102,7 @@ func New(opts Options) (*State, error) {
 	s := &State{
 		Clock: opts.Clock, NewID: opts.NewID, Stdout: opts.Stdout, Stderr: opts.Stderr,
 		MaxSteps: opts.MaxSteps, MaxTurns: opts.MaxTurns, Args: opts.Args, Root: opts.Root,
-		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, Workspace: opts.Workspace, ctx: context.Background(), extensions: map[any]any{},
+		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, Workspace: opts.Workspace, ctx: context.Background(),
 	}
 	if s.LLM == nil {
 		s.LLM = &llm.Settings{Getenv: os.Getenv}
@@ -152,6 +148,9 @@ func New(opts Options) (*State, error) {
 		}
 		s.Store = store
 	}
+	if s.LLM.Redactor == nil {
+		s.LLM.Redactor = s.Store.Redactor()
+	}
 	s.predeclared = s.universe(opts.Builtins)
 	s.loader = newLoader(s)
 	return s, nil
@@ -183,39 +182,6 @@ func (s *State) universe(builtins starlark.StringDict) starlark.StringDict {
 // must not modify the result.
 func (s *State) Predeclared() starlark.StringDict { return s.predeclared }
 
-// StateOf returns the State of the thread, or an error if the thread was
-// not made by State.NewThread.
-func StateOf(thread *starlark.Thread) (*State, error) {
-	s, ok := thread.Local(stateKeyName).(*State)
-	if !ok || s == nil {
-		return nil, errors.New("this thread has no skein VM state (threads must come from vm.State.NewThread)")
-	}
-	return s, nil
-}
-
-const stateKeyName = "skein.vm.state"
-
-// Extension returns the per-VM value stored under key, creating it with
-// make on first use. Packages use a private key type so values cannot
-// collide.
-func (s *State) Extension(key any, make func() any) any {
-	s.extMu.Lock()
-	defer s.extMu.Unlock()
-	v, ok := s.extensions[key]
-	if !ok && make != nil {
-		v = make()
-		s.extensions[key] = v
-	}
-	return v
-}
-
-// SetExtension stores a per-VM value under key (see Extension).
-func (s *State) SetExtension(key, value any) {
-	s.extMu.Lock()
-	defer s.extMu.Unlock()
-	s.extensions[key] = value
-}
-
 // NewThread returns a new thread of this VM: it carries the State, prints
 // to Stdout, loads through the VM's module cache, has the VM's step limit
 // and clock, and is cancelled with the current run (see Begin).
@@ -225,7 +191,7 @@ func (s *State) NewThread(name string) *starlark.Thread {
 		Print: func(_ *starlark.Thread, msg string) { fmt.Fprintln(s.Stdout, msg) },
 		Load:  s.loader.load,
 	}
-	t.SetLocal(stateKeyName, s)
+	t.SetLocal(scopeKey, &scope{state: s})
 	if s.MaxSteps > 0 {
 		t.SetMaxExecutionSteps(s.MaxSteps)
 	}
@@ -297,26 +263,4 @@ func cancelReason(ctx context.Context) string {
 		return cause.Error()
 	}
 	return "interrupted"
-}
-
-const contextKey = "skein.vm.context"
-
-// ContextOf returns the context blocking Go code called from thread must
-// honour: the innermost one set by WithContext (an agent loop with its
-// own timeout), else the run's.
-func ContextOf(thread *starlark.Thread) context.Context {
-	if ctx, ok := thread.Local(contextKey).(context.Context); ok {
-		return ctx
-	}
-	if s, err := StateOf(thread); err == nil {
-		return s.Context()
-	}
-	return context.Background()
-}
-
-// WithContext makes ctx the thread's context until restore is called.
-func WithContext(thread *starlark.Thread, ctx context.Context) (restore func()) {
-	prev := thread.Local(contextKey)
-	thread.SetLocal(contextKey, ctx)
-	return func() { thread.SetLocal(contextKey, prev) }
 }

@@ -11,8 +11,7 @@
 //
 // # Where this package sits
 //
-// DESIGN.md's layout has no package for workspace access; this one sits
-// where sessions, compact and llm sit, one layer below builtins: pure Go,
+// This package sits where sessions, compact and llm sit, one layer below builtins: pure Go,
 // no go.starlark.net import. The Starlark modules fs, exec and http, the
 // built-in agent tools (tools.read_file, tools.run_command, ...) and the
 // secret() builtin are thin wrappers in builtins/ that unpack arguments,

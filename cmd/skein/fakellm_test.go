@@ -24,6 +24,9 @@ const fakeKey = "sk-test-not-a-real-key-7f3a9c"
 //
 // Model "stall" streams the first half of its text, then stalls until the
 // client goes away (to test cancellation mid-stream).
+// Model "echo-key" answers with the request's Authorization header in its
+// text and in its tool call's arguments (a careless or hostile server),
+// to prove skein redacts keys from replies.
 // Model "fail-auth" answers 401 with the request's Authorization header
 // echoed in the body (a careless server), to prove skein scrubs keys.
 // Every answer waits delay first.
@@ -82,6 +85,10 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	last := req.Messages[len(req.Messages)-1]
 	text, call := "", ""
 	switch {
+	case req.Model == "echo-key" && len(req.Tools) > 0 && last.Role != "tool":
+		call = req.Tools[0].Function.Name
+	case req.Model == "echo-key":
+		text = "your key is " + r.Header.Get("Authorization")
 	case last.Role == "tool":
 		text = fmt.Sprintf("The tool said: %v", last.Content)
 	case len(req.Tools) > 0:
@@ -98,7 +105,7 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	if call != "" {
 		msg["content"] = nil
 		msg["tool_calls"] = []any{map[string]any{"id": "call_fake_1", "type": "function",
-			"function": map[string]any{"name": call, "arguments": `{"city": "Paris"}`}}}
+			"function": map[string]any{"name": call, "arguments": fakeArguments(req.Model, r)}}}
 		finish = "tool_calls"
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -107,6 +114,15 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
 	})
+}
+
+// fakeArguments are the arguments of the fake's tool calls.
+func fakeArguments(model string, r *http.Request) string {
+	if model == "echo-key" {
+		data, _ := json.Marshal(map[string]any{"city": r.Header.Get("Authorization")})
+		return string(data)
+	}
+	return `{"city": "Paris"}`
 }
 
 // stream writes the reply as SSE chunks: the text in two deltas, or a
@@ -127,9 +143,11 @@ func (f *fakeOpenAI) stream(w http.ResponseWriter, r *http.Request, model, text,
 	}
 	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	if call != "" {
+		args := fakeArguments(model, r)
+		half := len(args) / 2
 		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_fake_1", "type": "function",
-			"function": map[string]any{"name": call, "arguments": `{"city": `}}}}, nil, nil)
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": `"Paris"}`}}}}, nil, nil)
+			"function": map[string]any{"name": call, "arguments": args[:half]}}}}, nil, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "function": map[string]any{"arguments": args[half:]}}}}, nil, nil)
 		chunk(map[string]any{}, "tool_calls", nil)
 	} else {
 		half := len(text) / 2

@@ -40,6 +40,11 @@ load() paths are relative to the working directory.
 Commands:
   :help      this help
   :sessions  the live sessions: id, messages, turns, status
+  :export NAME [ID] [--with-test]
+             write the current session (the most recently used one, or
+             ID) as a pipeline: NAME.star and NAME.llm.jsonl (and
+             NAME_test.star), replayed with
+             skein run --llm-replay NAME.llm.jsonl NAME.star
   :quit      exit
 `
 
@@ -145,8 +150,13 @@ func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *i
 }
 
 // meta runs a meta command and reports whether the REPL must exit.
-func meta(cmd string, st *vm.State, io stdio) (quit bool) {
-	switch cmd {
+func meta(line string, st *vm.State, io stdio) (quit bool) {
+	cmd, args, _ := strings.Cut(line, " ")
+	if cmd == ":export" {
+		replExport(strings.Fields(args), st, io)
+		return false
+	}
+	switch line {
 	case ":help":
 		fmt.Fprint(io.out, replHelp)
 	case ":sessions":
@@ -154,9 +164,42 @@ func meta(cmd string, st *vm.State, io stdio) (quit bool) {
 	case ":quit", ":q", ":exit":
 		return true
 	default:
-		fmt.Fprintf(io.err, "skein repl: unknown command %s (type :help for the list)\n", cmd)
+		fmt.Fprintf(io.err, "skein repl: unknown command %s (type :help for the list)\n", line)
 	}
 	return false
+}
+
+// replExport implements :export NAME [ID] [--with-test].
+func replExport(args []string, st *vm.State, io stdio) {
+	const usage = "skein repl: usage: :export NAME [ID] [--with-test]"
+	withTest := false
+	var rest []string
+	for _, a := range args {
+		if a == "--with-test" {
+			withTest = true
+		} else {
+			rest = append(rest, a)
+		}
+	}
+	if len(rest) == 0 || len(rest) > 2 {
+		fmt.Fprintln(io.err, usage)
+		return
+	}
+	var id string
+	if len(rest) == 2 {
+		id = rest[1]
+	} else if live := st.Store.Live(); len(live) > 0 {
+		id = live[0].ID
+	} else {
+		fmt.Fprintln(io.err, "skein repl: :export: no live session (open one, or name a stored one: :export NAME ID)")
+		return
+	}
+	rec, err := st.Store.Snapshot(context.Background(), id)
+	if err != nil {
+		fmt.Fprintf(io.err, "skein repl: :export: %v\n", err)
+		return
+	}
+	exportStar(io, "skein repl: :export", rec, rest[0]+".star", withTest)
 }
 
 // printSessions lists live sessions, most recently used first.
@@ -288,7 +331,7 @@ func (c completer) Do(line []rune, pos int) ([][]rune, int) {
 	var words []string
 	var partial int
 	if trimmed := strings.TrimLeft(before, " \t"); strings.HasPrefix(trimmed, ":") && !strings.ContainsAny(trimmed, " \t") {
-		for _, m := range []string{":help", ":quit", ":sessions"} {
+		for _, m := range []string{":export", ":help", ":quit", ":sessions"} {
 			if strings.HasPrefix(m, trimmed) {
 				words = append(words, m)
 			}

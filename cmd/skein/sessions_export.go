@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -14,14 +16,19 @@ const (
 	formatJSONL    = "jsonl"    // the event log with the transcript (sessions.WriteJSONL)
 	formatJSON     = "json"     // the snapshot (sessions.WriteJSON)
 	formatForensic = "forensic" // the forensic log (sessions.WriteForensic)
+	formatStar     = "star"     // a runnable pipeline (sessions.ExportStar)
 )
+
+// exportFormats lists the formats for the usage error.
+const exportFormats = "jsonl, json, forensic or star"
 
 // sessionsExport implements `skein sessions export ID`.
 func sessionsExport(args []string, io stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("export", &store)
-	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot) or forensic (header, events and footer records)")
-	output := fs.String("o", "", "write to this file (created user-only) instead of stdout")
+	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records) or star (a runnable pipeline NAME.star with NAME.llm.jsonl)")
+	output := fs.String("o", "", "write to this file (created user-only) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
+	withTest := fs.Bool("with-test", false, "star: also write NAME_test.star, a skein test of the replay")
 	ids, code, stop := parseInterleaved(fs, args, io)
 	if stop {
 		return code
@@ -29,8 +36,13 @@ func sessionsExport(args []string, io stdio) int {
 	if code, bad := oneID(fs.Name(), ids, io); bad {
 		return code
 	}
-	if *format != formatJSONL && *format != formatJSON && *format != formatForensic {
-		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want jsonl, json or forensic", *format))
+	switch *format {
+	case formatJSONL, formatJSON, formatForensic, formatStar:
+	default:
+		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want %s", *format, exportFormats))
+	}
+	if *withTest && *format != formatStar {
+		return usageError(io, fs.Name(), "--with-test is for --format star")
 	}
 	b, err := storedBackend(&store, false)
 	if err != nil {
@@ -41,6 +53,9 @@ func sessionsExport(args []string, io stdio) int {
 	rec, err := b.Load(ctx, id)
 	if err != nil {
 		return fail(io, fs.Name(), sessionError(&store, id, err))
+	}
+	if *format == formatStar {
+		return exportStar(io, fs.Name(), rec, *output, *withTest)
 	}
 	var appended map[int64]sessions.Message
 	if hb, ok := b.(sessions.HistoryBackend); ok && *format != formatJSON {
@@ -119,5 +134,43 @@ func sessionsImport(args []string, io stdio) int {
 		return fail(io, fs.Name(), err)
 	}
 	fmt.Fprintf(io.out, "imported %s: %s, %s\n", rec.ID, plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
+	return exitOK
+}
+
+// exportStar writes rec as a pipeline: path (NAME.star; "" for the
+// default name in the working directory), NAME.llm.jsonl beside it and,
+// with withTest, NAME_test.star. It prints the files it wrote.
+func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTest bool) int {
+	if path == "" {
+		path = sessions.Slug(rec.Title) + ".star"
+	}
+	name, ok := strings.CutSuffix(filepath.Base(path), ".star")
+	if !ok || name == "" {
+		return usageError(io, cmd, fmt.Sprintf("-o %s: a star export is written to NAME.star", path))
+	}
+	out, err := sessions.ExportStar(rec, name)
+	if err != nil {
+		return fail(io, cmd, fmt.Errorf("session '%s': %v", rec.ID, err))
+	}
+	dir := filepath.Dir(path)
+	files := []struct {
+		name string
+		data []byte
+	}{{name + ".star", out.Pipeline}, {name + ".llm.jsonl", out.Fixture}}
+	if withTest {
+		files = append(files, struct {
+			name string
+			data []byte
+		}{name + "_test.star", out.Test})
+	}
+	var wrote []string
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, f.data, 0o600); err != nil {
+			return fail(io, cmd, err)
+		}
+		wrote = append(wrote, p)
+	}
+	fmt.Fprintf(io.out, "wrote %s\n", strings.Join(wrote, ", "))
 	return exitOK
 }

@@ -117,7 +117,7 @@ func parseRecorded(v any) (*Recorded, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("`request` must be a dict, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'request' must be a dict, got %s", sessions.JSONTypeName(v))
 	}
 	r := &Recorded{}
 	r.Provider, _ = m["provider"].(string)

@@ -43,7 +43,7 @@ func ParseResponse(m map[string]any) (Response, error) {
 		case "consume_match":
 			b, ok := v.(bool)
 			if !ok {
-				err = fmt.Errorf("`consume_match` must be a bool, got %s", sessions.JSONTypeName(v))
+				err = fmt.Errorf("'consume_match' must be a bool, got %s", sessions.JSONTypeName(v))
 			}
 			r.ConsumeMatch = b
 		case "input_tokens":
@@ -66,7 +66,7 @@ func ParseResponse(m map[string]any) (Response, error) {
 		}
 	}
 	if r.Error != nil && (r.Text != "" || len(r.ToolCalls) > 0) {
-		return Response{}, fmt.Errorf("a response with `error` cannot also have `text` or `tool_calls`")
+		return Response{}, fmt.Errorf("a response with 'error' cannot also have 'text' or 'tool_calls'")
 	}
 	return r, nil
 }
@@ -74,7 +74,7 @@ func ParseResponse(m map[string]any) (Response, error) {
 func str(k string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("`%s` must be a string, got %s", k, sessions.JSONTypeName(v))
+		return "", fmt.Errorf("'%s' must be a string, got %s", k, sessions.JSONTypeName(v))
 	}
 	return s, nil
 }
@@ -82,7 +82,7 @@ func str(k string, v any) (string, error) {
 func count(k string, v any) (int, error) {
 	n, ok := v.(int64)
 	if !ok || n < 0 {
-		return 0, fmt.Errorf("`%s` must be an int >= 0", k)
+		return 0, fmt.Errorf("'%s' must be an int >= 0", k)
 	}
 	return int(n), nil
 }
@@ -90,7 +90,7 @@ func count(k string, v any) (int, error) {
 func parseCalls(v any) ([]Call, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("`tool_calls` must be a list of {name, arguments} dicts, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'tool_calls' must be a list of {name, arguments} dicts, got %s", sessions.JSONTypeName(v))
 	}
 	calls := make([]Call, 0, len(list))
 	for i, x := range list {
@@ -104,7 +104,7 @@ func parseCalls(v any) ([]Call, error) {
 			case "name":
 				s, ok := d[k].(string)
 				if !ok || s == "" {
-					return nil, fmt.Errorf("tool_calls[%d] must have a non-empty string `name`", i)
+					return nil, fmt.Errorf("tool_calls[%d] must have a non-empty string 'name'", i)
 				}
 				c.Name = s
 			case "arguments":
@@ -121,7 +121,7 @@ func parseCalls(v any) ([]Call, error) {
 			}
 		}
 		if c.Name == "" {
-			return nil, fmt.Errorf("tool_calls[%d] must have a non-empty string `name`", i)
+			return nil, fmt.Errorf("tool_calls[%d] must have a non-empty string 'name'", i)
 		}
 		calls = append(calls, c)
 	}
@@ -131,7 +131,7 @@ func parseCalls(v any) ([]Call, error) {
 func parseFailure(v any) (*Failure, error) {
 	d, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("`error` must be a dict {category, message, retry_after_ms?}, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'error' must be a dict {category, message, retry_after_ms?}, got %s", sessions.JSONTypeName(v))
 	}
 	f := &Failure{}
 	for _, k := range sessions.SortedKeys(d) {
@@ -164,7 +164,7 @@ func parseFailure(v any) (*Failure, error) {
 		}
 	}
 	if f.Category == "" {
-		return nil, fmt.Errorf("`error` needs a `category`")
+		return nil, fmt.Errorf("'error' needs a 'category'")
 	}
 	if f.Message == "" {
 		f.Message = "mock " + string(f.Category) + " error"

@@ -51,10 +51,10 @@ func TestLoadFixture(t *testing.T) {
 		t.Fatalf("resps[2] = %+v", resps[2].Error)
 	}
 	for _, bad := range []struct{ src, err string }{
-		{`{"text": 1}`, "f.jsonl:1: `text` must be a string, got number"},
+		{`{"text": 1}`, "f.jsonl:1: 'text' must be a string, got number"},
 		{"\n{not json", "f.jsonl:2: "},
-		{`{"tool_calls": [{}]}`, "f.jsonl:1: tool_calls[0] must have a non-empty string `name`"},
-		{`{"error": {"message": "x"}}`, "f.jsonl:1: `error` needs a `category`"},
+		{`{"tool_calls": [{}]}`, "f.jsonl:1: tool_calls[0] must have a non-empty string 'name'"},
+		{`{"error": {"message": "x"}}`, "f.jsonl:1: 'error' needs a 'category'"},
 	} {
 		if _, err := LoadFixture(strings.NewReader(bad.src), "f.jsonl"); err == nil || !strings.HasPrefix(err.Error(), bad.err) {
 			t.Errorf("LoadFixture(%q) = %v, want %q", bad.src, err, bad.err)

@@ -70,7 +70,7 @@ func encodeMessages(id, what string, msgs []sessions.Message) ([]string, error) 
 	for i := range msgs {
 		data, err := json.Marshal(msgs[i])
 		if err != nil {
-			return nil, fmt.Errorf("session %q: %s %d: %w", id, what, i, err)
+			return nil, sessions.IDError(id, fmt.Errorf("%s %d: %w", what, i, err))
 		}
 		out[i] = string(data)
 	}
@@ -113,15 +113,15 @@ func encodeEvents(id string, events []sessions.Event) ([]eventRow, error) {
 	out := make([]eventRow, len(events))
 	for i, e := range events {
 		if e.SessionID != "" && e.SessionID != id {
-			return nil, fmt.Errorf("session %q: event %d (seq %d) belongs to session %q", id, i, e.Seq, e.SessionID)
+			return nil, sessions.IDError(id, fmt.Errorf("event %d (seq %d) belongs to session %q", i, e.Seq, e.SessionID))
 		}
 		t, err := encodeTime(e.Time)
 		if err != nil {
-			return nil, fmt.Errorf("session %q: event %d: %w", id, e.Seq, err)
+			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
 		}
 		data, err := encodeObject(e.Data)
 		if err != nil {
-			return nil, fmt.Errorf("session %q: event %d: %w", id, e.Seq, err)
+			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
 		}
 		out[i] = eventRow{seq: e.Seq, typ: e.Type, time: t, corrID: nullString(e.CorrID), data: data}
 	}
@@ -143,13 +143,13 @@ func encodeSession(rec *sessions.Record) (*sessionRow, error) {
 		title: nullString(rec.Title), firstPrompt: nullString(rec.FirstPrompt)}
 	var err error
 	if r.created, err = encodeTime(rec.CreatedAt); err != nil {
-		return nil, fmt.Errorf("session %q: created_at: %w", rec.ID, err)
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("created_at: %w", err))
 	}
 	if r.updated, err = encodeTime(rec.UpdatedAt); err != nil {
-		return nil, fmt.Errorf("session %q: updated_at: %w", rec.ID, err)
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("updated_at: %w", err))
 	}
 	if r.metadata, err = encodeObject(rec.Metadata); err != nil {
-		return nil, fmt.Errorf("session %q: metadata: %w", rec.ID, err)
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("metadata: %w", err))
 	}
 	if rec.Summary != nil {
 		r.summary = *rec.Summary
@@ -175,17 +175,17 @@ func encodeHistory(id string, events []eventRow, appended map[int64]sessions.Mes
 			continue
 		}
 		if events[i].typ != sessions.EventMessage {
-			return nil, fmt.Errorf("session %q: event %d is a %s event, not a message event: it appended no message", id, events[i].seq, events[i].typ)
+			return nil, sessions.IDError(id, fmt.Errorf("event %d is a %s event, not a message event: it appended no message", events[i].seq, events[i].typ))
 		}
 		data, err := json.Marshal(m)
 		if err != nil {
-			return nil, fmt.Errorf("session %q: message of event %d: %w", id, events[i].seq, err)
+			return nil, sessions.IDError(id, fmt.Errorf("message of event %d: %w", events[i].seq, err))
 		}
 		events[i].pos = int64(len(bodies))
 		bodies = append(bodies, string(data))
 	}
 	if len(bodies) != len(appended) {
-		return nil, fmt.Errorf("session %q: %d appended messages name events the session does not log", id, len(appended)-len(bodies))
+		return nil, sessions.IDError(id, fmt.Errorf("%d appended messages name events the session does not log", len(appended)-len(bodies)))
 	}
 	return bodies, nil
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -69,7 +68,7 @@ func (b *Backend) Delete(ctx context.Context, id string, recursive bool) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("session %q: %w", id, err)
+		return sessions.IDError(id, err)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestStoredCycleTerminates(t *testing.T) {
 		t.Errorf("Collect = %v, want ErrCycle", err)
 	}
 	forks, err := sessions.Descendants(ctx, b, "A")
-	if !errors.Is(err, sessions.ErrCycle) || err.Error() != `session "A": fork cycle: A -> B -> A` {
+	if !errors.Is(err, sessions.ErrCycle) || err.Error() != "session 'A': fork cycle: A -> B -> A" {
 		t.Errorf("Descendants = %v, %v; want the cycle A -> B -> A", forks, err)
 	}
 	st, err := sessions.NewStore(b)

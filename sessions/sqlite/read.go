@@ -26,7 +26,7 @@ func exists(ctx context.Context, q querier, id string) (bool, error) {
 func (b *Backend) Exists(ctx context.Context, id string) (bool, error) {
 	ok, err := exists(ctx, b.db, id)
 	if err != nil {
-		return false, fmt.Errorf("session %q: %w", id, err)
+		return false, sessions.IDError(id, err)
 	}
 	return ok, nil
 }
@@ -40,10 +40,10 @@ func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error)
 			return err
 		}
 		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		if r.Events, err = loadEvents(ctx, tx, st.sid, id); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		rec = r
 		return nil
@@ -64,10 +64,10 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 			return err
 		}
 		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.sid).Scan(&lastSeq); err != nil {
-			return fmt.Errorf("session %q: events: %w", id, err)
+			return sessions.IDError(id, fmt.Errorf("events: %w", err))
 		}
 		rec = r
 		return nil
@@ -85,11 +85,11 @@ func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, 
 			if errors.Is(err, sql.ErrNoRows) {
 				err = sessions.ErrNotFound
 			}
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		var err error
 		if events, err = loadEvents(ctx, tx, sid, id); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		return nil
 	})
@@ -110,7 +110,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 			err = sessions.ErrNotFound
 		}
 		if err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		seqs := make([]int64, n)
 		msgs := make([]sessions.Message, n)
@@ -120,7 +120,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 			err = derr
 		}
 		if err != nil {
-			return fmt.Errorf("session %q: appended messages: %w", id, err)
+			return sessions.IDError(id, fmt.Errorf("appended messages: %w", err))
 		}
 		out = make(map[int64]sessions.Message, n)
 		for i, seq := range seqs {
@@ -185,10 +185,10 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 			&branched, &rec.Turns, &rec.MaxTurns, &rec.Version, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom, &st.length,
 			&title, &firstPrompt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
+		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+		return nil, nil, sessions.IDError(id, err)
 	}
 	st.version, st.view.base = rec.Version, base.Int64
 	rec.Status = sessions.Status(status)
@@ -197,7 +197,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 		rec.Summary = &summary.String
 	}
 	if rec.Metadata, err = decodeObject(metadata); err != nil {
-		return nil, nil, fmt.Errorf("session %q: metadata: %w", id, err)
+		return nil, nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
 	}
 	rec.ParentID, rec.Title, rec.FirstPrompt = parentID.String, title.String, firstPrompt.String
 	if branched.Valid {
@@ -206,18 +206,18 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM sessions WHERE parent_id = ? ORDER BY sid`, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+		return nil, nil, sessions.IDError(id, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var child string
 		if err := rows.Scan(&child); err != nil {
-			return nil, nil, fmt.Errorf("session %q: %w", id, err)
+			return nil, nil, sessions.IDError(id, err)
 		}
 		rec.ChildIDs = append(rec.ChildIDs, child)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("session %q: %w", id, err)
+		return nil, nil, sessions.IDError(id, err)
 	}
 	return rec, &st, nil
 }

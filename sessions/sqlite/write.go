@@ -22,10 +22,10 @@ func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*state,
 	err := tx.StmtContext(ctx, b.stmts.state).QueryRowContext(ctx, id).
 		Scan(&st.sid, &st.version, &st.length, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("session %q: %w", id, sessions.ErrNotFound)
+		return nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("session %q: %w", id, err)
+		return nil, sessions.IDError(id, err)
 	}
 	st.view.base = base.Int64
 	return &st, nil
@@ -36,7 +36,7 @@ func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*state,
 // records them.
 func checkNoChildren(rec *sessions.Record) error {
 	if len(rec.ChildIDs) > 0 {
-		return fmt.Errorf("session %q: a new session cannot list children (forks record them)", rec.ID)
+		return sessions.IDError(rec.ID, errors.New("a new session cannot list children (forks record them)"))
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) err
 			return "", false, nil
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("session %q: %w", rec.ID, err)
+			return "", false, sessions.IDError(rec.ID, err)
 		}
 		return parent.String, true, nil
 	})
@@ -70,10 +70,10 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *s
 		row.parentID, row.branched, rec.Turns, rec.MaxTurns, rec.Version,
 		v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n, row.title, row.firstPrompt).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("session %q: %w", rec.ID, sessions.ErrExists)
+		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("session %q: %w", rec.ID, err)
+		return 0, sessions.IDError(rec.ID, err)
 	}
 	return sid, nil
 }
@@ -131,13 +131,13 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 			return err
 		}
 		if err := b.insertMessages(ctx, tx, sid, 0, history); err != nil {
-			return fmt.Errorf("session %q: %w", rec.ID, err)
+			return sessions.IDError(rec.ID, err)
 		}
 		if err := b.insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
-			return fmt.Errorf("session %q: %w", rec.ID, err)
+			return sessions.IDError(rec.ID, err)
 		}
 		if err := b.insertEvents(ctx, tx, sid, events); err != nil {
-			return fmt.Errorf("session %q: %w", rec.ID, err)
+			return sessions.IDError(rec.ID, err)
 		}
 		return nil
 	})
@@ -153,10 +153,10 @@ type encodedChange struct {
 
 func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
 	if ch.DropFirst < 0 {
-		return nil, fmt.Errorf("session %q: cannot drop %d messages", id, ch.DropFirst)
+		return nil, sessions.IDError(id, fmt.Errorf("cannot drop %d messages", ch.DropFirst))
 	}
 	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
-		return nil, fmt.Errorf("session %q: cannot drop the last %d messages (with %d first)", id, ch.DropLast, ch.DropFirst)
+		return nil, sessions.IDError(id, fmt.Errorf("cannot drop the last %d messages (with %d first)", ch.DropLast, ch.DropFirst))
 	}
 	e := &encodedChange{ch: ch}
 	var err error
@@ -176,14 +176,14 @@ func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
 	}
 	if !ch.UpdatedAt.IsZero() {
 		if e.updated, err = encodeTime(ch.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("session %q: updated_at: %w", id, err)
+			return nil, sessions.IDError(id, fmt.Errorf("updated_at: %w", err))
 		}
 	}
 	if ch.Summary != nil {
 		e.summary = *ch.Summary
 	}
 	if e.metadata, err = encodeObject(ch.Metadata); err != nil {
-		return nil, fmt.Errorf("session %q: metadata: %w", id, err)
+		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
 	}
 	return e, nil
 }
@@ -243,7 +243,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 			return err
 		}
 		if st.version != base {
-			return fmt.Errorf("session %q: %w", id, sessions.ErrConflict)
+			return sessions.IDError(id, sessions.ErrConflict)
 		}
 		v, n := st.view, st.length
 		var rows []messageRow
@@ -259,15 +259,15 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 				n = int64(len(e.replace))
 			case ch.DropFirst > 0:
 				if int64(ch.DropFirst) > n {
-					return fmt.Errorf("session %q: cannot drop %d of %d messages", id, ch.DropFirst, n)
+					return sessions.IDError(id, fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n))
 				}
 				v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
 			case ch.DropLast > 0:
 				if int64(ch.DropLast) > n {
-					return fmt.Errorf("session %q: cannot drop the last %d of %d messages", id, ch.DropLast, n)
+					return sessions.IDError(id, fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, n))
 				}
 				if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
-					return fmt.Errorf("session %q: %w", id, err)
+					return sessions.IDError(id, err)
 				}
 				n -= int64(ch.DropLast)
 			}
@@ -281,10 +281,10 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 			}
 		}
 		if err := b.insertMessageRows(ctx, tx, st.sid, rows); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		if err := b.insertEvents(ctx, tx, st.sid, events); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		res, err := tx.StmtContext(ctx, b.stmts.update).ExecContext(ctx, len(changes), v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
 			u.setSummary, u.summary, u.status, u.turns,
@@ -292,7 +292,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 			u.setFirstPrompt, u.prompt, u.updated,
 			st.sid, base)
 		if err := oneRow(res, err); err != nil {
-			return fmt.Errorf("session %q: %w", id, err)
+			return sessions.IDError(id, err)
 		}
 		// Release the bases the view left, newest first: a base frozen
 		// by this write's DropLast holds the one before it.
@@ -353,7 +353,7 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 	var srcTime any
 	if !spec.SrcTime.IsZero() {
 		if srcTime, err = encodeTime(spec.SrcTime); err != nil {
-			return fmt.Errorf("session %q: updated_at: %w", spec.Src, err)
+			return sessions.IDError(spec.Src, fmt.Errorf("updated_at: %w", err))
 		}
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
@@ -362,13 +362,13 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 			return err
 		}
 		if src.version != spec.SrcVersion {
-			return fmt.Errorf("session %q: %w", spec.Src, sessions.ErrConflict)
+			return sessions.IDError(spec.Src, sessions.ErrConflict)
 		}
 		if ok, err := exists(ctx, tx, dst.ID); err != nil || ok {
 			if err == nil {
 				err = sessions.ErrExists
 			}
-			return fmt.Errorf("session %q: %w", dst.ID, err)
+			return sessions.IDError(dst.ID, err)
 		}
 		keep := int64(spec.KeepFirst)
 		if keep < 0 || keep > src.length {
@@ -391,15 +391,15 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 			return err
 		}
 		if err := b.insertEvents(ctx, tx, sid, dstEvents); err != nil {
-			return fmt.Errorf("session %q: %w", dst.ID, err)
+			return sessions.IDError(dst.ID, err)
 		}
 		if err := b.insertEvents(ctx, tx, src.sid, srcEvents); err != nil {
-			return fmt.Errorf("session %q: %w", spec.Src, err)
+			return sessions.IDError(spec.Src, err)
 		}
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)
 			WHERE sid = ? AND version = ?`, srcTime, src.sid, src.version)
 		if err := oneRow(res, err); err != nil {
-			return fmt.Errorf("session %q: %w", spec.Src, err)
+			return sessions.IDError(spec.Src, err)
 		}
 		return nil
 	})
