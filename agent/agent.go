@@ -248,6 +248,9 @@ type loop struct {
 	// unsent are the events of the changes staged since the last commit:
 	// subscribers get them once they are committed.
 	unsent []sessions.Event
+	// wire keeps the messages' wire forms between the loop's model calls,
+	// so each request encodes only the messages added since the last.
+	wire llm.WireCache
 	// lastSeq is the seq of the latest stored event: text deltas, which
 	// are not stored, carry it so subscribers see seq never decrease.
 	lastSeq int64
@@ -577,6 +580,7 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	req := cfg.Request
 	req.System = cfg.System
 	req.Messages = msgs
+	req.Cache = &l.wire
 	req.Tools = make([]llm.ToolSpec, len(cfg.Tools))
 	for i, t := range cfg.Tools {
 		req.Tools[i] = t.Spec()

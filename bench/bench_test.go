@@ -57,6 +57,7 @@ type result struct {
 	cpu     time.Duration // user and system CPU time of the whole run
 	commits int           // writes that reached the SQLite backend
 	frames  int           // WAL frames written (walFrames runs only)
+	start   time.Time     // the script's start mark
 	marks   []time.Time   // W1: the end of each tool-calling turn
 }
 
@@ -73,16 +74,35 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// exec runs workload file on st and reads its marks; its cpu is the
+// process's CPU time during the run.
+func exec(b *testing.B, st *vm.State, file string) result {
+	b.Helper()
+	src, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu := cpuTime(b)
+	globals, err := st.ExecFile(file, src)
+	if err != nil {
+		b.Fatal(vm.FormatError(err))
+	}
+	res := result{cpu: cpuTime(b) - cpu, start: starTime(globals["start"])}
+	res.wall = starTime(globals["end"]).Sub(res.start)
+	if marks, ok := globals["marks"].(*starlark.List); ok {
+		for i := range marks.Len() {
+			res.marks = append(res.marks, starTime(marks.Index(i)))
+		}
+	}
+	return res
+}
+
 // run runs workload file (w1.star, w2.star) with argument n over a new
 // store of the given kind (memory, or a durability level of a new SQLite
 // file in a temporary directory). With countFrames it counts the WAL
 // frames the workload writes.
 func run(b *testing.B, file, kind string, n int, countFrames bool) result {
 	b.Helper()
-	src, err := os.ReadFile(file)
-	if err != nil {
-		b.Fatal(err)
-	}
 	var backend sessions.Backend = sessions.NewMemoryBackend()
 	var counting *countingBackend
 	var path string
@@ -108,18 +128,8 @@ func run(b *testing.B, file, kind string, n int, countFrames bool) result {
 		raw = rawDB(b, path, kind)
 		walFrames(b, raw, "TRUNCATE")
 	}
-	cpu := cpuTime(b)
-	globals, err := st.ExecFile(file, src)
-	if err != nil {
-		b.Fatal(vm.FormatError(err))
-	}
-	res := result{n: n, cpu: cpuTime(b) - cpu}
-	res.wall = starTime(globals["end"]).Sub(starTime(globals["start"]))
-	if marks, ok := globals["marks"].(*starlark.List); ok {
-		for i := range marks.Len() {
-			res.marks = append(res.marks, starTime(marks.Index(i)))
-		}
-	}
+	res := exec(b, st, file)
+	res.n = n
 	if countFrames {
 		res.frames = walFrames(b, raw, "PASSIVE")
 	}

@@ -37,12 +37,10 @@ type callOptions struct {
 	tools                    []Tool
 	retries                  int
 	backoffMS                int
-	fallback                 []fallbackTarget
+	fallback                 []llm.TargetSpec
 	request                  llm.Request
 	timeout                  time.Duration
 }
-
-type fallbackTarget struct{ provider, model, baseURL string }
 
 func parseCallOptions(o *options) (*callOptions, error) {
 	fn := o.fn
@@ -127,12 +125,12 @@ func stringOrList(v starlark.Value) []string {
 	return out
 }
 
-func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
+func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
 	list, ok := v.(*starlark.List)
 	if !ok {
 		return nil, fmt.Errorf("%s: option 'fallback': got %s, want list of {provider, model} dicts", fn, v.Type())
 	}
-	out := make([]fallbackTarget, 0, list.Len())
+	out := make([]llm.TargetSpec, 0, list.Len())
 	for i := 0; i < list.Len(); i++ {
 		d, ok := list.Index(i).(*starlark.Dict)
 		if !ok {
@@ -142,8 +140,8 @@ func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
 		if err != nil {
 			return nil, err
 		}
-		t := fallbackTarget{provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url")}
-		if t.provider == "" && t.model == "" {
+		t := llm.TargetSpec{Provider: o.string("provider"), Model: o.string("model"), BaseURL: o.string("base_url")}
+		if t.Provider == "" && t.Model == "" {
 			return nil, fmt.Errorf("%s: fallback[%d] needs a provider or a model", fn, i)
 		}
 		out = append(out, t)
@@ -151,30 +149,11 @@ func parseFallback(fn string, v starlark.Value) ([]fallbackTarget, error) {
 	return out, nil
 }
 
-// chain resolves the primary provider and the fallbacks. Queued mocks
-// answer calls of any provider, so a real provider that cannot be built
-// (no API key) only fails when a call actually reaches it.
+// chain resolves the call's provider and fallbacks (llm.Settings.Chain);
+// the VM's mock queue wraps every provider.
 func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
-	model := c.model
-	if model == "" {
-		model = st.LLM.Model
-	}
-	targets := []fallbackTarget{{c.provider, model, c.baseURL}}
-	targets = append(targets, c.fallback...)
-	out := make([]llm.Target, 0, len(targets))
-	for _, t := range targets {
-		name, err := st.LLM.ResolveName(t.provider, t.model)
-		if err != nil {
-			return nil, err
-		}
-		if name == llm.ProviderMock {
-			out = append(out, llm.Target{Provider: st.Mock.Wrap(name, nil, nil), Model: t.model})
-			continue
-		}
-		real, buildErr := st.LLM.Build(name, t.baseURL)
-		out = append(out, llm.Target{Provider: st.Mock.Wrap(name, real, buildErr), Model: t.model})
-	}
-	return out, nil
+	specs := append([]llm.TargetSpec{{Provider: c.provider, Model: c.model, BaseURL: c.baseURL}}, c.fallback...)
+	return st.LLM.Chain(specs, st.Mock.Wrap)
 }
 
 // engineConfig builds the agent configuration common to both builtins.
@@ -231,7 +210,7 @@ func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.E
 		for _, sub := range store.Subscribers(events[i].SessionID) {
 			cb, ok := sub.(starlark.Callable)
 			if !ok {
-				continue
+				return fmt.Errorf("internal error: subscriber %s of session '%s' is a %T, not a Starlark function", sub.Name(), events[i].SessionID, sub)
 			}
 			if _, err := starlark.Call(thread, cb, starlark.Tuple{eventToStarlark(&events[i])}, nil); err != nil {
 				return err

@@ -10,7 +10,6 @@ package builtins
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.starlark.net/starlark"
 
@@ -72,7 +71,7 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		if err != nil {
 			return opts, fail(o.fn, err)
 		}
-		opts.Provider = &retrying{targets: targets, policy: llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond}}
+		opts.Provider = &llm.Retrying{Chain: targets, Policy: llm.DefaultRetry()}
 		opts.Model = model
 		if opts.Model == "" {
 			opts.Model = st.LLM.Model
@@ -82,19 +81,6 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		return opts, fail(o.fn, err)
 	}
 	return opts, nil
-}
-
-// retrying is a provider that calls a fallback chain under a retry policy:
-// the llm strategy's summarisation call gets the same resilience as a loop.
-type retrying struct {
-	targets []llm.Target
-	policy  llm.RetryPolicy
-}
-
-func (r *retrying) Name() string { return r.targets[0].Provider.Name() }
-
-func (r *retrying) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	return llm.Fallback(ctx, r.targets, r.policy, req)
 }
 
 // callCustomCompactor adapts custom_compactor(messages): a string or

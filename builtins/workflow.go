@@ -97,16 +97,42 @@ func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		}
 		x, err := vm.FromStarlark(v, key)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		spec[key] = x
 	}
 	wg, err := workflow.Decode(spec)
+	if err == nil {
+		err = checkStageOptions(wg)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	g.g = wg
 	return g, nil
+}
+
+// checkStageOptions checks the options each node passes to its agent
+// loop or model call against agent_loop's and llm_call's option tables
+// (types and bounds), so such a mistake fails when the graph is built
+// rather than when the stage runs. The contents of dict options
+// (compaction, thinking, fallback entries) are checked when the stage
+// runs.
+func checkStageOptions(g *workflow.Graph) error {
+	for _, name := range g.Order {
+		n := g.Nodes[name]
+		if len(n.Options) == 0 {
+			continue
+		}
+		table := loopTable
+		if n.Mode == workflow.ModeLLM {
+			table = callTable
+		}
+		if _, err := table.unpack(fmt.Sprintf("node '%s'", name), vm.ToStarlark(n.Options), nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // starlarkNode converts one node dict to its specification, keeping its
@@ -130,7 +156,7 @@ func (g *Graph) starlarkNode(fn, name string, v starlark.Value) (map[string]any,
 	}
 	x, err := vm.FromStarlark(rest, "node '"+name+"'")
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", fn, err)
+		return nil, fail(fn, err)
 	}
 	node := x.(map[string]any)
 	where := fmt.Sprintf("%s: node '%s'", fn, name)
@@ -250,14 +276,14 @@ func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	// like load(), a workflow file must be inside the script directory
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	if rel, err := filepath.Rel(st.Root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("%s: %q escapes the script directory %s", b.Name(), path, st.Root)
 	}
 	g, err := LoadGraph(st, path, named)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", b.Name(), err)
+		return nil, fail(b.Name(), err)
 	}
 	return g, nil
 }
@@ -272,8 +298,11 @@ func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Gra
 		return nil, err
 	}
 	wg, err := workflow.Parse(data)
+	if err == nil {
+		err = checkStageOptions(wg)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	g := &Graph{g: wg, tools: map[string]*starlark.List{}, fns: map[string]starlark.Callable{}}
 	for _, name := range wg.Order {
@@ -340,7 +369,7 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	case *starlark.Dict:
 		x, err := vm.FromStarlark(v, "vars")
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", b.Name(), err)
+			return nil, fail(b.Name(), err)
 		}
 		initial = x.(map[string]any)
 	default:

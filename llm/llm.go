@@ -51,6 +51,10 @@ type Request struct {
 	// "none"); by default providers that need them marked (Anthropic) get
 	// them on the system prompt, the tools and the last message.
 	NoCache bool
+	// Cache, if set, keeps the wire forms of the messages between the
+	// calls of one conversation, so that a provider encodes only the new
+	// ones (see WireCache). It never changes what is sent.
+	Cache *WireCache
 }
 
 // Thinking levels for Thinking.Effort.

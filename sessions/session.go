@@ -24,7 +24,7 @@ type Session struct {
 	// stays in the backend, where every event is written) and reads it
 	// on its first snapshot.
 	logLoaded bool
-	subs      []any
+	subs      []Subscriber
 	pending   []Message
 	evicted   bool
 	// promptChecked reports whether rec.FirstPrompt is known to match the
@@ -124,7 +124,7 @@ func (s *Session) stamp(events []Event, now time.Time) []Event {
 }
 
 // Subscribers returns the session's subscribers in registration order.
-func (s *Session) subscribers() []any {
+func (s *Session) subscribers() []Subscriber {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.subs)

@@ -864,8 +864,16 @@ func (s *Store) Meta(ctx context.Context, id string) (*Record, error) {
 	return rec, wrap(id, err)
 }
 
+// Subscriber is a receiver of a session's events. The store only keeps
+// subscribers, in registration order, while the session is live; the
+// host calls them (package builtins calls a Starlark function on the
+// thread whose builtin wrote the events). Name identifies it in errors.
+type Subscriber interface {
+	Name() string
+}
+
 // Subscribe appends sub to the session's subscribers.
-func (s *Store) Subscribe(ctx context.Context, id string, sub any) error {
+func (s *Store) Subscribe(ctx context.Context, id string, sub Subscriber) error {
 	sess, err := s.get(ctx, id)
 	if err != nil {
 		return err
@@ -878,7 +886,7 @@ func (s *Store) Subscribe(ctx context.Context, id string, sub any) error {
 
 // Subscribers returns the session's subscribers in registration order
 // (none for a session that is not live).
-func (s *Store) Subscribers(id string) []any {
+func (s *Store) Subscribers(id string) []Subscriber {
 	sess, ok := s.lru.Peek(id)
 	if !ok {
 		return nil

@@ -21,6 +21,7 @@ const (
 	kindChoice               // one of choices
 	kindStrOrMap             // a string or a map (compaction)
 	kindMaps                 // a list of maps (fallback)
+	kindMap                  // a map (thinking)
 )
 
 // optionSpec describes one agent loop option a node may carry.
@@ -34,6 +35,7 @@ type optionSpec struct {
 // stageOptions are the agent loop options a node may set besides its own
 // keys; they are passed to the stage's loop (or model call) unchanged.
 var stageOptions = map[string]optionSpec{
+	"cache":                 {kind: kindChoice, choices: []string{"auto", "none"}, llm: true},
 	"compact_threshold":     {kind: kindInt, min: 1},
 	"compaction":            {kind: kindStrOrMap},
 	"context_budget":        {kind: kindInt, min: 1},
@@ -46,9 +48,23 @@ var stageOptions = map[string]optionSpec{
 	"persistent":            {kind: kindBool},
 	"stop":                  {kind: kindStrings, llm: true},
 	"stream":                {kind: kindBool, llm: true},
+	"thinking":              {kind: kindMap, llm: true},
 	"timeout_s":             {kind: kindNumber, llm: true},
 	"tool_errors":           {kind: kindChoice, choices: []string{"raise", "report"}},
 	"tool_output_max_chars": {kind: kindInt, min: 0},
+}
+
+// StageOptions returns the agent loop options a node of mode may set
+// (sorted): they are passed to the stage's agent loop or model call.
+func StageOptions(mode Mode) []string {
+	var out []string
+	for k, spec := range stageOptions {
+		if mode == ModeAgent || mode == ModeLLM && spec.llm {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ownKeys are a node's keys that are not agent loop options.
@@ -303,6 +319,10 @@ func checkOption(where, key string, spec optionSpec, v any) error {
 		case string, map[string]any:
 		default:
 			return bad("string or map")
+		}
+	case kindMap:
+		if _, ok := v.(map[string]any); !ok {
+			return bad("map")
 		}
 	case kindMaps:
 		list, ok := v.([]any)

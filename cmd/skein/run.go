@@ -63,17 +63,23 @@ func runCommand(args []string, io stdio) int {
 	stopRun()
 	closeErr := closeVM()
 	if err != nil {
-		fmt.Fprintln(io.err, vm.FormatError(err))
-		if h := vf.store.hint(err); h != "" {
-			fmt.Fprintln(io.err, h)
-		}
-		return exitFailed
+		return scriptFailed(io, &vf, err)
 	}
 	if closeErr != nil {
 		fmt.Fprintf(io.err, "skein run: %v\n", closeErr)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// scriptFailed prints a run's error (the innermost backtrace) and a hint
+// about the store if it has one, and returns the exit code.
+func scriptFailed(io stdio, vf *vmFlags, err error) int {
+	fmt.Fprintln(io.err, vm.FormatError(err))
+	if h := vf.store.hint(err); h != "" {
+		fmt.Fprintln(io.err, h)
+	}
+	return exitFailed
 }
 
 // underlying strips the operation and path from a *PathError.

@@ -70,11 +70,7 @@ func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	stopRun()
 	closeErr := closeVM()
 	if err != nil {
-		fmt.Fprintln(io.err, vm.FormatError(err))
-		if h := vf.store.hint(err); h != "" {
-			fmt.Fprintln(io.err, h)
-		}
-		return exitFailed
+		return scriptFailed(io, vf, err)
 	}
 	if wf.json {
 		enc := json.NewEncoder(io.out)

@@ -121,16 +121,7 @@ func runsLs(args []string, io stdio) int {
 		}
 		tw.Flush()
 	}
-	switch {
-	case total == 0:
-		fmt.Fprintln(io.out, "no runs")
-	case len(page) == 0:
-		fmt.Fprintf(io.out, "none of %s at offset %d\n", plural(total, "run"), *offset)
-	case len(page) == total:
-		fmt.Fprintln(io.out, plural(total, "run"))
-	default:
-		fmt.Fprintf(io.out, "%d-%d of %s (--offset %d for the next page)\n", *offset+1, *offset+len(page), plural(total, "run"), *offset+len(page))
-	}
+	pageSummary(io.out, "run", len(page), total, *offset)
 	return exitOK
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -68,17 +69,23 @@ func sessionsLs(args []string, io stdio) int {
 		}
 		tw.Flush()
 	}
+	pageSummary(io.out, "session", len(page), total, *offset)
+	return exitOK
+}
+
+// pageSummary ends a listing: how many there are and where the next page
+// starts.
+func pageSummary(w io.Writer, noun string, shown, total, offset int) {
 	switch {
 	case total == 0:
-		fmt.Fprintln(io.out, "no sessions")
-	case len(page) == 0:
-		fmt.Fprintf(io.out, "none of %s at offset %d\n", plural(total, "session"), *offset)
-	case len(page) == total:
-		fmt.Fprintln(io.out, plural(total, "session"))
+		fmt.Fprintf(w, "no %ss\n", noun)
+	case shown == 0:
+		fmt.Fprintf(w, "none of %s at offset %d\n", plural(total, noun), offset)
+	case shown == total:
+		fmt.Fprintln(w, plural(total, noun))
 	default:
-		fmt.Fprintf(io.out, "%d-%d of %s (--offset %d for the next page)\n", *offset+1, *offset+len(page), plural(total, "session"), *offset+len(page))
+		fmt.Fprintf(w, "%d-%d of %s (--offset %d for the next page)\n", offset+1, offset+shown, plural(total, noun), offset+shown)
 	}
-	return exitOK
 }
 
 // listJSON is a session in `ls --json`.

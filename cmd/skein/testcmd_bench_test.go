@@ -48,14 +48,22 @@ func BenchmarkSkeinTest(b *testing.B) {
 }
 
 // BenchmarkRunStartup builds the skein binary and times `skein run` of a
-// one-line script as a user would run it; it reports the median wall
-// time of 20 runs per iteration.
+// one-line script as a user would run it, with the default store (SQLite,
+// created in the first run) and with --store memory, beside /bin/true,
+// one after the other 20 times per iteration. It reports the median wall
+// time and CPU time (user and system) of each and the ratios of the
+// medians to /bin/true's: on a shared machine the CPU times and ratios
+// mean more than the wall times.
 //
 //	go test ./cmd/skein -run '^$' -bench RunStartup -benchtime 1x
 func BenchmarkRunStartup(b *testing.B) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("no go tool to build the binary:", err)
+	}
+	trueBin, err := exec.LookPath("true")
+	if err != nil {
+		b.Skip("no true command to compare with:", err)
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "skein")
@@ -67,20 +75,43 @@ func BenchmarkRunStartup(b *testing.B) {
 	if err := os.WriteFile(script, []byte("print(1 + 1)\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	var times []time.Duration
+	commands := []struct {
+		name string
+		argv []string
+		out  string
+	}{
+		{"true", []string{trueBin}, ""},
+		{"sqlite", []string{bin, "run", script}, "2\n"},
+		{"memory", []string{bin, "run", "--store", "memory", script}, "2\n"},
+	}
+	wall := make([][]time.Duration, len(commands))
+	cpu := make([][]time.Duration, len(commands))
 	for b.Loop() {
 		for range 20 {
-			cmd := exec.Command(bin, "run", script)
-			cmd.Dir = dir // the default store, .skein/sessions.db, goes here
-			start := time.Now()
-			out, err := cmd.Output()
-			times = append(times, time.Since(start))
-			if err != nil || string(out) != "2\n" {
-				b.Fatalf("skein run: %v %q", err, out)
+			for i, c := range commands {
+				cmd := exec.Command(c.argv[0], c.argv[1:]...)
+				cmd.Dir = dir // the default store, .skein/sessions.db, goes here
+				start := time.Now()
+				out, err := cmd.Output()
+				wall[i] = append(wall[i], time.Since(start))
+				if err != nil || string(out) != c.out {
+					b.Fatalf("%s: %v %q", c.name, err, out)
+				}
+				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 			}
 		}
 	}
-	slices.Sort(times)
-	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-median")
-	b.ReportMetric(float64(times[0].Microseconds())/1000, "ms-min")
+	med := func(ds []time.Duration) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	for i, c := range commands {
+		b.ReportMetric(med(wall[i]), "ms-"+c.name)
+		b.ReportMetric(med(cpu[i]), "cpu-ms-"+c.name)
+		if i > 0 {
+			b.ReportMetric(med(wall[i])/med(wall[0]), c.name+"/true")
+			b.ReportMetric(med(cpu[i])/max(med(cpu[0]), 0.001), "cpu-"+c.name+"/true")
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -15,7 +16,7 @@ type messagesRequest struct {
 	// System is a string, or a list of text blocks when it carries a
 	// cache breakpoint.
 	System        any          `json:"system,omitempty"`
-	Messages      []message    `json:"messages"`
+	Messages      []message    `json:"messages,omitempty"` // not set when encoding (see encodeRequest)
 	Tools         []tool       `json:"tools,omitempty"`
 	ToolChoice    *toolChoice  `json:"tool_choice,omitempty"`
 	Temperature   *float64     `json:"temperature,omitempty"`
@@ -131,6 +132,12 @@ type toolChoice struct {
 //     the last tool and the last block of the last message: three of the
 //     four the API allows, so that a loop re-sending its transcript reads
 //     everything but the newest turn from the cache.
+//
+// Each message's content blocks depend on the message alone, so their
+// JSON is kept in req.Cache between the calls of a conversation
+// (llm.WireForms); turns are merged from them when the request is
+// assembled, which copies them and encodes only the new messages (and the
+// messages of the last turn again, for its cache breakpoint).
 func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	out := messagesRequest{
 		Model:         req.Model,
@@ -138,7 +145,6 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 		Temperature:   req.Temperature,
 		StopSequences: req.Stop,
 		Stream:        req.Stream,
-		Messages:      make([]message, 0, len(req.Messages)),
 	}
 	if out.MaxTokens <= 0 {
 		out.MaxTokens = p.maxTokens
@@ -147,23 +153,41 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	if req.System != "" {
 		system = append(system, req.System)
 	}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if m.Role == sessions.RoleSystem {
-			if s := m.TextContent(); s != "" {
-				system = append(system, s)
+	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeForm)
+	if err != nil {
+		return nil, err
+	}
+	var turns []turn
+	for i, f := range forms {
+		switch {
+		case f.system:
+			if f.text != "" {
+				system = append(system, f.text)
 			}
-			continue
+		case len(f.blocks) == 0:
+		case len(turns) > 0 && turns[len(turns)-1].role == f.role:
+			t := &turns[len(turns)-1]
+			t.blocks, t.msgs = append(t.blocks, f.blocks), append(t.msgs, i)
+		default:
+			turns = append(turns, turn{role: f.role, blocks: [][]byte{f.blocks}, msgs: []int{i}})
 		}
-		role, blocks := encodeMessage(m)
-		if len(blocks) == 0 {
-			continue
+	}
+	items := make([][]byte, len(turns))
+	for i, t := range turns {
+		items[i] = t.encode()
+	}
+	if n := len(turns); n > 0 && !req.NoCache {
+		// The breakpoint goes on the last turn's last block that can
+		// carry one: that turn is encoded again, with it.
+		var blocks []any
+		for _, i := range turns[n-1].msgs {
+			_, b := encodeMessage(&req.Messages[i])
+			blocks = append(blocks, b...)
 		}
-		if n := len(out.Messages); n > 0 && out.Messages[n-1].Role == role {
-			out.Messages[n-1].Content = append(out.Messages[n-1].Content, blocks...)
-			continue
+		markLast(blocks)
+		if items[n-1], err = json.Marshal(message{Role: turns[n-1].role, Content: blocks}); err != nil {
+			return nil, err
 		}
-		out.Messages = append(out.Messages, message{Role: role, Content: blocks})
 	}
 	if s := strings.Join(system, "\n\n"); s != "" {
 		out.System = s
@@ -181,9 +205,6 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	if !req.NoCache {
 		if n := len(out.Tools); n > 0 {
 			out.Tools[n-1].CacheControl = ephemeral
-		}
-		if n := len(out.Messages); n > 0 {
-			markLast(out.Messages[n-1].Content)
 		}
 	}
 	if req.Thinking != nil {
@@ -204,7 +225,67 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 			out.ToolChoice = &toolChoice{Type: "tool", Name: req.ToolChoice}
 		}
 	}
-	return json.Marshal(out)
+	return wire.Body(out, "messages", items)
+}
+
+// wireProtocol names this package's message forms in an llm.WireCache.
+const wireProtocol = "anthropic-messages"
+
+// form is the wire form of one message: a system message's text, or the
+// role of the turn it belongs to and its content blocks' JSON, joined by
+// commas (empty when the message has no block to send).
+type form struct {
+	system bool
+	text   string
+	role   string
+	blocks []byte
+}
+
+func encodeForm(m *sessions.Message) (form, error) {
+	if m.Role == sessions.RoleSystem {
+		return form{system: true, text: m.TextContent()}, nil
+	}
+	role, blocks := encodeMessage(m)
+	f := form{role: role}
+	for i, b := range blocks {
+		data, err := json.Marshal(b)
+		if err != nil {
+			return form{}, err
+		}
+		if i > 0 {
+			f.blocks = append(f.blocks, ',')
+		}
+		f.blocks = append(f.blocks, data...)
+	}
+	return f, nil
+}
+
+// turn is one message of the request: consecutive messages of one role,
+// by their indexes in the request, and their forms' blocks.
+type turn struct {
+	role   string
+	blocks [][]byte
+	msgs   []int
+}
+
+// encode returns the turn's JSON: {"role":...,"content":[blocks]}.
+func (t turn) encode() []byte {
+	role, _ := json.Marshal(t.role) // a string always encodes
+	n := len(role) + 24
+	for _, b := range t.blocks {
+		n += len(b) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"role":`...)
+	out = append(out, role...)
+	out = append(out, `,"content":[`...)
+	for i, b := range t.blocks {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	return append(out, "]}"...)
 }
 
 // encodeMessage returns the role and the content blocks of a user,

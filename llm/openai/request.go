@@ -5,13 +5,16 @@ import (
 	"fmt"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
 // The request body of POST /chat/completions.
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
+	Model string `json:"model"`
+	// Messages is not set when encoding: the body is assembled from the
+	// messages' cached wire forms (encodeRequest).
+	Messages            []chatMessage  `json:"messages,omitempty"`
 	Tools               []chatTool     `json:"tools,omitempty"`
 	ToolChoice          any            `json:"tool_choice,omitempty"`
 	Temperature         *float64       `json:"temperature,omitempty"`
@@ -95,22 +98,27 @@ type functionSpec struct {
 //   - Thinking is reasoning_effort (its effort, or the effort its budget
 //     stands for);
 //   - streaming asks for the usage chunk (stream_options.include_usage).
+//
+// Each message's JSON depends on the message alone, so it is kept in
+// req.Cache between the calls of a conversation (llm.WireForms): a request
+// encodes only the messages that are new and copies the others.
 func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	out := chatRequest{
 		Model:       req.Model,
 		Temperature: req.Temperature,
 		Stop:        req.Stop,
-		Messages:    make([]chatMessage, 0, len(req.Messages)+1),
 	}
+	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeMessageJSON)
+	if err != nil {
+		return nil, err
+	}
+	var system [][]byte
 	if req.System != "" {
-		out.Messages = append(out.Messages, chatMessage{Role: sessions.RoleSystem, Content: req.System})
-	}
-	for i := range req.Messages {
-		m, err := encodeMessage(&req.Messages[i])
+		data, err := json.Marshal(chatMessage{Role: sessions.RoleSystem, Content: req.System})
 		if err != nil {
-			return nil, fmt.Errorf("message %d: %v", i, err)
+			return nil, err
 		}
-		out.Messages = append(out.Messages, m)
+		system = [][]byte{data}
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters
@@ -141,6 +149,18 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	if req.Stream {
 		out.Stream = true
 		out.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	return wire.Body(out, "messages", system, forms)
+}
+
+// wireProtocol names this package's message forms in an llm.WireCache.
+const wireProtocol = "openai-chat"
+
+// encodeMessageJSON returns the JSON of one message on the wire.
+func encodeMessageJSON(m *sessions.Message) ([]byte, error) {
+	out, err := encodeMessage(m)
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(out)
 }

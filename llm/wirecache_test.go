@@ -1,0 +1,65 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// TestWireForms checks that only messages new since the previous call of
+// a protocol are encoded: the same position and address reuse the form,
+// anything else (a new array, another protocol, no cache) encodes.
+func TestWireForms(t *testing.T) {
+	encoded := 0
+	enc := func(m *sessions.Message) (string, error) {
+		encoded++
+		return m.Text, nil
+	}
+	msgs := make([]sessions.Message, 0, 10)
+	for i := range 3 {
+		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+	}
+	c := &WireCache{}
+	steps := []struct {
+		name     string
+		protocol string
+		msgs     func() []sessions.Message
+		cache    *WireCache
+		encodes  int
+	}{
+		{"first call", "p", func() []sessions.Message { return msgs }, c, 3},
+		{"same messages", "p", func() []sessions.Message { return msgs }, c, 0},
+		{"two appended", "p", func() []sessions.Message {
+			msgs = append(msgs, sessions.Message{Text: "3"}, sessions.Message{Text: "4"})
+			return msgs
+		}, c, 2},
+		{"another protocol", "q", func() []sessions.Message { return msgs }, c, 5},
+		{"back to the first", "p", func() []sessions.Message { return msgs }, c, 0},
+		{"a copy (new addresses)", "p", func() []sessions.Message { return append([]sessions.Message(nil), msgs...) }, c, 5},
+		{"no cache", "p", func() []sessions.Message { return msgs }, nil, 5},
+	}
+	for _, s := range steps {
+		encoded = 0
+		in := s.msgs()
+		forms, err := WireForms(s.cache, s.protocol, in, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if encoded != s.encodes {
+			t.Errorf("%s: %d messages encoded, want %d", s.name, encoded, s.encodes)
+		}
+		for i := range in {
+			if forms[i] != in[i].Text {
+				t.Fatalf("%s: form %d is %q, want %q", s.name, i, forms[i], in[i].Text)
+			}
+		}
+	}
+	bad := errors.New("bad")
+	_, err := WireForms(c, "p", msgs, func(m *sessions.Message) (string, error) { return "", bad })
+	var me *MessageError
+	if !errors.As(err, &me) || me.Index != 0 || !errors.Is(err, bad) || err.Error() != "message 0: bad" {
+		t.Fatalf("encode error: %v", err)
+	}
+}
