@@ -143,10 +143,10 @@ func testCommand(args []string, std stdio) int {
 	case notRun > 0:
 		fmt.Fprintf(summary, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
 	}
-	fmt.Fprintln(summary, t)
 	if usd, known := vf.budget.Spent(); known && usd > 0 {
 		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.Date)
 	}
+	fmt.Fprintln(summary, t)
 	code := exitOK
 	if t.failed > 0 || ctx.Err() != nil {
 		code = exitFailed
