@@ -66,6 +66,7 @@ const (
 	EventToolResult       = "tool_result"
 	EventFeedbackInjected = "feedback_injected"
 	EventBudgetExhausted  = "budget_exhausted"
+	EventCostLimit        = "cost_limit"
 	EventLoopStuck        = "loop_stuck"
 	EventError            = "error"
 	EventCancelled        = "cancelled"
@@ -162,6 +163,15 @@ type Config struct {
 	// Compaction manages the context (nil: the whole session is sent and
 	// nothing is compacted).
 	Compaction *Compaction
+	// Prices prices every call (nil: every cost is unknown; the mock is
+	// free).
+	Prices *llm.Prices
+	// Budgets count what the calls cost. Before each call, its input is
+	// priced from an estimate of its tokens: when that would take any
+	// budget over its cap, the call is not made and the loop ends with
+	// StatusBudgetExhausted and a cost_limit event. A capped budget needs
+	// the price of the model: without it the loop fails before any call.
+	Budgets []*llm.Budget
 }
 
 // DefaultConfig returns a Config with every default spelled out; a
@@ -217,6 +227,10 @@ type Result struct {
 	Failed      []string
 	Messages    []sessions.Message // appended by this loop, in order
 	Compactions int                // automatic compactions during the loop
+	// CostUSD is what the loop's calls cost; CostKnown is false when the
+	// price of a model that answered is unknown.
+	CostUSD   float64
+	CostKnown bool
 }
 
 // TurnLimitError is returned when the session reached its turn cap.
@@ -290,6 +304,10 @@ func (l *loop) once() error {
 	}
 	l.res.Iterations = 1
 	resp, err := l.call(false)
+	if errors.Is(err, errCostLimit) {
+		l.res.Iterations = 0
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -300,7 +318,10 @@ func (l *loop) once() error {
 
 func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Response, *Result, error) {
 	cfg = cfg.withDefaults()
-	l := &loop{cfg: cfg, clock: cfg.Clock, res: &Result{SessionID: cfg.SessionID}}
+	l := &loop{cfg: cfg, clock: cfg.Clock, res: &Result{SessionID: cfg.SessionID, CostKnown: true}}
+	if err := l.checkPriced(); err != nil {
+		return nil, l.res, err
+	}
 	l.start = l.clock()
 	loopCtx := ctx
 	if cfg.Timeout > 0 {
@@ -474,6 +495,10 @@ func (l *loop) run() error {
 			return err
 		}
 		resp, err := l.call(contextFull)
+		if errors.Is(err, errCostLimit) {
+			l.res.Iterations--
+			return nil
+		}
 		if e, ok := llm.AsError(err); ok && e.Category == llm.ContextLength && !contextFull && cfg.Compaction != nil && cfg.Compaction.Enabled {
 			contextFull = true // compact and retry this turn once
 			l.res.Iterations--
@@ -598,6 +623,9 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 			emitErr = cfg.Hooks.Emit(e)
 		}
 	}
+	if err := l.checkBudgets(&req); err != nil {
+		return nil, err
+	}
 	retry := cfg.Retry
 	retry.OnRetry = func(attempt int, e *llm.Error, wait time.Duration) {
 		if emitErr == nil { // delivered at once: the wait may be long
@@ -622,6 +650,9 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 		"stop_reason": resp.StopReason}
 	for k, v := range resp.Usage.Map() {
 		data[k] = v
+	}
+	if cost, known := l.account(resp, req.Model); known {
+		data["cost_usd"] = cost
 	}
 	return resp, l.event(EventLLMCall, data)
 }

@@ -199,6 +199,10 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 		}
 	}
 	cfg.Hooks.Emit = func(e sessions.Event) error { return deliver(thread, cfg.Store, []sessions.Event{e}) }
+	cfg.Prices = st.LLM.Prices
+	if st.LLM.Budget != nil {
+		cfg.Budgets = append(cfg.Budgets, st.LLM.Budget)
+	}
 	return cfg, nil
 }
 
@@ -229,6 +233,10 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err != nil {
 		return nil, err
 	}
+	maxCost := o.float("max_cost_usd")
+	if maxCost != nil && !(*maxCost > 0) {
+		return nil, fmt.Errorf("%s: `max_cost_usd` must be > 0", b.Name())
+	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
 		return nil, err
@@ -250,6 +258,9 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	cfg.MaxIterations, cfg.Persistent = o.int("max_iterations"), o.bool("persistent")
 	cfg.MaxNudges = noneAsNegative(o.int("max_nudges"))
 	cfg.ToolErrors = agent.ToolErrors(o.string("tool_errors"))
+	if maxCost != nil {
+		cfg.Budgets = append(cfg.Budgets, &llm.Budget{MaxUSD: *maxCost})
+	}
 	if c.sessionID != "" {
 		cfg.MaxTurns = o.int("max_turns") // 0: the session's cap, else the VM's
 	} else {
@@ -327,12 +338,21 @@ func resultToStarlark(res *agent.Result) starlark.Value {
 	set("llm", vm.ToStarlark(map[string]any{
 		"iterations": res.Iterations, "duration_ms": res.Duration.Milliseconds(),
 		"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens, "calls": res.Calls,
+		"cost_usd": costValue(res),
 	}))
 	set("tools", vm.ToStarlark(map[string]any{
 		"calls": nonNil(res.ToolCalls), "successful": nonNil(res.Succeeded), "failed": nonNil(res.Failed),
 	}))
 	set("messages", messagesToStarlark(res.Messages))
 	return d
+}
+
+// costValue is a result's cost_usd: a float, or None when unknown.
+func costValue(res *agent.Result) any {
+	if !res.CostKnown {
+		return nil
+	}
+	return res.CostUSD
 }
 
 func nonNil(s []string) []string {
@@ -374,9 +394,12 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	resp, _, err := agent.Call(vm.ContextOf(thread), *cfg)
+	resp, res, err := agent.Call(vm.ContextOf(thread), *cfg)
 	if err != nil {
 		return nil, fail(b.Name(), err)
+	}
+	if resp == nil && res.Status == agent.StatusBudgetExhausted {
+		return nil, fmt.Errorf("%s: not called: the call would go over the run's cost cap (--max-cost-usd)", b.Name())
 	}
 	if resp == nil {
 		return nil, fmt.Errorf("%s: the call timed out after %s", b.Name(), c.timeout)
@@ -387,6 +410,7 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	}
 	return vm.ToStarlark(map[string]any{
 		"text": resp.Text, "tool_calls": calls, "model": resp.Model, "usage": resp.Usage.Map(), "stop_reason": resp.StopReason,
+		"cost_usd": costValue(res),
 	}), nil
 }
 

@@ -43,6 +43,8 @@ var callRows = []option{
 var loopRows = []option{
 	{Name: "max_iterations", Kind: kindInt, Min: 1, Default: agent.DefaultMaxIterations,
 		Doc: "The most model calls of this loop; reaching it ends the loop with status `budget_exhausted`."},
+	{Name: "max_cost_usd", Kind: kindFloat, DefaultDoc: "None (no cap)",
+		Doc: "Cap in US dollars on what this loop's model calls cost, checked before each call; reaching it ends the loop with status `budget_exhausted` and a `cost_limit` event."},
 	{Name: "persistent", Kind: kindBool, Default: false,
 		Doc: "Keep going until a reply contains `##DONE##`: a text-only reply without it gets a nudge."},
 	{Name: "max_nudges", Kind: kindInt, Min: 0, Default: agent.DefaultMaxNudges,

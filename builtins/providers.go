@@ -23,6 +23,8 @@ func DefaultLLM(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
 		Getenv:     getenv,
 		HTTPClient: providerClient(),
+		Prices:     llm.DefaultPrices(),
+		Budget:     &llm.Budget{},
 		Factories: map[string]llm.Factory{
 			llm.ProtocolOpenAI:          openAIFactory,
 			llm.ProtocolAzure:           openAIFactory,

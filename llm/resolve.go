@@ -57,6 +57,11 @@ type Settings struct {
 	// (named by its environment variable) and redacts every secret it
 	// knows from their replies, before Middleware sees them.
 	Redactor *sessions.Redactor
+	// Prices prices the calls (DefaultPrices, or --prices FILE over it).
+	Prices *Prices
+	// Budget counts what every call of the run costs; its cap is
+	// --max-cost-usd (nil: not counted).
+	Budget *Budget
 }
 
 var openAIModel = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`)

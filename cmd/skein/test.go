@@ -143,6 +143,9 @@ func testCommand(args []string, std stdio) int {
 	case notRun > 0:
 		fmt.Fprintf(summary, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
 	}
+	if usd, known := vf.budget.Spent(); known && usd > 0 {
+		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.Date)
+	}
 	fmt.Fprintln(summary, t)
 	code := exitOK
 	if t.failed > 0 || ctx.Err() != nil {
@@ -195,6 +198,7 @@ func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State,
 	}
 	settings := builtins.DefaultLLM(func(string) string { return "" })
 	settings.Provider, settings.Model = f.provider, f.model
+	f.costSettings(settings)
 	queue := mock.New()
 	if fx != nil {
 		replayDefaults(settings, fx.responses)

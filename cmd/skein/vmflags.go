@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +43,10 @@ type vmFlags struct {
 	allowEnv   listFlag
 	store      storeFlag // memory unless registerStore added --store
 	eventLog   string    // --event-log DIR (skein run only)
+	pricesFile string
+	maxCost    float64
+	prices     *llm.Prices // the table, --prices over the built-in one (set by check)
+	budget     *llm.Budget // every call of the run counts here (set by check)
 }
 
 // listFlag is a comma-separated list flag that may be repeated:
@@ -79,6 +84,8 @@ func (f *vmFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay (its directory is created)")
 	fs.StringVar(&f.workspace, "workspace", "", "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)")
 	fs.StringVar(&f.fsScope, "fs-scope", "sandboxed", "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full")
+	fs.StringVar(&f.pricesFile, "prices", "", "a JSON price table whose models override or add to the built-in one (see docs/providers.md)")
+	fs.Float64Var(&f.maxCost, "max-cost-usd", 0, "stop before any model call that would take the run's cost over this many US dollars (0: no cap)")
 	fs.Var(&f.allowCmd, "allow-cmd", "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)")
 	fs.Var(&f.allowEnv, "allow-env", "environment variables exec.run's env may set: NAME, PREFIX_*, or * (loader and interpreter hooks such as LD_PRELOAD are never allowed); comma-separated, repeatable (default: none)")
 	fs.Var(&f.allowNet, "allow-net", "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)")
@@ -121,7 +128,25 @@ func (f *vmFlags) check() error {
 		return fmt.Errorf("--fs-scope: %v", err)
 	}
 	f.tier = tier
+	if !(f.maxCost >= 0) || math.IsInf(f.maxCost, 0) {
+		return fmt.Errorf("--max-cost-usd must be a finite number >= 0")
+	}
+	f.prices = llm.DefaultPrices()
+	if f.pricesFile != "" {
+		if f.prices, err = llm.LoadPrices(f.pricesFile); err != nil {
+			return fmt.Errorf("--prices %s: %v", f.pricesFile, underlying(err))
+		}
+	}
+	f.budget = &llm.Budget{MaxUSD: f.maxCost}
 	return nil
+}
+
+// costSettings gives a VM's provider settings the run's price table and
+// budget.
+func (f *vmFlags) costSettings(s *llm.Settings) {
+	if f.prices != nil {
+		s.Prices, s.Budget = f.prices, f.budget
+	}
 }
 
 // policy builds the workspace policy from the flags (after check); root
@@ -184,6 +209,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	}
 	settings := builtins.DefaultLLM(os.Getenv)
 	settings.Provider, settings.Model = f.provider, f.model
+	f.costSettings(settings)
 	queue := mock.New()
 	closers := []func() error{store.Shutdown}
 	if eventLog != nil {
