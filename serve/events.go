@@ -151,6 +151,17 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	// sendLive sends a live event: a text_delta always, a stored event
+	// only if it is newer than the last sent (the history may hold it).
+	sendLive := func(e *sessions.Event) error {
+		if e.Type != agent.EventTextDelta {
+			if e.Seq <= last {
+				return nil
+			}
+			last = e.Seq
+		}
+		return send(e)
+	}
 	for i := range rec.Events {
 		if e := &rec.Events[i]; e.Seq > last {
 			if err := send(e); err != nil {
@@ -169,27 +180,15 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	for {
 		select {
 		case e := <-c.events:
-			if e.Type != agent.EventTextDelta {
-				if e.Seq <= last {
-					continue
-				}
-				last = e.Seq
-			}
-			if err := send(&e); err != nil {
-				return nil
-			}
-			// Send what is already queued before flushing.
-			for n := len(c.events); n > 0; n-- {
-				e := <-c.events
-				if e.Type != agent.EventTextDelta {
-					if e.Seq <= last {
-						continue
-					}
-					last = e.Seq
-				}
-				if err := send(&e); err != nil {
+			// This event and what is already queued, then one flush.
+			for n := len(c.events); ; n-- {
+				if err := sendLive(&e); err != nil {
 					return nil
 				}
+				if n == 0 {
+					break
+				}
+				e = <-c.events
 			}
 		case <-beat.C:
 			rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
