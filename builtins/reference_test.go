@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/workflow"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/builtins.md from the code")
@@ -46,6 +49,28 @@ func TestEveryPredeclaredBuiltinIsDocumented(t *testing.T) {
 		}
 		if !strings.Contains(ref, "`"+name) {
 			t.Errorf("predeclared %s is not in the reference", name)
+		}
+	}
+}
+
+// TestEventsAreDocumented fails when an event type is missing from
+// docs/agents.md.
+func TestEventsAreDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/agents.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{
+		sessions.EventMessage, sessions.EventReset, sessions.EventTrim, sessions.EventFork, sessions.EventHealed,
+		sessions.EventStatus, sessions.EventRewind, sessions.EventInfo,
+		agent.EventTurnStart, agent.EventTurnEnd, agent.EventLLMCall, agent.EventLLMRetry, agent.EventTextDelta,
+		agent.EventToolCall, agent.EventToolResult, agent.EventFeedbackInjected, agent.EventBudgetExhausted,
+		agent.EventLoopStuck, agent.EventError, agent.EventCancelled, agent.EventCompaction, agent.EventTranscriptCompacted,
+		"subagent_start", "subagent_end",
+		workflow.EventWorkflowStart, workflow.EventStageStart, workflow.EventStageEnd, workflow.EventWorkflowEnd,
+	} {
+		if !strings.Contains(string(doc), "`"+typ+"`") {
+			t.Errorf("event %s is not in docs/agents.md", typ)
 		}
 	}
 }

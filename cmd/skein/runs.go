@@ -14,26 +14,38 @@ import (
 
 const runsUsage = "<command> [flags] [arguments]"
 
+func runsCommands() []sessionsCommand {
+	return []sessionsCommand{
+		{"ls", "[flags]", "list workflow runs, newest first", runsLs},
+		{"show", "[flags] RUN_ID", "print a run: status, stages with durations, tokens and session ids", runsShow},
+	}
+}
+
 // runsMain implements `skein runs ls|show`: the workflow run records of
 // a database.
 func runsMain(args []string, io stdio) int {
-	const names = "ls, show"
+	var names []string
+	for _, c := range runsCommands() {
+		names = append(names, c.name)
+	}
 	if len(args) == 0 {
-		return usageError(io, "skein runs", "missing command (one of: "+names+")")
+		return usageError(io, "skein runs", "missing command (one of: "+strings.Join(names, ", ")+")")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprintf(io.out, "Usage: skein runs %s\n\nCommands:\n", runsUsage)
-		fmt.Fprintln(io.out, "  ls      list workflow runs, newest first")
-		fmt.Fprintln(io.out, "  show    print a run: status, stages with durations, tokens and session ids")
+		for _, c := range runsCommands() {
+			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
+		}
 		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db).")
 		return exitOK
-	case "ls":
-		return runsLs(args[1:], io)
-	case "show":
-		return runsShow(args[1:], io)
 	}
-	return usageError(io, "skein runs", fmt.Sprintf("unknown command %q (one of: %s)", args[0], names))
+	for _, c := range runsCommands() {
+		if c.name == args[0] {
+			return c.run(args[1:], io)
+		}
+	}
+	return usageError(io, "skein runs", fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
 }
 
 // runBackend opens the database of a runs subcommand.

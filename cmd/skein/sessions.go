@@ -70,11 +70,14 @@ func sessionsFlags(name string, store *storeFlag) *flag.FlagSet {
 	return fs
 }
 
-// usageOf returns the usage line of a sessions subcommand.
+// usageOf returns the usage line of a sessions or runs subcommand, by its
+// flag set's name ("skein sessions ls").
 func usageOf(name string) string {
-	for _, c := range sessionsCommands() {
-		if c.name == name {
-			return c.usage
+	for prefix, commands := range map[string][]sessionsCommand{"skein sessions ": sessionsCommands(), "skein runs ": runsCommands()} {
+		for _, c := range commands {
+			if prefix+c.name == name {
+				return c.usage
+			}
 		}
 	}
 	return ""
@@ -86,7 +89,7 @@ func usageOf(name string) string {
 func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int, bool) {
 	var positional []string
 	for {
-		if code, stop := parseFlags(fs, usageOf(strings.TrimPrefix(fs.Name(), "skein sessions ")), args, io); stop {
+		if code, stop := parseFlags(fs, usageOf(fs.Name()), args, io); stop {
 			return nil, code, true
 		}
 		rest := fs.Args()

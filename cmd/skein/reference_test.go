@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+const cliReferencePath = "../../docs/cli.md"
+
+// cliReference renders docs/cli.md from the commands' own help, so a flag
+// added to a command is in the reference as soon as the test is updated.
+func cliReference(t *testing.T) string {
+	help := func(args ...string) string {
+		var out, errOut bytes.Buffer
+		if code := skein(args, stdio{in: strings.NewReader(""), out: &out, err: &errOut}); code != exitOK && out.Len() == 0 {
+			t.Fatalf("skein %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+		}
+		return strings.TrimRight(out.String()+errOut.String(), "\n")
+	}
+	var b strings.Builder
+	b.WriteString("# Command-line reference\n\n")
+	b.WriteString("<!-- Generated from the commands' help by `go test ./cmd/skein -run TestCLIReference -update`; do not edit. -->\n\n")
+	b.WriteString("Every command prints its flags with `-h` (or `skein help COMMAND`). A flag is written `-name` or `--name`.\n\n")
+	fmt.Fprintf(&b, "```\n%s\n```\n", help("help"))
+	section := func(title string, args ...string) {
+		fmt.Fprintf(&b, "\n## %s\n\n```\n%s\n```\n", title, help(append(args, "-h")...))
+	}
+	for _, c := range []string{"run", "repl", "test", "serve"} {
+		section("skein "+c, c)
+	}
+	section("skein sessions", "sessions")
+	for _, c := range []string{"ls", "show", "export", "import", "rm", "gc"} {
+		section("skein sessions "+c, "sessions", c)
+	}
+	section("skein runs", "runs")
+	for _, c := range []string{"ls", "show"} {
+		section("skein runs "+c, "runs", c)
+	}
+	b.WriteString(cliFooter)
+	return b.String()
+}
+
+const cliFooter = `
+## Exit codes
+
+| code | meaning |
+|---|---|
+| 0 | success |
+| 1 | a script error, failing tests, or a session store that cannot be opened or written |
+| 2 | a usage error: a bad flag or argument, a file that cannot be read |
+| 130 | ` + "`skein repl`" + `: a second Ctrl-C while a cancelled input had not stopped yet |
+
+A usage error prints one line, ` + "`skein CMD: problem (see 'skein CMD -h')`" + `; a script
+error prints the Starlark traceback, innermost call last, on stderr.
+
+## Environment variables
+
+| variable | meaning |
+|---|---|
+| ` + "`SKEIN_STORE`" + ` | the session database when ` + "`--store`" + ` is not given (default ` + "`.skein/sessions.db`" + `; ` + "`memory`" + ` for none) |
+| ` + "`SKEIN_PROVIDER`" + ` | the default provider when ` + "`--provider`" + ` is not given |
+| ` + "`SKEIN_SESSION_CAP`" + ` | live sessions kept in memory (LRU) when ` + "`--session-cap`" + ` is not given (default 128) |
+| ` + "`SKEIN_DURABILITY`" + ` | what a commit survives when ` + "`--durability`" + ` is not given: ` + "`process`" + ` or ` + "`full`" + ` |
+| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` when ` + "`--token-file`" + ` is not given |
+| ` + "`SKEIN_OLLAMA_BASE_URL`" + ` | the Ollama server (default ` + "`http://localhost:11434/v1`" + `) |
+| provider keys and base URLs | ` + "`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`" + ` and the others of [providers.md](providers.md); read from the environment only, never logged |
+`
+
+// TestCLIReference keeps docs/cli.md in step with the commands' flags.
+func TestCLIReference(t *testing.T) {
+	for _, k := range []string{"SKEIN_STORE", "SKEIN_PROVIDER", "SKEIN_SESSION_CAP", "SKEIN_DURABILITY", "SKEIN_SERVE_TOKEN", "SKEIN_OLLAMA_BASE_URL"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	want := cliReference(t)
+	if *update {
+		if err := os.WriteFile(cliReferencePath, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(cliReferencePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("%s is out of date; run: go test ./cmd/skein -run TestCLIReference -update", cliReferencePath)
+	}
+}
