@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,7 +43,7 @@ func serveCommand(args []string, io stdio) int {
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7600", "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
 	fs.Var(&f.agents, "agent", "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem")
 	fs.IntVar(&f.maxSessions, "max-sessions", envInt("AGENT_SESSION_MAX_ACTIVE", serve.DefaultMaxSessions), "active sessions allowed at once; env AGENT_SESSION_MAX_ACTIVE")
-	fs.IntVar(&f.maxRunning, "max-running", 4*runtime.GOMAXPROCS(0), "turns allowed to run at once (by default 4 per core)")
+	fs.IntVar(&f.maxRunning, "max-running", 0, "turns allowed to run at once (0: 4 per core)")
 	idle := serve.DefaultIdleTimeout
 	if v := envInt("AGENT_SESSION_IDLE_TIMEOUT", 0); v > 0 {
 		idle = time.Duration(v) * time.Minute
@@ -66,8 +65,8 @@ func serveCommand(args []string, io stdio) int {
 		return usageError(io, fs.Name(), "no agent: give at least one --agent FILE.star")
 	case f.maxSessions < 1:
 		return usageError(io, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
-	case f.maxRunning < 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("--max-running must be >= 1, got %d", f.maxRunning))
+	case f.maxRunning < 0:
+		return usageError(io, fs.Name(), fmt.Sprintf("--max-running must be >= 0, got %d", f.maxRunning))
 	case f.idleTimeout <= 0:
 		return usageError(io, fs.Name(), "--idle-timeout must be positive")
 	case f.grace < 0:
