@@ -344,8 +344,11 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		// or marking it failed here would write into their run.
 		return nil, l.res, err
 	}
-	// Store what the loop did before it ended, and tell subscribers.
-	_ = l.commit()
+	// Store what the loop did before it ended, and tell subscribers. A
+	// conflict here means the session is another process's now, as above.
+	if cerr := l.commit(); errors.Is(cerr, sessions.ErrConflict) {
+		return nil, l.res, cerr
+	}
 	if ctx.Err() == nil && loopCtx.Err() != nil {
 		// the loop's own timeout: a result, not a failure
 		l.finish("cancelled", sessions.StatusActive, sessions.NewEvent(EventCancelled, map[string]any{"reason": "timeout"}))

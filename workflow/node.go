@@ -42,6 +42,7 @@ var stageOptions = map[string]optionSpec{
 	"fallback":              {kind: kindMaps, llm: true},
 	"llm_backoff_ms":        {kind: kindInt, min: 0, llm: true},
 	"llm_retries":           {kind: kindInt, min: 0, llm: true},
+	"max_cost_usd":          {kind: kindNumber},
 	"max_iterations":        {kind: kindInt, min: 1},
 	"max_nudges":            {kind: kindInt, min: 0},
 	"max_turns":             {kind: kindInt, min: 1},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/sqlite"
+	"github.com/skein-dev/skein/workflow"
 )
 
 // exportSession is a pipeline whose session has every kind of turn an
@@ -171,4 +172,16 @@ func TestExportWalkthrough(t *testing.T) {
 	}
 	runSkein(t, "sessions", "export", id, "--format", "forensic", "-o", "triage.jsonl")
 	runSkein(t, "sessions", "import", "triage.jsonl", "--id", "triage-copy")
+	runSkein(t, "sessions", "export", id, "--format", "workflow", "-o", "triage.yaml")
+	data, err := os.ReadFile("triage.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := workflow.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Name != "triage-api-timeouts" || len(g.Nodes) != 2 || !bytes.Equal(workflow.Dump(g), data) {
+		t.Errorf("workflow export: %s with %d nodes:\n%s", g.Name, len(g.Nodes), data)
+	}
 }

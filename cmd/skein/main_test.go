@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			// Hermetic: no provider keys or skein settings leak in.
 			for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL",
+				"GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
 				"SKEIN_PROVIDER", "SKEIN_STORE", "SKEIN_SESSION_CAP", "SKEIN_OLLAMA_BASE_URL",
 				"SKEIN_SERVE_TOKEN", "AGENT_SESSION_IDLE_TIMEOUT", "AGENT_SESSION_MAX_ACTIVE"} {
 				env.Setenv(k, "")
@@ -63,6 +64,10 @@ func TestScripts(t *testing.T) {
 			env.Defer(fake.Close)
 			env.Setenv("FAKE_OPENAI_URL", fake.URL+"/v1")
 			env.Setenv("FAKE_KEY", fakeKey)
+			// the same for the Responses and Gemini protocols
+			fakeProviders := newFakeProviders()
+			env.Defer(fakeProviders.Close)
+			env.Setenv("FAKE_PROVIDERS_URL", fakeProviders.URL)
 			return nil
 		},
 	})

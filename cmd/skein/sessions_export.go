@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/workflow"
 )
 
 // Export formats of `skein sessions export`.
@@ -17,16 +18,17 @@ const (
 	formatJSON     = "json"     // the snapshot (sessions.WriteJSON)
 	formatForensic = "forensic" // the forensic log (sessions.WriteForensic)
 	formatStar     = "star"     // a runnable pipeline (sessions.ExportStar)
+	formatWorkflow = "workflow" // a workflow file (workflow.FromSession)
 )
 
 // exportFormats lists the formats for the usage error.
-const exportFormats = "jsonl, json, forensic or star"
+const exportFormats = "jsonl, json, forensic, star or workflow"
 
 // sessionsExport implements `skein sessions export ID`.
 func sessionsExport(args []string, io stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("export", &store)
-	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records) or star (a runnable pipeline NAME.star with NAME.llm.jsonl)")
+	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records), star (a runnable pipeline NAME.star with NAME.llm.jsonl) or workflow (a workflow file, one agent node per completed turn)")
 	output := fs.String("o", "", "write to this file (created user-only) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
 	withTest := fs.Bool("with-test", false, "star: also write NAME_test.star, a skein test of the replay")
 	ids, code, stop := parseInterleaved(fs, args, io)
@@ -37,7 +39,7 @@ func sessionsExport(args []string, io stdio) int {
 		return code
 	}
 	switch *format {
-	case formatJSONL, formatJSON, formatForensic, formatStar:
+	case formatJSONL, formatJSON, formatForensic, formatStar, formatWorkflow:
 	default:
 		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want %s", *format, exportFormats))
 	}
@@ -74,6 +76,11 @@ func sessionsExport(args []string, io stdio) int {
 	switch *format {
 	case formatJSON:
 		err = sessions.WriteJSON(w, rec)
+	case formatWorkflow:
+		var g *workflow.Graph
+		if g, err = workflow.FromSession(rec); err == nil {
+			_, err = w.Write(workflow.Dump(g))
+		}
 	case formatForensic:
 		err = sessions.WriteForensic(w, rec, appended)
 	default:

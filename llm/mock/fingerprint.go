@@ -51,23 +51,7 @@ func RequestShape(req *llm.Request) map[string]any {
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		out := map[string]any{"role": m.Role}
-		if m.Blocks == nil {
-			out["content"] = m.Text
-		} else {
-			blocks := []any{}
-			for _, b := range m.Blocks {
-				switch b.Type {
-				case sessions.BlockThinking:
-					continue
-				case sessions.BlockImage:
-					sum := sha256.Sum256([]byte(b.Data))
-					blocks = append(blocks, map[string]any{"type": b.Type, "media_type": b.MediaType, "sha256": hex.EncodeToString(sum[:8])})
-				default:
-					blocks = append(blocks, map[string]any{"type": b.Type, "text": b.Text})
-				}
-			}
-			out["content"] = blocks
-		}
+		out["content"] = contentShape(m)
 		if len(m.ToolCalls) > 0 {
 			calls := make([]any, len(m.ToolCalls))
 			for j, c := range m.ToolCalls {
@@ -251,4 +235,32 @@ func clipPair(a, b string) (string, string) {
 func changed(what, old, new string) string {
 	a, b := clipPair(old, new)
 	return fmt.Sprintf("%s changed:\n      - %s\n      + %s", what, a, b)
+}
+
+// contentShape is a message's content as strict replay compares it.
+// Thinking is left out (a replay cannot reproduce a provider's thinking,
+// nor its signatures), so content that is only text, once thinking is
+// left out, is its text, whether it was written as a string or as blocks.
+func contentShape(m *sessions.Message) any {
+	if m.Blocks == nil {
+		return m.Text
+	}
+	blocks := []any{}
+	onlyText := true
+	for _, b := range m.Blocks {
+		switch b.Type {
+		case sessions.BlockThinking, sessions.BlockRedactedThinking:
+			continue
+		case sessions.BlockImage:
+			sum := sha256.Sum256([]byte(b.Data))
+			blocks = append(blocks, map[string]any{"type": b.Type, "media_type": b.MediaType, "sha256": hex.EncodeToString(sum[:8])})
+			onlyText = false
+		default:
+			blocks = append(blocks, map[string]any{"type": b.Type, "text": b.Text})
+		}
+	}
+	if onlyText {
+		return m.TextContent()
+	}
+	return blocks
 }
