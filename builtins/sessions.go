@@ -64,6 +64,9 @@ func optionalID(fn, param string, v starlark.Value) (string, bool, error) {
 		if v == "" {
 			return "", false, fmt.Errorf("%s: '%s' must not be empty", fn, param)
 		}
+		if err := sessions.CheckID(string(v)); err != nil {
+			return "", false, fmt.Errorf("%s: %s: %v", fn, param, err)
+		}
 		return string(v), true, nil
 	}
 	return "", false, fmt.Errorf("%s: for parameter %s: got %s, want string or None", fn, param, v.Type())

@@ -7,7 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Exports.
@@ -262,10 +267,16 @@ func ReadExport(r io.Reader) (*Record, map[int64]Message, error) {
 }
 
 // readLine returns the next non-blank line of br, without its newline.
+// A line that is not valid UTF-8 is an error: JSON decoding would turn
+// the bad bytes into U+FFFD and import something else than the file
+// holds.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
+			if err := checkUTF8(line); err != nil {
+				return nil, err
+			}
 			return bytes.TrimRight(line, "\r\n"), nil
 		}
 		if err != nil {
@@ -274,7 +285,45 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// checkUTF8 refuses text that is not valid UTF-8, naming the offset of
+// the first bad byte.
+func checkUTF8(b []byte) error {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return fmt.Errorf("invalid UTF-8 at byte %d", i)
+		}
+		i += n
+	}
+	return nil
+}
+
+// messageKeys are the keys of a message object in an export.
+var messageKeys = map[string]bool{}
+
+func init() {
+	t := reflect.TypeFor[messageJSON]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		messageKeys[name] = true
+	}
+}
+
+// checkMessageKeys refuses a message object with a key that no message
+// has: an import keeps nothing it would silently drop.
+func checkMessageKeys(m map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !messageKeys[k] {
+			return fmt.Errorf("unknown message key %q (expected: %s)", k, strings.Join(slices.Sorted(maps.Keys(messageKeys)), ", "))
+		}
+	}
+	return nil
+}
+
 func readJSON(data []byte) (*Record, error) {
+	if err := checkUTF8(data); err != nil {
+		return nil, err
+	}
 	var snap snapshotJSON
 	if err := json.Unmarshal(data, &snap); err != nil {
 		if derr := CheckJSONDepth(data); derr != nil {
@@ -291,6 +340,16 @@ func readJSON(data []byte) (*Record, error) {
 	rec, err := snap.record()
 	if err != nil {
 		return nil, err
+	}
+	var raw struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(data, &raw); err == nil {
+		for i, m := range raw.Messages {
+			if err := checkMessageKeys(m); err != nil {
+				return nil, fmt.Errorf("message %d: %v", i, err)
+			}
+		}
 	}
 	rec.Messages, rec.Events = snap.Messages, snap.Events
 	return rec, checkImported(rec, nil)
@@ -383,8 +442,12 @@ func readRecord(line []byte, rec *Record, appended map[int64]Message) error {
 
 // messageValue converts a decoded JSON value to a message.
 func messageValue(v any) (*Message, error) {
-	if _, ok := v.(map[string]any); !ok {
+	obj, ok := v.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("got %s, want an object", JSONTypeName(v))
+	}
+	if err := checkMessageKeys(obj); err != nil {
+		return nil, err
 	}
 	data, err := EncodeJSON(v)
 	if err != nil {
@@ -402,6 +465,9 @@ func messageValue(v any) (*Message, error) {
 func (f *sessionFields) record() (*Record, error) {
 	if f.ID == "" {
 		return nil, errors.New("no session id")
+	}
+	if err := CheckID(f.ID); err != nil {
+		return nil, err
 	}
 	if !f.Status.Valid() {
 		return nil, fmt.Errorf("unknown status %q", f.Status)

@@ -121,6 +121,9 @@ func sessionsImport(args []string, io stdio) int {
 		return fail(io, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
 	}
 	if *newID != "" {
+		if err := sessions.CheckID(*newID); err != nil {
+			return usageError(io, fs.Name(), fmt.Sprintf("--id: %v", err))
+		}
 		rec.Rename(*newID)
 	}
 	b, err := storedBackend(&store, true)
