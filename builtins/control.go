@@ -60,8 +60,8 @@ func sleepBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if _, isBool := secs.(starlark.Bool); isBool || !ok {
 		return nil, fmt.Errorf("%s: for parameter seconds: got %s, want int or float", b.Name(), secs.Type())
 	}
-	if f < 0 {
-		return nil, fmt.Errorf("%s: 'seconds' must be >= 0", b.Name())
+	if err := checkSeconds(b.Name(), "seconds", f, true); err != nil {
+		return nil, err
 	}
 	if err := llm.SleepContext(vm.ContextOf(thread), time.Duration(f*float64(time.Second))); err != nil {
 		return nil, fail(b.Name(), context.Cause(vm.ContextOf(thread)))

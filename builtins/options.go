@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -289,19 +290,20 @@ func (o *options) check(r *option) error {
 			return fmt.Errorf("%s: '%s' must be >= %d", o.fn, r.Name, r.Min)
 		}
 	case kindFloat:
-		if _, ok := starlark.AsFloat(v); !ok {
+		f, ok := starlark.AsFloat(v)
+		if !ok {
 			return o.typeErr(r.Name, v)
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return fmt.Errorf("%s: '%s' must be a finite number, got %s", o.fn, r.Name, starlark.Float(f))
 		}
 	case kindSeconds:
 		f, ok := starlark.AsFloat(v)
 		if _, isBool := v.(starlark.Bool); isBool || !ok {
 			return o.typeErr(r.Name, v)
 		}
-		if f <= 0 {
-			return fmt.Errorf("%s: '%s' must be > 0", o.fn, r.Name)
-		}
-		if f > 1e9 {
-			return fmt.Errorf("%s: '%s' is too large", o.fn, r.Name)
+		if err := checkSeconds(o.fn, r.Name, f, false); err != nil {
+			return err
 		}
 	case kindBool:
 		if _, ok := v.(starlark.Bool); !ok {

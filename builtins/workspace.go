@@ -14,6 +14,7 @@ package builtins
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -190,11 +191,29 @@ func seconds(fn, param string, v starlark.Value, dflt time.Duration) (time.Durat
 	if _, isBool := v.(starlark.Bool); isBool || !ok {
 		return 0, fmt.Errorf("%s: for parameter %s: got %s, want int or float", fn, param, v.Type())
 	}
-	switch {
-	case f <= 0:
-		return 0, fmt.Errorf("%s: '%s' must be > 0", fn, param)
-	case f > 1e9:
-		return 0, fmt.Errorf("%s: '%s' is too large", fn, param)
+	if err := checkSeconds(fn, param, f, false); err != nil {
+		return 0, err
 	}
 	return time.Duration(f * float64(time.Second)), nil
+}
+
+// maxSeconds bounds every duration a script gives in seconds: beyond it
+// (about 31 years) the conversion to a time.Duration would overflow.
+const maxSeconds = 1e9
+
+// checkSeconds checks a duration in seconds: finite (NaN and the
+// infinities would wrap around in a time.Duration), at most maxSeconds,
+// and > 0 (>= 0 if zero is allowed).
+func checkSeconds(fn, param string, f float64, zero bool) error {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return fmt.Errorf("%s: '%s' must be a finite number, got %s", fn, param, starlark.Float(f))
+	case zero && f < 0:
+		return fmt.Errorf("%s: '%s' must be >= 0", fn, param)
+	case !zero && f <= 0:
+		return fmt.Errorf("%s: '%s' must be > 0", fn, param)
+	case f > maxSeconds:
+		return fmt.Errorf("%s: '%s' is too large", fn, param)
+	}
+	return nil
 }

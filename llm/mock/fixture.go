@@ -52,7 +52,9 @@ func ParseResponse(m map[string]any) (Response, error) {
 			r.OutputTokens, err = count(k, v)
 		case "delay_ms":
 			var ms int
-			ms, err = count(k, v)
+			if ms, err = count(k, v); err == nil && ms > maxDelayMS {
+				err = fmt.Errorf("'%s' is too large", k)
+			}
 			r.Delay = time.Duration(ms) * time.Millisecond
 		case "tool_calls":
 			r.ToolCalls, err = parseCalls(v)
@@ -78,6 +80,10 @@ func str(k string, v any) (string, error) {
 	}
 	return s, nil
 }
+
+// maxDelayMS bounds delay_ms (1e9 seconds, about 31 years): a larger
+// value would overflow a time.Duration and wrap around.
+const maxDelayMS = 1e12
 
 func count(k string, v any) (int, error) {
 	n, ok := v.(int64)
