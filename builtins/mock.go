@@ -5,6 +5,7 @@ package builtins
 //	llm_mock(text=None, tool_calls=None, match=None, consume_match=False, error=None,
 //	         input_tokens=None, output_tokens=None, thinking=None, model=None, delay_ms=None) -> None
 //	llm_mock_calls() -> [{provider, model, system, messages, tools}]
+//	  (a message dict is frozen and shared by every request that sent it)
 //	llm_mock_clear() -> None
 
 import (
@@ -13,6 +14,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -68,12 +70,27 @@ func llmMockCalls(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	}
 	calls := st.Mock.Calls()
 	out := make([]starlark.Value, len(calls))
+	// The requests of one loop share their transcript's messages: each is
+	// converted once, frozen, and shared by every request that holds it,
+	// so a loop of N turns costs O(N) conversions, not O(N²).
+	seen := map[*sessions.Message]starlark.Value{}
 	for i, c := range calls {
+		msgs := make([]starlark.Value, len(c.Req.Messages))
+		for j := range c.Req.Messages {
+			m := &c.Req.Messages[j]
+			v, ok := seen[m]
+			if !ok {
+				v = messageToStarlark(m)
+				v.Freeze()
+				seen[m] = v
+			}
+			msgs[j] = v
+		}
 		d := starlark.NewDict(5)
 		_ = d.SetKey(starlark.String("provider"), starlark.String(c.Provider))
 		_ = d.SetKey(starlark.String("model"), starlark.String(c.Req.Model))
 		_ = d.SetKey(starlark.String("system"), optionalString(c.Req.System))
-		_ = d.SetKey(starlark.String("messages"), messagesToStarlark(c.Req.Messages))
+		_ = d.SetKey(starlark.String("messages"), starlark.NewList(msgs))
 		tools := make([]starlark.Value, len(c.Req.Tools))
 		for j, t := range c.Req.Tools {
 			tools[j] = vm.ToStarlark(map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters})
