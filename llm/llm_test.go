@@ -72,7 +72,7 @@ func (f *flaky) Complete(ctx context.Context, req *Request) (*Response, error) {
 
 func TestRetryDelays(t *testing.T) {
 	var waits []time.Duration
-	p := RetryPolicy{Retries: 4, Backoff: 500 * time.Millisecond, Sleep: func(ctx context.Context, d time.Duration) error {
+	p := RetryPolicy{Retries: 4, Backoff: 500 * time.Millisecond, Jitter: func() float64 { return 0 }, Sleep: func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return nil
 	}}
@@ -92,6 +92,43 @@ func TestRetryDelays(t *testing.T) {
 		if waits[i] != want[i] {
 			t.Errorf("wait %d = %v, want %v", i, waits[i], want[i])
 		}
+	}
+}
+
+// TestRetryJitter: waits spread over [d/2, d] for the backoff and
+// [r, 1.1r] for a retry-after, so parallel callers do not retry together.
+func TestRetryJitter(t *testing.T) {
+	for _, tc := range []struct {
+		jitter  float64
+		err     *Error
+		attempt int
+		want    time.Duration
+	}{
+		{0, nil, 1, 500 * time.Millisecond},
+		{0.5, nil, 1, 375 * time.Millisecond},
+		{1, nil, 1, 250 * time.Millisecond},
+		{1, nil, 2, 500 * time.Millisecond},
+		{0, &Error{RetryAfter: 2 * time.Second}, 1, 2 * time.Second},
+		{1, &Error{RetryAfter: 2 * time.Second}, 1, 2200 * time.Millisecond},
+		{1, &Error{RetryAfter: time.Hour}, 1, MaxRetryDelay},
+	} {
+		p := RetryPolicy{Backoff: 500 * time.Millisecond, Jitter: func() float64 { return tc.jitter }}
+		if got := p.Delay(tc.attempt, tc.err); got != tc.want {
+			t.Errorf("Delay(%d, %+v) with jitter %v = %v, want %v", tc.attempt, tc.err, tc.jitter, got, tc.want)
+		}
+	}
+	// the default jitter spreads waits
+	p := RetryPolicy{Backoff: time.Second}
+	seen := map[time.Duration]bool{}
+	for range 20 {
+		d := p.Delay(1, nil)
+		if d < 500*time.Millisecond || d > time.Second {
+			t.Fatalf("Delay = %v, want between 500ms and 1s", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 2 {
+		t.Error("20 waits were all equal: no jitter")
 	}
 }
 

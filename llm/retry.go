@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 )
@@ -29,8 +30,11 @@ type RetryPolicy struct {
 	Retries int
 	// Backoff is the first wait; it doubles after each retry. A provider's
 	// retry-after, when given, replaces it. Every wait is capped at
-	// MaxRetryDelay.
+	// MaxRetryDelay and jittered (see Delay).
 	Backoff time.Duration
+	// Jitter returns a number in [0, 1] that spreads the waits (default:
+	// math/rand/v2); 0 means no jitter, which tests use.
+	Jitter func() float64
 	// Sleep waits for d or until ctx is done (default: a timer). Tests
 	// replace it to run instantly.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -39,15 +43,24 @@ type RetryPolicy struct {
 }
 
 // Delay returns the wait before retry number attempt (1-based) after err.
+// Waits are jittered so that callers failing together (parallel tests
+// hitting one rate limit) do not retry in lockstep: the doubling backoff
+// d becomes a wait between d/2 and d ("equal jitter"), and a provider's
+// retry-after r, a wait between r and r + r/10 (never sooner than asked).
 func (p RetryPolicy) Delay(attempt int, err *Error) time.Duration {
+	jitter := p.Jitter
+	if jitter == nil {
+		jitter = rand.Float64
+	}
+	if err != nil && err.RetryAfter > 0 {
+		r := min(err.RetryAfter, MaxRetryDelay)
+		return min(r+time.Duration(float64(r/10)*jitter()), MaxRetryDelay)
+	}
 	d := p.Backoff << (attempt - 1)
 	if d <= 0 || d > MaxRetryDelay {
 		d = MaxRetryDelay
 	}
-	if err != nil && err.RetryAfter > 0 {
-		d = err.RetryAfter
-	}
-	return min(d, MaxRetryDelay)
+	return d - time.Duration(float64(d/2)*jitter())
 }
 
 // SleepContext waits for d or until ctx is done, returning ctx's error then.

@@ -406,7 +406,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 		wiretest.SSE(file(t, "text_stream.sse")))
 	p := newProvider(t, srv)
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}, Stream: true}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) { return p.Complete(context.Background(), req) })
 	if err != nil {
@@ -431,7 +431,7 @@ func TestOverloadedThenFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	chain := []llm.Target{{Provider: newProvider(t, ant)}, {Provider: second, Model: "gpt-4.1"}}
 	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{user("hi")}})
 	if err != nil {

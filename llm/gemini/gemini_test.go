@@ -260,7 +260,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 		wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv)
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) {
 		return p.Complete(context.Background(), &llm.Request{Model: "gemini-2.5-pro", Messages: []sessions.Message{user("hi")}})
 	})

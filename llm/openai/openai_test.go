@@ -345,7 +345,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 		wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv)
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	req := &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) { return p.Complete(context.Background(), req) })
 	if err != nil {
@@ -366,7 +366,7 @@ func TestQuotaIsNotRetried(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(429, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`))
 	p := newProvider(t, srv)
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 3, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 3, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	_, err := policy.Call(context.Background(), func() (*llm.Response, error) {
 		return p.Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}})
 	})
@@ -389,7 +389,7 @@ func TestOverloadedThenFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sleeper wiretest.Sleeper
-	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.Sleep}
+	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	chain := []llm.Target{{Provider: newProvider(t, oai)}, {Provider: second, Model: "claude-sonnet-4-5"}}
 	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{user("hi")}})
 	if err != nil {

@@ -167,6 +167,9 @@ func (r Reply) With(key, value string) Reply {
 	return r
 }
 
+// NoJitter stands in for llm.RetryPolicy.Jitter: the waits are exact.
+func NoJitter() float64 { return 0 }
+
 // Sleeper stands in for llm.RetryPolicy.Sleep: it records the waits asked
 // for and returns at once.
 type Sleeper struct{ Waits []time.Duration }
