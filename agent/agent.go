@@ -45,6 +45,7 @@ const (
 	StatusStuck           Status = "stuck"            // persistent mode: too many text-only replies without the sentinel
 	StatusBudgetExhausted Status = "budget_exhausted" // max_iterations model calls were made
 	StatusTimeout         Status = "timeout"          // the loop's own wall-clock limit passed
+	StatusTurnLimit       Status = "turn_limit"       // the session reached its turn cap: the loop was refused (an error, and a turn_limit event)
 	StatusFailed          Status = "failed"           // reported on events; a failed loop returns an error
 )
 
@@ -67,6 +68,7 @@ const (
 	EventFeedbackInjected = "feedback_injected"
 	EventBudgetExhausted  = "budget_exhausted"
 	EventCostLimit        = "cost_limit"
+	EventTurnLimit        = "turn_limit"
 	EventLoopStuck        = "loop_stuck"
 	EventError            = "error"
 	EventCancelled        = "cancelled"
@@ -365,7 +367,7 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	}
 	var turnLimit *TurnLimitError
 	if errors.As(err, &turnLimit) {
-		return nil, l.res, err // nothing was written
+		return nil, l.res, err // only the turn_limit event was written
 	}
 	data := map[string]any{"message": err.Error()}
 	if e, ok := llm.AsError(err); ok {
@@ -470,6 +472,11 @@ func (l *loop) run() error {
 		return err
 	}
 	if limit := turnCap(cfg, meta); limit > 0 && meta.Turns >= limit {
+		// Refused before anything else: the event says so in the log.
+		ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(limit), "turns": int64(meta.Turns)})
+		if err := l.write(&sessions.Change{Events: []sessions.Event{ev}}); err != nil {
+			return err
+		}
 		return &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
 	}
 	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
@@ -487,7 +494,7 @@ func (l *loop) run() error {
 		}
 		if l.res.Iterations >= cfg.MaxIterations {
 			l.res.Status = StatusBudgetExhausted
-			return l.event(EventBudgetExhausted, map[string]any{"max_iterations": int64(cfg.MaxIterations)})
+			return l.event(EventBudgetExhausted, map[string]any{"status": string(StatusBudgetExhausted), "max_iterations": int64(cfg.MaxIterations)})
 		}
 		if err := l.deliverFeedback(); err != nil {
 			return err

@@ -141,10 +141,10 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 			return nil, fmt.Errorf("%s: for parameter max_turns: got %s, want int or None", b.Name(), maxTurnsV.Type())
 		}
 		n, ok := i.Int64()
-		if !ok || n < 1 || n > 1<<31 {
-			return nil, fmt.Errorf("%s: 'max_turns' must be >= 1", b.Name())
+		if !ok || n < 0 || n > 1<<31 {
+			return nil, fmt.Errorf("%s: 'max_turns' must be >= 0 (0: the default cap)", b.Name())
 		}
-		maxTurns = int(n)
+		maxTurns = int(n) // 0: the VM's default, as for None
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
