@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/sessions"
@@ -65,9 +66,18 @@ func CompactSession(ctx context.Context, store *sessions.Store, id string, opts 
 			return nil, err
 		}
 		summary := res.Summary
+		// kept: the messages after the summary. It can exceed keep_last
+		// (the cut never separates a tool call from its results, and
+		// prefers to start at a user message); note says so, since the
+		// message count alone can then look unchanged.
+		kept := len(res.Messages) - min(opts.KeepFirst, len(res.Messages)) - 1
 		data := map[string]any{"strategy": res.Strategy, "archived": int64(res.Archived), "trigger": trigger,
 			"tokens_before": int64(res.TokensBefore), "tokens_after": int64(res.TokensAfter),
-			"messages_before": int64(len(msgs)), "messages_after": int64(len(res.Messages)), "tier2": res.Tier2}
+			"messages_before": int64(len(msgs)), "messages_after": int64(len(res.Messages)), "tier2": res.Tier2,
+			"kept": int64(kept), "keep_last": int64(opts.KeepLast)}
+		if kept > opts.KeepLast {
+			data["note"] = fmt.Sprintf("archived %d messages into one summary and kept the last %d, not %d: the cut may not separate a tool call from its results and starts at a user message when it can", res.Archived, kept, opts.KeepLast)
+		}
 		return &sessions.Change{Replace: true, ReplaceWith: res.Messages, SetSummary: true, Summary: &summary,
 			Events: []sessions.Event{sessions.NewEvent(EventCompaction, data)}}, nil
 	})
