@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/vm"
 )
 
 // kind is the type of an option's value, which decides how it is checked
@@ -229,45 +231,12 @@ func (t *optionTable) unpack(fn string, positional starlark.Value, kwargs []star
 // "unknown option key 'x' (did you mean 'y'? expected one of: ...)".
 func unknownKey(fn, what, key string, allowed []string) error {
 	hint := ""
-	if near := closest(key, allowed); near != "" {
+	if near := vm.Closest(key, allowed); near != "" {
 		hint = fmt.Sprintf("did you mean '%s'? ", near)
 	}
 	return fmt.Errorf("%s: unknown %s '%s' (%sexpected one of: %s)", fn, what, key, hint, strings.Join(allowed, ", "))
 }
 
-// closest returns the name of names nearest to key when it is near
-// enough to be a likely typo (an edit distance of at most a third of its
-// length, at least 1), else "".
-func closest(key string, names []string) string {
-	best, bestDist := "", max(1, len(key)/3)+1
-	for _, n := range names {
-		if d := editDistance(key, n); d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
 
 // check validates the given value of r (None always passes: it reads as
 // the default).

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/vm"
 )
 
 // TestAddingAnOption shows what adding an agent_loop option takes: one
@@ -68,8 +70,8 @@ func TestDidYouMean(t *testing.T) {
 		"max_iteration": "max_iterations", "temprature": "temperature", "sesion_id": "session_id",
 		"bogus": "", "x": "", "model": "model",
 	} {
-		if got := closest(key, names); got != want {
-			t.Errorf("closest(%q) = %q, want %q", key, got, want)
+		if got := vm.Closest(key, names); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", key, got, want)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (s *State) ExecFile(filename string, src any) (starlark.StringDict, error) 
 // on every State with the same predeclared names (ExecProgram).
 func (s *State) Compile(filename string, src any) (*starlark.Program, error) {
 	_, prog, err := starlark.SourceProgramOptions(Dialect(), filename, src, s.predeclared.Has)
-	return prog, err
+	return prog, s.hintUndefined(err, nil)
 }
 
 // ExecProgram runs a program compiled from filename on a new main thread

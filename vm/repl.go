@@ -210,7 +210,7 @@ func (r *REPL) Eval(ctx context.Context, in *Input) (starlark.Value, error) {
 		if stmt, ok := in.file.Stmts[0].(*syntax.ExprStmt); ok {
 			v, err := starlark.EvalExprOptions(in.file.Options, thread, stmt.X, r.globals)
 			if err != nil {
-				return nil, err
+				return nil, r.state.hintUndefined(err, r.globals)
 			}
 			if v != starlark.None {
 				r.globals["_"] = v
@@ -218,7 +218,7 @@ func (r *REPL) Eval(ctx context.Context, in *Input) (starlark.Value, error) {
 			return v, nil
 		}
 	}
-	return nil, starlark.ExecREPLChunk(in.file, thread, r.globals)
+	return nil, r.state.hintUndefined(starlark.ExecREPLChunk(in.file, thread, r.globals), r.globals)
 }
 
 // keywords are completed like names.

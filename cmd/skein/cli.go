@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/skein-dev/skein/vm"
 	"io"
 	"sort"
 	"strings"
@@ -114,9 +115,24 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string, io stdio) (int, b
 		return exitOK, true
 	}
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error()), true
+		return usageError(io, fs.Name(), err.Error()+flagHint(fs, err)), true
 	}
 	return 0, false
+}
+
+// flagHint is " (did you mean --x?)" for an undefined flag near a defined
+// one, else "".
+func flagHint(fs *flag.FlagSet, err error) string {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if near := vm.Closest(strings.TrimPrefix(name, "-"), names); near != "" {
+		return fmt.Sprintf(" (did you mean --%s?)", near)
+	}
+	return ""
 }
 
 // usageError prints a one-line usage error and returns exitUsage.

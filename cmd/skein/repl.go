@@ -102,17 +102,21 @@ func replCommand(args []string, std stdio) int {
 
 	intr := newInterrupter(interactive)
 	defer intr.stop()
-	loop(repl, st, lines, intr, vf.timeout, &vf.store, std)
+	failed := loop(repl, st, lines, intr, vf.timeout, &vf.store, std)
 	if err := closeVM(); err != nil {
 		fmt.Fprintf(std.err, "skein repl: %v\n", err)
 		return exitFailed
+	}
+	if failed && !interactive {
+		return exitFailed // piped input: a failed input fails the run, as with python -
 	}
 	return exitOK
 }
 
 // loop reads and evaluates inputs until the end of input or :quit.
-// Errors are printed and the loop goes on.
-func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) {
+// Errors are printed and the loop goes on; it reports whether any input
+// failed.
+func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) (failed bool) {
 	for {
 		in, err := repl.Read(lines)
 		switch {
@@ -122,6 +126,7 @@ func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *i
 			continue // Ctrl-C while typing drops the input
 		case err != nil:
 			fmt.Fprintln(std.err, vm.FormatError(err))
+			failed = true
 			continue
 		}
 		if in.Meta != "" {
@@ -141,6 +146,7 @@ func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *i
 			if h := store.hint(err); h != "" {
 				fmt.Fprintln(std.err, h)
 			}
+			failed = true
 			continue
 		}
 		if v != nil && v != starlark.None {

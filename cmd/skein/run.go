@@ -1,9 +1,11 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/skein-dev/skein/vm"
 )
@@ -51,7 +53,8 @@ func runCommand(args []string, io stdio) int {
 	if err != nil {
 		return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", file, underlying(err)))
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: fs.Args()[1:],
+	argv := scriptArgs(fs, io)
+	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file), args: argv,
 		rerecord: func(extra []string) string { return rerecordCommand(fs, vf.replay, extra) }})
 	if err != nil {
 		return failState(io, fs.Name(), err)
@@ -80,6 +83,24 @@ func scriptFailed(io stdio, vf *vmFlags, err error) int {
 		fmt.Fprintln(io.err, h)
 	}
 	return exitFailed
+}
+
+// scriptArgs returns the arguments after FILE, the script's argv. Flags
+// end at FILE, so "skein run x.star --store memory" passes --store to the
+// script: a skein flag there gets a warning. A "--" right after FILE is
+// dropped and silences the warning: "skein run x.star -- --verbose".
+func scriptArgs(fs *flag.FlagSet, io stdio) []string {
+	argv := fs.Args()[1:]
+	if len(argv) > 0 && argv[0] == "--" {
+		return argv[1:]
+	}
+	for _, a := range argv {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && name != "" && fs.Lookup(name) != nil {
+			fmt.Fprintf(io.err, "%s: warning: %s comes after FILE, so it is passed to the script in argv, not read by skein (put flags before FILE; use -- after FILE to pass flag-like arguments to the script without this warning)\n", fs.Name(), a)
+		}
+	}
+	return argv
 }
 
 // underlying strips the operation and path from a *PathError.

@@ -125,6 +125,12 @@ func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
 	return store.open()
 }
 
+// storeExists reports whether the database file of store exists.
+func storeExists(store *storeFlag) bool {
+	_, err := os.Stat(store.path)
+	return err == nil
+}
+
 // errUsage is an error that a sessions subcommand reports as a usage
 // error (exit 2).
 type errUsage string

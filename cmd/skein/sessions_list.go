@@ -69,6 +69,10 @@ func sessionsLs(args []string, io stdio) int {
 		}
 		tw.Flush()
 	}
+	if total == 0 && !storeExists(&store) {
+		fmt.Fprintf(io.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", store.path)
+		return exitOK
+	}
 	pageSummary(io.out, "session", len(page), total, *offset)
 	return exitOK
 }

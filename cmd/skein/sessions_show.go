@@ -85,8 +85,15 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 	if len(rec.Messages) == 0 {
 		fmt.Fprintln(w, "(no messages)")
 	}
+	hidden := 0
 	for i := range rec.Messages {
 		printMessage(w, i, &rec.Messages[i], view)
+		if view == viewBasic && rec.Messages[i].Role == sessions.RoleTool {
+			hidden++
+		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(w, "(%s hidden: --view verbose shows tool calls and results)\n", plural(hidden, "tool message"))
 	}
 	if view == viewDebug {
 		fmt.Fprintln(w, "\nevents:")

@@ -58,14 +58,14 @@ func testCommand(args []string, std stdio) int {
 	if code, stop := parseFlags(fs, testUsage, args, std); stop {
 		return code
 	}
+	if !flagSet(fs, "provider") {
+		vf.provider = "" // tests are hermetic: SKEIN_PROVIDER does not apply
+	}
 	if err := vf.check(); err != nil {
 		return usageError(std, fs.Name(), err.Error())
 	}
 	if vf.record != "" {
 		return usageError(std, fs.Name(), "--llm-record cannot be used with skein test (tests are offline; record with skein run)")
-	}
-	if !flagSet(fs, "provider") {
-		vf.provider = "" // tests are hermetic: SKEIN_PROVIDER does not apply
 	}
 	if opts.parallel < 1 {
 		return usageError(std, fs.Name(), fmt.Sprintf("-parallel must be >= 1, got %d", opts.parallel))
@@ -92,7 +92,7 @@ func testCommand(args []string, std stdio) int {
 		}
 		global = &fixture{path: vf.replay, responses: resps}
 	}
-	paths := fs.Args()
+	paths, only := splitTestIDs(fs.Args())
 	if len(paths) == 0 {
 		paths = []string{"."}
 	}
@@ -116,7 +116,7 @@ func testCommand(args []string, std stdio) int {
 			return vf.testVM(stdout, root, fx)
 		}}
 	})
-	cases := selectTests(suite, opts.run, opts.shard)
+	cases := selectTests(suite, opts.run, only, opts.shard)
 
 	summary := std.out
 	var rep reporter
@@ -134,7 +134,13 @@ func testCommand(args []string, std stdio) int {
 	}, rep.progress)
 	rep.done()
 
-	if len(cases) == 0 {
+	noMatch := len(cases) == 0 && (opts.run != nil || len(only) > 0)
+	switch {
+	case noMatch && opts.run != nil:
+		fmt.Fprintf(std.err, "skein test: -run %q matches no test in %s\n", opts.run, strings.Join(paths, " "))
+	case noMatch:
+		fmt.Fprintf(std.err, "skein test: no test named %s\n", strings.Join(fs.Args(), " "))
+	case len(cases) == 0:
 		fmt.Fprintln(std.err, "skein test: no tests to run")
 	}
 	switch {
@@ -148,7 +154,7 @@ func testCommand(args []string, std stdio) int {
 	}
 	fmt.Fprintln(summary, t)
 	code := exitOK
-	if t.failed > 0 || ctx.Err() != nil {
+	if t.failed > 0 || ctx.Err() != nil || noMatch {
 		code = exitFailed
 	}
 	if junit != nil {

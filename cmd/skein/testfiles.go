@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +136,7 @@ func loadTestFiles(ctx context.Context, paths []string, global *fixture, paralle
 // tests in definition order): those whose name run matches (a file that
 // could not be loaded is always listed), then every count-th one from
 // shard index, so the shards of a count partition the list exactly.
-func selectTests(files []*testFile, run *regexp.Regexp, s shard) []testCase {
+func selectTests(files []*testFile, run *regexp.Regexp, only map[string][]string, s shard) []testCase {
 	var all []testCase
 	for _, f := range files {
 		if f.err != nil {
@@ -143,6 +144,9 @@ func selectTests(files []*testFile, run *regexp.Regexp, s shard) []testCase {
 			continue
 		}
 		for _, name := range f.names {
+			if names, ok := only[f.path]; ok && !slices.Contains(names, name) {
+				continue
+			}
 			if run == nil || run.MatchString(name) {
 				all = append(all, testCase{file: f, name: name})
 			}
@@ -158,6 +162,27 @@ func selectTests(files []*testFile, run *regexp.Regexp, s shard) []testCase {
 		}
 	}
 	return mine
+}
+
+// splitTestIDs takes the FILE::TEST ids that skein test prints out of
+// paths: it returns the paths with each id replaced by its file, and for
+// each such file the tests to run (every other test of it is left out).
+func splitTestIDs(paths []string) ([]string, map[string][]string) {
+	only := map[string][]string{}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		file, test, ok := strings.Cut(p, "::")
+		if !ok {
+			out = append(out, p)
+			continue
+		}
+		file = filepath.Clean(file)
+		if _, seen := only[file]; !seen {
+			out = append(out, file)
+		}
+		only[file] = append(only[file], test)
+	}
+	return out, only
 }
 
 // forEach calls fn(i) for i in [0, n) on up to parallel goroutines,

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,6 +121,9 @@ func (f *vmFlags) check() error {
 	if f.replay != "" && f.record != "" {
 		return fmt.Errorf("--llm-replay and --llm-record cannot be used together")
 	}
+	if err := checkProvider(f.provider); err != nil {
+		return err
+	}
 	if !slices.Contains(mock.ReplayModes, f.replayMode) {
 		return fmt.Errorf("--llm-replay-mode: unknown mode %q (expected one of: %s)", f.replayMode, strings.Join(mock.ReplayModes, ", "))
 	}
@@ -147,6 +151,26 @@ func (f *vmFlags) costSettings(s *llm.Settings) {
 	if f.prices != nil {
 		s.Prices, s.Budget = f.prices, f.budget
 	}
+}
+
+// checkProvider refuses a --provider (or SKEIN_PROVIDER) that names no
+// provider at start, not at the first model call: the mock, an
+// OpenAI-compatible server (openai_compatible, with base_url in the
+// script) or a preset.
+func checkProvider(name string) error {
+	if name == "" {
+		return nil
+	}
+	known := append([]string{llm.ProviderMock, llm.ProviderOpenAICompatible}, llm.PresetNames()...)
+	sort.Strings(known)
+	if slices.Contains(known, name) {
+		return nil
+	}
+	hint := ""
+	if near := vm.Closest(name, known); near != "" {
+		hint = fmt.Sprintf("did you mean %s? ", near)
+	}
+	return fmt.Errorf("--provider: unknown provider %q (%sexpected one of: %s; another OpenAI-compatible server is provider=NAME with base_url= in the script)", name, hint, strings.Join(known, ", "))
 }
 
 // policy builds the workspace policy from the flags (after check); root
