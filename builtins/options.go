@@ -237,7 +237,6 @@ func unknownKey(fn, what, key string, allowed []string) error {
 	return fmt.Errorf("%s: unknown %s '%s' (%sexpected one of: %s)", fn, what, key, hint, strings.Join(allowed, ", "))
 }
 
-
 // check validates the given value of r (None always passes: it reads as
 // the default).
 func (o *options) check(r *option) error {
