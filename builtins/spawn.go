@@ -1,6 +1,6 @@
 package builtins
 
-// Sub-agents (API.md §7.1).
+// Sub-agents (docs/workflows.md, "Sub-agents: agent_spawn").
 //
 //	agent_spawn(task, tools=None, carry="fork", system=None, max_iterations=None, **options) -> dict
 

@@ -1,6 +1,6 @@
 package builtins
 
-// Workflow builtins (API.md §7).
+// Workflow builtins (docs/workflows.md).
 //
 //	workflow_graph(name, entry, nodes, edges=None, metadata=None) -> workflow_graph
 //	workflow_execute(task, graph, max_steps=50, run_id=None, vars=None, on_event=None) -> dict
