@@ -48,13 +48,24 @@ func (s *Server) reapIdle(ctx context.Context) error {
 		return err
 	}
 	for _, sum := range list {
+		// Reserve the session against new turns while it is completed
+		// (startTurn refuses a reaping session; a prompt that passed its
+		// status check before this re-checks it once its turn is
+		// registered).
 		s.mu.Lock()
 		served, busy := s.active[sum.ID], s.running[sum.ID] != nil
+		if served && !busy {
+			s.reaping[sum.ID] = true
+		}
 		s.mu.Unlock()
 		if !served || busy {
 			continue
 		}
-		if err := s.end(ctx, sum.ID, sessions.StatusCompleted, reasonIdle, ""); err != nil {
+		err := s.end(ctx, sum.ID, sessions.StatusCompleted, reasonIdle, "")
+		s.mu.Lock()
+		delete(s.reaping, sum.ID)
+		s.mu.Unlock()
+		if err != nil {
 			if errors.Is(err, sessions.ErrNotFound) {
 				s.deactivate(sum.ID, "deleted")
 				continue

@@ -88,6 +88,7 @@ type Server struct {
 	active   map[string]bool  // served sessions with status active
 	creating int              // creations between the limit check and the store
 	running  map[string]*turn // running turns by session id
+	reaping  map[string]bool  // sessions the idle reaper is completing: no turn may start
 	draining bool             // shutting down: no new turns
 	turns    sync.WaitGroup
 }
@@ -137,7 +138,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 {
 		return nil, errors.New("serve: idle timeout, heartbeat and body limit must not be negative")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, active: map[string]bool{}, running: map[string]*turn{}}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, active: map[string]bool{}, running: map[string]*turn{}, reaping: map[string]bool{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)
 	s.turnCtx, s.cancelAll = context.WithCancelCause(context.Background())

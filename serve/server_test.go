@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -354,4 +355,43 @@ func TestIdleCleanup(t *testing.T) {
 	}
 	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "late"}), http.StatusConflict, "not_active")
 	ts.create(nil) // the active count dropped
+}
+
+// TestPromptRacesIdleReaper pins the pieces that close the race between a
+// prompt and the idle reaper: a session the reaper is completing refuses
+// turns, and a turn registered but refused afterwards (the prompt's
+// second status check) is released without a trace.
+func TestPromptRacesIdleReaper(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	id := ts.create(nil)
+
+	ts.srv.mu.Lock()
+	ts.srv.reaping[id] = true
+	ts.srv.mu.Unlock()
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"}), http.StatusConflict, "not_active")
+	ts.srv.mu.Lock()
+	delete(ts.srv.reaping, id)
+	ts.srv.mu.Unlock()
+
+	// The reaper completed the session after the prompt's first status
+	// check: the turn registered afterwards is released.
+	if err := ts.srv.end(context.Background(), id, sessions.StatusCompleted, reasonIdle, ""); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ts.srv.startTurn(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.releaseTurn(id, tr)
+	if ts.srv.isRunning(id) {
+		t.Fatal("a released turn still counts as running")
+	}
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "late"}), http.StatusConflict, "not_active")
+	rec, err := ts.store.Snapshot(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.Messages); n != 0 {
+		t.Fatalf("a completed session got %d messages", n)
+	}
 }

@@ -93,6 +93,16 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The idle reaper may have completed the session between the status
+	// check above and the turn's registration: check again now that the
+	// registered turn keeps the reaper away.
+	if rec, err := s.meta(ctx, id); err != nil || rec.Status != sessions.StatusActive {
+		s.releaseTurn(id, t)
+		if err != nil {
+			return err
+		}
+		return errorf(http.StatusConflict, "not_active", "session '%s' is %s and accepts no prompts", id, rec.Status)
+	}
 	go s.runTurn(id, name, ag, *req.Text, t)
 	select {
 	case <-t.stored:
@@ -141,6 +151,8 @@ func (s *Server) startTurn(id string) (*turn, error) {
 	switch {
 	case s.draining:
 		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case s.reaping[id]:
+		return nil, errorf(http.StatusConflict, "not_active", "session '%s' is being completed after its idle timeout and accepts no prompts", id)
 	case s.running[id] != nil:
 		return nil, errorf(http.StatusConflict, "turn_running", "a turn of session '%s' is already running (cancel it with POST /api/sessions/%s/cancel)", id, id)
 	case len(s.running) >= s.cfg.MaxRunning:
@@ -158,6 +170,18 @@ func (s *Server) startTurn(id string) (*turn, error) {
 	s.turns.Add(1)
 	s.metrics.turnsRunning.Inc()
 	return t, nil
+}
+
+// releaseTurn unregisters a turn that startTurn registered but that
+// never ran.
+func (s *Server) releaseTurn(id string, t *turn) {
+	s.mu.Lock()
+	delete(s.running, id)
+	s.mu.Unlock()
+	s.metrics.turnsRunning.Dec()
+	t.cancel(nil)
+	close(t.done)
+	s.turns.Done()
 }
 
 // runTurn runs one prompt on the agent and records how it ended: a
