@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -64,8 +65,8 @@ func sessionsLs(args []string, io stdio) int {
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATUS\tMESSAGES\tTURNS\tFORKS\tPARENT\tCREATED\tUPDATED\tTITLE")
 		for _, s := range page {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.Status, s.Length, s.Turns, s.Children,
-				orDash(s.ParentID), listTime(s.CreatedAt), listTime(s.UpdatedAt), orDash(s.Label()))
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", printable(s.ID), s.Status, s.Length, s.Turns, s.Children,
+				printable(orDash(s.ParentID)), listTime(s.CreatedAt), listTime(s.UpdatedAt), printable(orDash(s.Label())))
 		}
 		tw.Flush()
 	}
@@ -141,6 +142,25 @@ func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) 
 
 // listTime formats a time for listings: UTC, to the second.
 func listTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// printable escapes control characters (and tabs and newlines, which
+// would break the table) as Go escapes, so that a stored id or title
+// cannot clear the terminal or draw a fake row.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 func orDash(s string) string {
 	if s == "" {
