@@ -14,6 +14,7 @@ package anthropic
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -134,25 +135,16 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	if p.key != "" {
 		h.Set("X-Api-Key", p.key)
 	}
-	resp, err := wire.Do(ctx, &wire.Call{
-		Provider: Name,
-		Client:   p.client,
-		URL:      p.url,
-		Header:   h,
-		Body:     body,
-		Timeout:  p.timeout,
-		Secret:   p.key,
-		Fail:     failure,
-		Parse: func(r *http.Response) (*llm.Response, error) {
-			if wire.IsEventStream(r) {
-				return readStream(r.Body, req.OnDelta)
-			}
-			return readMessage(r.Body)
-		},
+	return wire.Do(ctx, &wire.Call{
+		Provider:   Name,
+		Client:     p.client,
+		URL:        p.url,
+		Header:     h,
+		Body:       body,
+		Timeout:    p.timeout,
+		Secret:     p.key,
+		Fail:       failure,
+		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadWhole:  readMessage,
 	})
-	if err != nil {
-		return nil, err
-	}
-	resp.Provider = Name
-	return resp, nil
 }

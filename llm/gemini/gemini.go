@@ -20,6 +20,7 @@ package gemini
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -117,25 +118,16 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	if p.key != "" {
 		h.Set("x-goog-api-key", p.key)
 	}
-	resp, err := wire.Do(ctx, &wire.Call{
-		Provider: Name,
-		Client:   p.client,
-		URL:      target,
-		Header:   h,
-		Body:     body,
-		Timeout:  p.timeout,
-		Secret:   p.key,
-		Fail:     failure,
-		Parse: func(r *http.Response) (*llm.Response, error) {
-			if wire.IsEventStream(r) {
-				return readStream(r.Body, req.OnDelta)
-			}
-			return readResponse(r.Body)
-		},
+	return wire.Do(ctx, &wire.Call{
+		Provider:   Name,
+		Client:     p.client,
+		URL:        target,
+		Header:     h,
+		Body:       body,
+		Timeout:    p.timeout,
+		Secret:     p.key,
+		Fail:       failure,
+		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadWhole:  readResponse,
 	})
-	if err != nil {
-		return nil, err
-	}
-	resp.Provider = Name
-	return resp, nil
 }

@@ -15,6 +15,7 @@ package openai
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -188,25 +189,16 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	case p.key != "":
 		h.Set("Authorization", "Bearer "+p.key)
 	}
-	resp, err := wire.Do(ctx, &wire.Call{
-		Provider: p.name,
-		Client:   p.client,
-		URL:      target,
-		Header:   h,
-		Body:     body,
-		Timeout:  p.timeout,
-		Secret:   p.key,
-		Fail:     Failure,
-		Parse: func(r *http.Response) (*llm.Response, error) {
-			if wire.IsEventStream(r) {
-				return readStream(r.Body, req.OnDelta)
-			}
-			return readCompletion(r.Body)
-		},
+	return wire.Do(ctx, &wire.Call{
+		Provider:   p.name,
+		Client:     p.client,
+		URL:        target,
+		Header:     h,
+		Body:       body,
+		Timeout:    p.timeout,
+		Secret:     p.key,
+		Fail:       Failure,
+		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadWhole:  readCompletion,
 	})
-	if err != nil {
-		return nil, err
-	}
-	resp.Provider = p.name
-	return resp, nil
 }

@@ -19,6 +19,7 @@ package openairesponses
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -123,25 +124,16 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 	if p.key != "" {
 		h.Set("Authorization", "Bearer "+p.key)
 	}
-	resp, err := wire.Do(ctx, &wire.Call{
-		Provider: p.name,
-		Client:   p.client,
-		URL:      p.url,
-		Header:   h,
-		Body:     body,
-		Timeout:  p.timeout,
-		Secret:   p.key,
-		Fail:     openai.Failure,
-		Parse: func(r *http.Response) (*llm.Response, error) {
-			if wire.IsEventStream(r) {
-				return readStream(r.Body, req.OnDelta)
-			}
-			return readResponse(r.Body)
-		},
+	return wire.Do(ctx, &wire.Call{
+		Provider:   p.name,
+		Client:     p.client,
+		URL:        p.url,
+		Header:     h,
+		Body:       body,
+		Timeout:    p.timeout,
+		Secret:     p.key,
+		Fail:       openai.Failure,
+		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadWhole:  readResponse,
 	})
-	if err != nil {
-		return nil, err
-	}
-	resp.Provider = p.name
-	return resp, nil
 }

@@ -36,17 +36,19 @@ type Call struct {
 	// Fail turns a non-2xx response (status, headers, at most 64 KiB of
 	// body) into an error; HTTPError does the common part.
 	Fail func(status int, h http.Header, body []byte) *llm.Error
-	// Parse reads a 2xx response into the reply. It returns *llm.Error
-	// for failures the protocol reports (a stream's error event, a
-	// truncated stream, a malformed body) and read errors as they come.
-	Parse func(resp *http.Response) (*llm.Response, error)
+	// ReadStream reads a 2xx response that carries server-sent events,
+	// ReadWhole any other 2xx response, into the reply. They return
+	// *llm.Error for failures the protocol reports (a stream's error
+	// event, a truncated stream, a malformed body) and read errors as
+	// they come.
+	ReadStream, ReadWhole func(body io.Reader) (*llm.Response, error)
 }
 
 // errRequestTimeout is the cause of the per-request context when
 // Call.Timeout expires.
 var errRequestTimeout = errors.New("request timeout")
 
-// Do performs the call. Cancellation of ctx returns ctx's error, never an
+// Do performs the call and names c.Provider in the reply. Cancellation of ctx returns ctx's error, never an
 // *llm.Error, and discards any partial reply. Every other failure is an
 // *llm.Error naming c.Provider, whose message never contains c.Secret:
 // the Timeout expiring is `timeout`, a connection that cannot be made or
@@ -64,6 +66,7 @@ func Do(ctx context.Context, c *Call) (*llm.Response, error) {
 		return nil, ctx.Err()
 	}
 	if e == nil {
+		resp.Provider = c.Provider
 		return resp, nil
 	}
 	if errors.Is(context.Cause(cctx), errRequestTimeout) {
@@ -98,7 +101,11 @@ func (c *Call) do(ctx context.Context) (*llm.Response, *llm.Error) {
 		}
 		return nil, c.Fail(resp.StatusCode, resp.Header, body)
 	}
-	r, err := c.Parse(resp)
+	read := c.ReadWhole
+	if IsEventStream(resp) {
+		read = c.ReadStream
+	}
+	r, err := read(resp.Body)
 	if err != nil {
 		if e, ok := llm.AsError(err); ok {
 			return nil, e
