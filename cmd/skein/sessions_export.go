@@ -46,7 +46,7 @@ func sessionsExport(args []string, io stdio) int {
 	if *withTest && *format != formatStar {
 		return usageError(io, fs.Name(), "--with-test is for --format star")
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
@@ -126,7 +126,7 @@ func sessionsImport(args []string, io stdio) int {
 		}
 		rec.Rename(*newID)
 	}
-	b, err := storedBackend(&store, true)
+	b, err := storedBackend(&store)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
