@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"sync"
@@ -43,16 +42,8 @@ var (
 // OpenLazy returns a Lazy backend for path with Open's options. It
 // checks the options and touches no file.
 func OpenLazy(path string, opts ...Option) (*Lazy, error) {
-	if path == "" {
-		return nil, errors.New("sqlite: empty database path")
-	}
-	probe := &Backend{durability: sessions.DurabilityProcess}
-	for _, o := range opts {
-		o(probe)
-	}
-	if _, ok := synchronousOf[probe.durability]; !ok {
-		_, err := sessions.ParseDurability(string(probe.durability))
-		return nil, fmt.Errorf("sqlite: %w", err)
+	if _, _, err := configure(path, opts); err != nil {
+		return nil, err
 	}
 	return &Lazy{path: path, opts: opts}, nil
 }
