@@ -40,7 +40,7 @@ func TestStoredValuesAreEscaped(t *testing.T) {
 		}
 	}
 	if err := b.CreateRun(ctx, &sessions.RunRecord{ID: "run1", Workflow: evil, Fingerprint: "f", Status: "completed", CreatedAt: old, UpdatedAt: old,
-		Head: []byte(`{"task":"t \u001b[2J","output":"out \u001b[2J\nline 2","next":"x\u001b"}`),
+		Head:  []byte(`{"task":"t \u001b[2J","output":"out \u001b[2J\nline 2","next":"x\u001b"}`),
 		Steps: [][]byte{[]byte(`{"node":"n\u001b[2J","session_id":"s\u0007","status":"done","output":"o\u001b"}`)}}); err != nil {
 		t.Fatal(err)
 	}
