@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -177,7 +178,7 @@ func printEvent(w io.Writer, e *sessions.Event) {
 
 // compactJSON renders a JSON value on one line.
 func compactJSON(v any) string {
-	s, err := sessions.FormatJSON(v)
+	s, err := jsonvalue.Format(v)
 	if err != nil {
 		s = fmt.Sprintf("%v", v)
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -39,7 +40,7 @@ func encodeObject(m map[string]any) (any, error) {
 	if m == nil {
 		return nil, nil
 	}
-	data, err := sessions.EncodeJSON(m)
+	data, err := jsonvalue.Encode(m)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func decodeObject(s sql.NullString) (map[string]any, error) {
 	if !s.Valid {
 		return nil, nil
 	}
-	return sessions.DecodeJSONObject([]byte(s.String))
+	return jsonvalue.DecodeObject([]byte(s.String))
 }
 
 // nullString returns s as a column value, NULL when empty.

@@ -54,8 +54,8 @@
 // runs are prepared once per connection.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
-// the smallest int64, so it sorts first); JSON uses the encodings of package sessions
-// (sessions.Message's MarshalJSON, sessions.EncodeJSON), which give every
+// the smallest int64, so it sorts first); JSON uses skein's encodings
+// (sessions.Message's MarshalJSON, internal/jsonvalue's Encode), which give every
 // value back with its type. Indexes serve listing by status, parent,
 // creation and update time, and the lookups foreign keys need.
 //
