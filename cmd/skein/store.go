@@ -75,6 +75,20 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	return b, nil
 }
 
+// openReadOnly opens the store's database for reading only (see
+// sqlite.ReadOnly); a database of an older schema is opened for writing
+// once, to migrate it.
+func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
+	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
+	if errors.Is(err, sqlite.ErrNeedsMigration) {
+		return f.open()
+	}
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
 // storeError is a failure to open the session store: a command reports
 // it as a failure (exit 1), not a usage error (see failState).
 type storeError struct{ err error }
