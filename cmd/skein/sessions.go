@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -107,17 +106,15 @@ func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int,
 type storeAccess int
 
 const (
-	storeRead   storeAccess = iota // read-only: ls, show, export, runs
-	storeWrite                     // rm, gc
-	storeCreate                    // import: the file is created if missing
+	storeRead  storeAccess = iota // read-only: ls, show, export, runs
+	storeWrite                    // rm, gc, import
 )
 
 // storedBackend opens the sessions database of a sessions subcommand. A
-// database that does not exist is created only for storeCreate (import);
-// otherwise it reads as an empty store, and no file is made. storeRead
-// opens it read-only, so a read-only file or directory can be listed,
-// shown and exported. --store memory is a usage error: it holds no stored
-// sessions.
+// database that does not exist reads as an empty store, and only a
+// write (import) creates it. storeRead opens an existing file read-only,
+// so a read-only file or directory can be listed, shown and exported.
+// --store memory is a usage error: it holds no stored sessions.
 func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, error) {
 	if store.memory() {
 		return nil, errUsage("--store memory holds no stored sessions: name a database file")
@@ -128,15 +125,10 @@ func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, erro
 	if err := store.check(); err != nil {
 		return nil, errUsage(err.Error())
 	}
-	if access != storeCreate {
-		if _, err := os.Stat(store.path); errors.Is(err, fs.ErrNotExist) {
-			return sessions.NewMemoryBackend(), nil
-		}
-	}
-	if access == storeRead {
+	if access == storeRead && storeExists(store) {
 		return store.openReadOnly()
 	}
-	return store.open()
+	return store.openNow()
 }
 
 // storeExists reports whether the database file of store exists.

@@ -127,7 +127,7 @@ func sessionsImport(args []string, io stdio) int {
 		}
 		export.Rename(rec, *newID)
 	}
-	b, err := storedBackend(&store, storeCreate)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}

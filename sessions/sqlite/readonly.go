@@ -58,7 +58,7 @@ func openReadOnly(b *Backend, path string) (*Backend, error) {
 		}
 	}
 	b.db = nil
-	return nil, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
+	return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 }
 
 // checkReadable checks that the database is a skein session database of

@@ -58,17 +58,9 @@ func WithDurability(d sessions.Durability) Option {
 // schema to SchemaVersion. It fails for a file that is not a skein session
 // database or whose schema is newer than this package knows.
 func Open(path string, opts ...Option) (*Backend, error) {
-	if path == "" {
-		return nil, errors.New("sqlite: empty database path")
-	}
-	b := &Backend{durability: sessions.DurabilityProcess}
-	for _, o := range opts {
-		o(b)
-	}
-	synchronous, ok := synchronousOf[b.durability]
-	if !ok {
-		_, err := sessions.ParseDurability(string(b.durability))
-		return nil, fmt.Errorf("sqlite: %w", err)
+	b, synchronous, err := configure(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -106,6 +98,24 @@ func create(path string) error {
 		return nil
 	}
 	return err
+}
+
+// configure checks path and applies opts to an unopened Backend,
+// returning it and its PRAGMA synchronous.
+func configure(path string, opts []Option) (*Backend, string, error) {
+	if path == "" {
+		return nil, "", errors.New("sqlite: empty database path")
+	}
+	b := &Backend{durability: sessions.DurabilityProcess}
+	for _, o := range opts {
+		o(b)
+	}
+	synchronous, ok := synchronousOf[b.durability]
+	if !ok {
+		_, err := sessions.ParseDurability(string(b.durability))
+		return nil, "", fmt.Errorf("sqlite: %w", err)
+	}
+	return b, synchronous, nil
 }
 
 // dsn is the driver's name for the database at path: a file: URI whose
@@ -237,7 +247,18 @@ func (b *Backend) Close() error {
 }
 
 // write runs fn in a write transaction and commits it if fn succeeds.
+//
+// A cancelled ctx stops a write before it begins; once begun, a write
+// runs to its commit or rollback with ctx's values but without its
+// cancellation. A write is short (the wait for another process's lock
+// is bounded by BusyTimeout), and the driver watches every statement
+// run under a cancellable context with a goroutine of its own, which
+// cost more than the statements themselves.
 func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	tx, err := b.db.BeginTx(ctx, nil)
