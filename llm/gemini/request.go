@@ -12,7 +12,7 @@ import (
 // The request body of generateContent and streamGenerateContent.
 type request struct {
 	SystemInstruction json.RawMessage   `json:"systemInstruction,omitempty"` // a content of text parts
-	Contents          []content         `json:"contents,omitempty"` // not set when encoding (see encodeRequest)
+	Contents          []content         `json:"contents,omitempty"`          // not set when encoding (see encodeRequest)
 	Tools             []tools           `json:"tools,omitempty"`
 	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
