@@ -17,7 +17,18 @@ func Body(fields any, key string, lists ...[][]byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(head) + len(key) + 8
+	b := openArray(len(head), key, lists...)
+	if rest := bytes.TrimSpace(head[1:]); len(rest) > 1 { // head is {...}
+		b = append(b, ',')
+		return append(b, rest...), nil
+	}
+	return append(b, '}'), nil
+}
+
+// openArray returns {key:[items of lists]} without its closing brace,
+// with room for extra more bytes.
+func openArray(extra int, key string, lists ...[][]byte) []byte {
+	n := extra + len(key) + 8
 	for _, items := range lists {
 		for _, it := range items {
 			n += len(it) + 1
@@ -35,14 +46,7 @@ func Body(fields any, key string, lists ...[][]byte) ([]byte, error) {
 		b = appendItems(b, items)
 		empty = empty && !hasItem(items)
 	}
-	b = append(b, ']')
-	if rest := bytes.TrimSpace(head[1:]); len(rest) > 1 { // head is {...}
-		b = append(b, ',')
-		b = append(b, rest...)
-	} else {
-		b = append(b, '}')
-	}
-	return b, nil
+	return append(b, ']')
 }
 
 // Marshal is json.Marshal without HTML escaping: what a client keeps of a
@@ -147,16 +151,7 @@ func appendString(b []byte, s string) []byte {
 // Object returns {key:[items]}, the items (already encoded, empty ones
 // left out) copied in order.
 func Object(key string, items [][]byte) []byte {
-	n := len(key) + 8
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	b = appendString(b, key)
-	b = append(b, ":["...)
-	b = appendItems(b, items)
-	return append(b, "]}"...)
+	return append(openArray(1, key, items), '}')
 }
 
 // appendItems appends the non-empty items, separated by commas.
