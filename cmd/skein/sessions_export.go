@@ -144,7 +144,7 @@ func sessionsImport(args []string, io stdio) int {
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
-	fmt.Fprintf(io.out, "imported %s: %s, %s\n", rec.ID, plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
+	fmt.Fprintf(io.out, "imported %s: %s, %s\n", printable(rec.ID), plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
 	return exitOK
 }
 
@@ -182,6 +182,6 @@ func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTes
 		}
 		wrote = append(wrote, p)
 	}
-	fmt.Fprintf(io.out, "wrote %s\n", strings.Join(wrote, ", "))
+	fmt.Fprintf(io.out, "wrote %s\n", printableList(wrote))
 	return exitOK
 }

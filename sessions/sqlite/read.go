@@ -129,7 +129,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 // that record their message row, in order, handing the rows' bodies to
 // dec.
 func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *decoder) error {
-	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
+	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body, m.crc FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
 		WHERE e.sid = ? AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
 	if err != nil {
 		return err
@@ -137,8 +137,12 @@ func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec 
 	defer rows.Close()
 	i := 0
 	var body sql.RawBytes
+	var sum sql.NullInt64
 	for ; i < len(seqs) && rows.Next(); i++ {
-		if err := rows.Scan(&seqs[i], &body); err != nil {
+		if err := rows.Scan(&seqs[i], &body, &sum); err != nil {
+			return err
+		}
+		if err := verify(i, body, sum); err != nil {
 			return err
 		}
 		dec.add(i, body)

@@ -20,7 +20,7 @@ type statements struct {
 // The statements' SQL.
 const (
 	stateSQL         = `SELECT sid, version, length, base, base_from, base_to, own_from FROM sessions WHERE id = ?`
-	insertMessageSQL = `INSERT INTO messages (sid, pos, body) VALUES (?, ?, ?)`
+	insertMessageSQL = `INSERT INTO messages (sid, pos, body, crc) VALUES (?, ?, ?, ?)`
 	insertEventSQL   = `INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	// updateSQL's parameters: the number of changes, the view (base,
 	// base_from, base_to, own_from, length), set-summary and summary,

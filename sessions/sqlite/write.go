@@ -146,7 +146,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // encodedChange is a sessions.Change in its stored form.
 type encodedChange struct {
 	ch                                 *sessions.Change
-	replace, appended                  []string
+	replace, appended                  []storedBody
 	events                             []eventRow
 	status, updated, summary, metadata any
 }
