@@ -44,10 +44,9 @@ type Compaction struct {
 	// the model; the session keeps everything.
 	ContextBudget int
 	// ToolOutputMaxChars > 0 shortens longer tool results with
-	// compact.Microcompact (or Compress, when set) before they are stored.
+	// compact.Microcompact (or Options.Compress, when set) before they
+	// are stored.
 	ToolOutputMaxChars int
-	// Compress replaces Microcompact for long tool results.
-	Compress func(tool, output string, maxChars int) (string, error)
 }
 
 // CompactSession runs the compaction engine over a session and, when it
@@ -185,8 +184,8 @@ func (l *loop) shortenToolOutput(name, output string) (string, error) {
 	if c == nil || c.ToolOutputMaxChars <= 0 || len(output) <= c.ToolOutputMaxChars {
 		return output, nil
 	}
-	if c.Compress != nil {
-		return c.Compress(name, output, c.ToolOutputMaxChars)
+	if c.Options.Compress != nil {
+		return c.Options.Compress(name, output, c.ToolOutputMaxChars)
 	}
 	return compact.Microcompact(output, c.ToolOutputMaxChars), nil
 }

@@ -44,6 +44,9 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 	opts.Strategy, opts.HardLimitStrategy = o.string("compact_strategy"), o.string("hard_limit_strategy")
 	opts.ToolOutputMaxChars, opts.SummarizePrompt = o.int("tool_output_max_chars"), o.string("summarize_prompt")
 	custom, mask := o.callable("custom_compactor"), o.callable("mask_callback")
+	if compress := o.callable("compress_callback"); compress != nil {
+		opts.Compress = compressFunc(thread, o.fn, compress)
+	}
 	if custom != nil {
 		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
 			return callCustomCompactor(thread, o.fn, custom, archived)
@@ -81,6 +84,22 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		return opts, fail(o.fn, err)
 	}
 	return opts, nil
+}
+
+// compressFunc adapts compress_callback(tool, output, max_chars), which
+// returns the shortened output.
+func compressFunc(thread *starlark.Thread, fn string, cb starlark.Callable) compact.CompressFunc {
+	return func(tool, output string, maxChars int) (string, error) {
+		v, err := starlark.Call(thread, cb, starlark.Tuple{starlark.String(tool), starlark.String(output), starlark.MakeInt(maxChars)}, nil)
+		if err != nil {
+			return "", err
+		}
+		s, ok := v.(starlark.String)
+		if !ok {
+			return "", fmt.Errorf("%s: compress_callback returned %s, want string", fn, v.Type())
+		}
+		return string(s), nil
+	}
 }
 
 // callCustomCompactor adapts custom_compactor(messages): a string or
