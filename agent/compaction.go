@@ -136,7 +136,7 @@ func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := l.emitStored(events); err != nil {
+		if err := l.emit(events...); err != nil {
 			return nil, err
 		}
 		if res.Compacted {
@@ -166,16 +166,6 @@ func (l *loop) estimate(msgs []sessions.Message) int {
 		return l.usage
 	}
 	return l.usage + compact.EstimateTokens(msgs[l.usageAt:])
-}
-
-// emitStored tracks the latest stored seq and emits events.
-func (l *loop) emitStored(events []sessions.Event) error {
-	for _, e := range events {
-		if e.Type != EventTranscriptCompacted {
-			l.lastSeq = e.Seq
-		}
-	}
-	return l.emit(events...)
 }
 
 // shortenToolOutput applies the loop's tool output limit.
