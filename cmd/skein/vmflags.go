@@ -201,6 +201,10 @@ type vmConfig struct {
 	// again, given the flags to add (the provider and model the fixture
 	// supplied); nil: none is shown.
 	rerecord func(extra []string) string
+	// openStore opens an existing store file at once (serve: a bad file
+	// is reported at start, not at the first request); otherwise the
+	// first call that needs it opens it.
+	openStore bool
 }
 
 // newState builds a VM from the flags. The returned close function
@@ -214,7 +218,11 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	if err != nil {
 		return nil, nil, err
 	}
-	backend, err := f.store.open()
+	open := f.store.open
+	if c.openStore {
+		open = f.store.openNow
+	}
+	backend, err := open()
 	if err != nil {
 		return nil, nil, err
 	}
