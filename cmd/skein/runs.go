@@ -50,7 +50,7 @@ func runsMain(args []string, io stdio) int {
 
 // runBackend opens the database of a runs subcommand.
 func runBackend(store *storeFlag) (sessions.RunBackend, func() error, error) {
-	b, err := storedBackend(store, false)
+	b, err := storedBackend(store)
 	if err != nil {
 		return nil, nil, err
 	}

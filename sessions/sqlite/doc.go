@@ -19,6 +19,12 @@
 // version is newer than this skein knows is refused, as is a file that
 // is some other application's database (PRAGMA application_id).
 //
+// OpenLazy returns a Lazy backend instead, which is what the CLI uses: it
+// opens the file only when a call needs it and creates it only with the
+// first session (or run record) it stores, answering reads as an empty
+// store until the file exists, so a process that stores nothing leaves no
+// file and pays nothing to open one.
+//
 // # Durability
 //
 // WithDurability picks what a commit survives. DurabilityProcess (the
