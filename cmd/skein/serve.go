@@ -31,6 +31,7 @@ type serveFlags struct {
 	tokenFile   string
 	grace       time.Duration
 	maxBody     int64
+	poll        time.Duration
 }
 
 // serveCommand implements `skein serve`: the session API over HTTP.
@@ -52,6 +53,7 @@ func serveCommand(args []string, io stdio) int {
 	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)")
 	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running turns may finish before they are cancelled")
 	fs.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.DurationVar(&f.poll, "poll-interval", serve.DefaultPollInterval, "how often to look for what other processes sharing the store did (events for SSE streams, cancels of this server's turns, turns a stopped process left behind)")
 	if code, stop := parseFlags(fs, serveUsage, args, io); stop {
 		return code
 	}
@@ -73,6 +75,8 @@ func serveCommand(args []string, io stdio) int {
 		return usageError(io, fs.Name(), "--grace must not be negative")
 	case f.maxBody < 1:
 		return usageError(io, fs.Name(), "--max-body must be >= 1")
+	case f.poll <= 0:
+		return usageError(io, fs.Name(), "--poll-interval must be positive")
 	}
 	token, generated, err := serveToken(f.tokenFile)
 	if err != nil {
@@ -104,7 +108,7 @@ func serveCommand(args []string, io stdio) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
