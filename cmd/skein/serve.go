@@ -89,7 +89,7 @@ func serveCommand(args []string, io stdio) int {
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: cwd})
+	st, closeVM, err := vf.newState(io, vmConfig{root: cwd, openStore: true})
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -104,10 +103,10 @@ func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int,
 }
 
 // storedBackend opens the sessions database of a sessions subcommand. A
-// database that does not exist is created only when create is set
-// (import); otherwise it reads as an empty store, and no file is made.
-// --store memory is a usage error: it holds no stored sessions.
-func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
+// database that does not exist reads as an empty store, and only a
+// write (import) creates it. --store memory is a usage error: it holds
+// no stored sessions.
+func storedBackend(store *storeFlag) (sessions.Backend, error) {
 	if store.memory() {
 		return nil, errUsage("--store memory holds no stored sessions: name a database file")
 	}
@@ -117,12 +116,7 @@ func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
 	if err := store.check(); err != nil {
 		return nil, errUsage(err.Error())
 	}
-	if !create {
-		if _, err := os.Stat(store.path); errors.Is(err, fs.ErrNotExist) {
-			return sessions.NewMemoryBackend(), nil
-		}
-	}
-	return store.open()
+	return store.openNow()
 }
 
 // storeExists reports whether the database file of store exists.
@@ -150,7 +144,7 @@ func fail(io stdio, cmd string, err error) int {
 
 // oneLine keeps an error message on one line.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return printable(strings.Join(strings.Fields(s), " "))
 }
 
 // sessionError words a backend error about session id for the CLI.

@@ -20,6 +20,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -200,6 +201,10 @@ type vmConfig struct {
 	// again, given the flags to add (the provider and model the fixture
 	// supplied); nil: none is shown.
 	rerecord func(extra []string) string
+	// openStore opens an existing store file at once (serve: a bad file
+	// is reported at start, not at the first request); otherwise the
+	// first call that needs it opens it.
+	openStore bool
 }
 
 // newState builds a VM from the flags. The returned close function
@@ -213,14 +218,18 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	if err != nil {
 		return nil, nil, err
 	}
-	backend, err := f.store.open()
+	open := f.store.open
+	if c.openStore {
+		open = f.store.openNow
+	}
+	backend, err := open()
 	if err != nil {
 		return nil, nil, err
 	}
 	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock)}
-	var eventLog *sessions.ForensicLog
+	var eventLog *export.ForensicLog
 	if f.eventLog != "" {
-		if eventLog, err = sessions.NewForensicLog(f.eventLog); err != nil {
+		if eventLog, err = export.NewForensicLog(f.eventLog); err != nil {
 			backend.Close()
 			return nil, nil, fmt.Errorf("--event-log: %v", underlying(err))
 		}

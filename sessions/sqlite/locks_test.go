@@ -170,3 +170,29 @@ func TestEventsAfter(t *testing.T) {
 		t.Fatalf("LastSeqs: %v, %v", seqs, err)
 	}
 }
+
+// TestLazyLocker runs the conformance tests with two Lazy backends on a
+// file that does not exist yet: answers create nothing, the first lock
+// creates the file.
+func TestLazyLocker(t *testing.T) {
+	sessionstest.RunLockerTests(t, func(t *testing.T) (sessions.Locker, sessions.Locker) {
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		newLazy := func() sessions.Locker {
+			l, err := OpenLazy(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			lk, err := l.NewLocker(testPoll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lk
+		}
+		a, b := newLazy(), newLazy()
+		if held, err := a.Held(context.Background(), []string{"x"}); err != nil || len(held) != 0 || fileExists(path) {
+			t.Fatalf("Held before any lock: %v, %v (file made: %v)", held, err, fileExists(path))
+		}
+		return a, b
+	})
+}

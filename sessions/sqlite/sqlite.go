@@ -57,17 +57,9 @@ func WithDurability(d sessions.Durability) Option {
 // schema to SchemaVersion. It fails for a file that is not a skein session
 // database or whose schema is newer than this package knows.
 func Open(path string, opts ...Option) (*Backend, error) {
-	if path == "" {
-		return nil, errors.New("sqlite: empty database path")
-	}
-	b := &Backend{durability: sessions.DurabilityProcess}
-	for _, o := range opts {
-		o(b)
-	}
-	synchronous, ok := synchronousOf[b.durability]
-	if !ok {
-		_, err := sessions.ParseDurability(string(b.durability))
-		return nil, fmt.Errorf("sqlite: %w", err)
+	b, synchronous, err := configure(path, opts)
+	if err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -95,6 +87,24 @@ func Open(path string, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	return b, nil
+}
+
+// configure checks path and applies opts to an unopened Backend,
+// returning it and its PRAGMA synchronous.
+func configure(path string, opts []Option) (*Backend, string, error) {
+	if path == "" {
+		return nil, "", errors.New("sqlite: empty database path")
+	}
+	b := &Backend{durability: sessions.DurabilityProcess}
+	for _, o := range opts {
+		o(b)
+	}
+	synchronous, ok := synchronousOf[b.durability]
+	if !ok {
+		_, err := sessions.ParseDurability(string(b.durability))
+		return nil, "", fmt.Errorf("sqlite: %w", err)
+	}
+	return b, synchronous, nil
 }
 
 // dsn is the driver's name for the database at path: a file: URI whose
@@ -200,7 +210,18 @@ func (b *Backend) Close() error {
 }
 
 // write runs fn in a write transaction and commits it if fn succeeds.
+//
+// A cancelled ctx stops a write before it begins; once begun, a write
+// runs to its commit or rollback with ctx's values but without its
+// cancellation. A write is short (the wait for another process's lock
+// is bounded by BusyTimeout), and the driver watches every statement
+// run under a cancellable context with a goroutine of its own, which
+// cost more than the statements themselves.
 func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	tx, err := b.db.BeginTx(ctx, nil)
