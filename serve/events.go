@@ -137,8 +137,8 @@ const sseWriteTimeout = 10 * time.Second
 // streamEvents handles GET /api/sessions/{id}/events: the session's
 // event log as Server-Sent Events, from after Last-Event-ID (header, or
 // ?lastEventId=) or from the start, then live. Stored events carry
-// their seq as the SSE id; text_delta events are live only and carry
-// none.
+// their seq as the SSE id; transient events (text_delta, state) are
+// live only and carry none.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -178,7 +178,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-		if e.Type == agent.EventTextDelta {
+		if agent.Transient(e.Type) {
 			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
 		} else {
 			_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data)
@@ -213,11 +213,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	// sendLive sends a live event: a text_delta always; a stored event
-	// after those before it, which another process may have written (so
-	// the hub did not carry them).
+	// sendLive sends a live event: a transient one always; a stored
+	// event after those before it, which another process may have
+	// written (so the hub did not carry them).
 	sendLive := func(e *sessions.Event) error {
-		if e.Type == agent.EventTextDelta {
+		if agent.Transient(e.Type) {
 			return send(e)
 		}
 		if e.Seq > last+1 {

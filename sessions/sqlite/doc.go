@@ -25,6 +25,13 @@
 // store until the file exists, so a process that stores nothing leaves no
 // file and pays nothing to open one.
 //
+// A file or directory that cannot be written fails Open with ErrReadOnly,
+// saying which of the two it is (SQLite says only "unable to open database
+// file"). ReadOnly opens a database for reading only (the CLI's sessions
+// ls, show and export, and runs): nothing is created or migrated, and a
+// read-only file or directory can be read; when SQLite cannot create the
+// -shm file there and no -wal file exists, the file is opened immutable.
+//
 // # Durability
 //
 // WithDurability picks what a commit survives. DurabilityProcess (the
