@@ -29,7 +29,7 @@ type command struct {
 	name    string
 	usage   string // argument synopsis after "skein <name>"
 	summary string
-	run     func(args []string, io stdio) int
+	run     func(args []string, std stdio) int
 }
 
 func commands() map[string]command {

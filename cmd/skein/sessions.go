@@ -15,7 +15,7 @@ const sessionsUsage = "<command> [flags] [arguments]"
 // sessionsCommand is one subcommand of `skein sessions`.
 type sessionsCommand struct {
 	name, usage, summary string
-	run                  func(args []string, io stdio) int
+	run                  func(args []string, std stdio) int
 }
 
 func sessionsCommands() []sessionsCommand {
@@ -41,7 +41,7 @@ func sessionsMain(args []string, std stdio) int {
 		for _, c := range sessionsCommands() {
 			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db).")
+		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
 		fmt.Fprintln(std.out, "Run 'skein sessions <command> -h' for a command's flags.")
 		return exitOK
 	}
@@ -102,11 +102,20 @@ func parseInterleaved(fs *flag.FlagSet, args []string, std stdio) ([]string, int
 	}
 }
 
+// How a sessions or runs subcommand opens the database (storedBackend).
+type storeAccess int
+
+const (
+	storeRead  storeAccess = iota // read-only: ls, show, export, runs
+	storeWrite                    // rm, gc, import
+)
+
 // storedBackend opens the sessions database of a sessions subcommand. A
 // database that does not exist reads as an empty store, and only a
-// write (import) creates it. --store memory is a usage error: it holds
-// no stored sessions.
-func storedBackend(store *storeFlag) (sessions.Backend, error) {
+// write (import) creates it. storeRead opens an existing file read-only,
+// so a read-only file or directory can be listed, shown and exported.
+// --store memory is a usage error: it holds no stored sessions.
+func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, error) {
 	if store.memory() {
 		return nil, errUsage("--store memory holds no stored sessions: name a database file")
 	}
@@ -115,6 +124,9 @@ func storedBackend(store *storeFlag) (sessions.Backend, error) {
 	}
 	if err := store.check(); err != nil {
 		return nil, errUsage(err.Error())
+	}
+	if access == storeRead && storeExists(store) {
+		return store.openReadOnly()
 	}
 	return store.openNow()
 }

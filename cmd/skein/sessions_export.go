@@ -47,7 +47,7 @@ func sessionsExport(args []string, std stdio) int {
 	if *withTest && *format != formatStar {
 		return usageError(std, fs.Name(), "--with-test is for --format star")
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
@@ -127,7 +127,7 @@ func sessionsImport(args []string, std stdio) int {
 		}
 		export.Rename(rec, *newID)
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}

@@ -48,7 +48,7 @@ func sessionsLs(args []string, std stdio) int {
 			return usageError(std, fs.Name(), "--where: "+err.Error())
 		}
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
@@ -161,7 +161,7 @@ func sessionsRm(args []string, std stdio) int {
 	if len(ids) == 0 {
 		return usageError(std, fs.Name(), "missing session ID")
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
@@ -212,7 +212,7 @@ func sessionsGC(args []string, std stdio) int {
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}

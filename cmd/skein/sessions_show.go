@@ -34,7 +34,7 @@ func sessionsShow(args []string, std stdio) int {
 	default:
 		return usageError(std, fs.Name(), fmt.Sprintf("--view %q: want basic, verbose or debug", *view))
 	}
-	b, err := storedBackend(&store)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}

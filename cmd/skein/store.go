@@ -80,6 +80,20 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	return b, nil
 }
 
+// openReadOnly opens the store's existing database for reading only
+// (see sqlite.ReadOnly); a database of an older schema is opened for
+// writing once, to migrate it.
+func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
+	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
+	if errors.Is(err, sqlite.ErrNeedsMigration) {
+		return f.openNow()
+	}
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
 // openNow is open that opens an existing file at once, so that a file
 // that is not a session database is reported before any work starts
 // (the sessions commands, serve). It creates nothing.
