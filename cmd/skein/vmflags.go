@@ -262,7 +262,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 		return nil, nil, err
 	}
 	if f.trace {
-		store.ObserveLogged(newTracer(io.err, colorOn(io.err, os.Getenv)).event)
+		store.ObserveLogged(newTracer(std.err, colorOn(std.err, os.Getenv)).event)
 	}
 	settings := builtins.DefaultLLM(os.Getenv)
 	settings.Provider, settings.Model = f.provider, f.model
