@@ -145,4 +145,3 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return nil
 	})
 }
-

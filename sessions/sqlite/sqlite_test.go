@@ -202,7 +202,6 @@ func TestOpenRefuses(t *testing.T) {
 	}
 }
 
-
 // raw reaches a backend's tables through its own database handle.
 type raw struct{ b *Backend }
 
