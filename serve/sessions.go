@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	meta := map[string]any{}
 	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
-		if meta, err = sessions.DecodeJSONObject(req.Metadata); err != nil {
+		if meta, err = jsonvalue.DecodeObject(req.Metadata); err != nil {
 			return errorf(http.StatusBadRequest, "bad_field", "field metadata must be a JSON object: %v", err)
 		}
 	}

@@ -3,6 +3,8 @@ package sessions
 import (
 	"fmt"
 	"time"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // Event types written by this package. The agent loop and the compaction
@@ -62,23 +64,23 @@ func (e *Event) Fields() map[string]any {
 }
 
 // MarshalJSON encodes the event as one flat object (see Fields), with
-// floats encoded as EncodeJSON does.
+// floats encoded as jsonvalue.Encode writes them.
 func (e Event) MarshalJSON() ([]byte, error) {
-	return EncodeJSON(e.Fields())
+	return jsonvalue.Encode(e.Fields())
 }
 
 // UnmarshalJSON decodes the flat form written by MarshalJSON.
 func (e *Event) UnmarshalJSON(data []byte) error {
-	m, err := DecodeJSONObject(data)
+	m, err := jsonvalue.DecodeObject(data)
 	if err != nil {
 		return err
 	}
-	return e.setFields(m)
+	return e.SetFields(m)
 }
 
-// setFields sets e from its flat form m (see Fields), which it takes
+// SetFields sets e from its flat form m (see Fields), which it takes
 // over: the envelope keys are removed from it and the rest becomes Data.
-func (e *Event) setFields(m map[string]any) error {
+func (e *Event) SetFields(m map[string]any) error {
 	var err error
 	*e = Event{}
 	typ, _ := m["type"].(string)
@@ -108,7 +110,9 @@ func (e *Event) setFields(m map[string]any) error {
 	return nil
 }
 
-func checkEventData(e *Event) error {
+// CheckEvent checks what an event must be before it is logged: a type,
+// no Data key that shadows an envelope key, and JSON values.
+func CheckEvent(e *Event) error {
 	if e.Type == "" {
 		return fmt.Errorf("event has no type")
 	}
@@ -116,7 +120,7 @@ func checkEventData(e *Event) error {
 		if envelopeKeys[k] {
 			return fmt.Errorf("event %s: data key %q is reserved", e.Type, k)
 		}
-		if err := CheckJSONValue(v); err != nil {
+		if err := jsonvalue.Check(v); err != nil {
 			return fmt.Errorf("event %s: field %q: %v", e.Type, k, err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // TestStoreRedacts: every message appended and every event logged has the
@@ -36,7 +38,7 @@ func TestStoreRedacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := EncodeJSON(map[string]any{"m": rec.Messages, "e": rec.Events})
+	data, err := jsonvalue.Encode(map[string]any{"m": rec.Messages, "e": rec.Events})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // DefaultCap is the default number of live sessions a Store holds.
@@ -535,7 +537,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	}
 	events = append(events, ch.Events...)
 	for i := range events {
-		if err := checkEventData(&events[i]); err != nil {
+		if err := CheckEvent(&events[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -641,14 +643,14 @@ func (v *dropped) At(i int) *Message { return v.base.At(i + v.drop) }
 
 func checkMessageJSON(m *Message) error {
 	for _, c := range m.ToolCalls {
-		if err := CheckJSONValue(map[string]any(c.Arguments)); err != nil {
+		if err := jsonvalue.Check(map[string]any(c.Arguments)); err != nil {
 			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
 		}
 	}
-	if err := CheckJSONValue(map[string]any(m.Metadata)); err != nil {
+	if err := jsonvalue.Check(map[string]any(m.Metadata)); err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
-	if err := CheckJSONValue(map[string]any(m.Usage)); err != nil {
+	if err := jsonvalue.Check(map[string]any(m.Usage)); err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}
 	return nil

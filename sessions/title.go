@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // FirstPromptLen is the most characters a derived first prompt (and a
@@ -70,9 +72,9 @@ func MergeMetadata(base, update map[string]any) map[string]any {
 }
 
 // CheckMetadata validates a session's metadata object: every value must
-// be a JSON value (see CheckJSONValue).
+// be a JSON value (see jsonvalue.Check).
 func CheckMetadata(m map[string]any) error {
-	if err := CheckJSONValue(m); err != nil {
+	if err := jsonvalue.Check(m); err != nil {
 		return fmt.Errorf("metadata: %v", err)
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // ToStarlark converts a Go JSON value (nil, bool, int, int64, float64,
@@ -110,7 +110,7 @@ func (e *SecretError) Error() string {
 // int (to int64), float, string, list or tuple (to []any), dict with
 // string keys and struct (to map[string]any). Anything else (a Secret
 // included), a NaN, an int too large for int64 or lists and dicts nested
-// more than sessions.MaxDepth levels (a list that contains itself
+// more than jsonvalue.MaxDepth levels (a list that contains itself
 // included) is an error naming the path within v ("x", "x.key", "x[2]"),
 // using name for the top level.
 func FromStarlark(v starlark.Value, name string) (any, error) {
@@ -121,8 +121,8 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 func fromStarlark(v starlark.Value, name string, depth int) (any, error) {
 	switch v.(type) {
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlarkstruct.Struct:
-		if depth >= sessions.MaxDepth {
-			return nil, &sessions.DepthError{Path: name}
+		if depth >= jsonvalue.MaxDepth {
+			return nil, &jsonvalue.DepthError{Path: name}
 		}
 		depth++
 	}

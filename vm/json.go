@@ -7,11 +7,11 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // jsonModule is go.starlark.net's json module with the nesting limit of
-// skein's data (sessions.MaxDepth) checked first: its encoder and decoder
+// skein's data (jsonvalue.MaxDepth) checked first: its encoder and decoder
 // recurse without a bound, and a value nested a million levels deep
 // overflows the Go stack, which no recover can catch.
 var jsonModule = &starlarkstruct.Module{
@@ -49,25 +49,25 @@ func checkTextDepth(v starlark.Value) error {
 	default:
 		return nil // the original reports the type
 	}
-	return sessions.CheckJSONDepth([]byte(text))
+	return jsonvalue.CheckTextDepth([]byte(text))
 }
 
 // checkValueDepth checks a value about to be encoded.
 func checkValueDepth(v starlark.Value) error {
 	if path, deep := tooDeep(v, 0); deep {
-		return &sessions.DepthError{Path: "x" + path}
+		return &jsonvalue.DepthError{Path: "x" + path}
 	}
 	return nil
 }
 
 // tooDeep reports whether v, inside depth lists, dicts and structs, nests
-// past sessions.MaxDepth, and the path from v to where. It recurses at
+// past jsonvalue.MaxDepth, and the path from v to where. It recurses at
 // most MaxDepth levels; the path is built only on the way out of a
 // refusal.
 func tooDeep(v starlark.Value, depth int) (string, bool) {
 	switch v.(type) {
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlarkstruct.Struct:
-		if depth >= sessions.MaxDepth {
+		if depth >= jsonvalue.MaxDepth {
 			return "", true
 		}
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -126,7 +127,7 @@ func exportMessages(msgs []sessions.Message) ([]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %v", i, err)
 		}
-		if out[i], err = sessions.DecodeJSON(data); err != nil {
+		if out[i], err = jsonvalue.Decode(data); err != nil {
 			return nil, fmt.Errorf("message %d: %v", i, err)
 		}
 	}

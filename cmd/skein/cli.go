@@ -137,6 +137,6 @@ func flagHint(fs *flag.FlagSet, err error) string {
 
 // usageError prints a one-line usage error and returns exitUsage.
 func usageError(io stdio, cmd, msg string) int {
-	fmt.Fprintf(io.err, "%s: %s (see '%s -h')\n", cmd, strings.TrimSpace(msg), cmd)
+	fmt.Fprintf(io.err, "%s: %s (see '%s -h')\n", cmd, printable(strings.TrimSpace(msg)), cmd)
 	return exitUsage
 }

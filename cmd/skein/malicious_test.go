@@ -10,7 +10,7 @@ import (
 
 // maliciousExports are hostile session exports made at test time (too big
 // to keep in the repository); the rest are files in
-// sessions/testdata/malicious.
+// sessions/export/testdata/malicious.
 func maliciousExports() map[string]string {
 	header := `{"_type":"header","version":1,"id":"%s","status":"active","created_at":"2020-01-01T00:00:00Z","updated_at":"2020-01-01T00:00:00Z","summary":null,"metadata":{},"parent_id":null,"child_ids":[],"branched_at":null,"turns":0,"max_turns":null,"message_count":%d,"event_count":0}` + "\n"
 	deep := strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000)
@@ -29,7 +29,7 @@ func maliciousExports() map[string]string {
 // naming the command, no panic, nothing stored.
 func TestImportMaliciousCorpus(t *testing.T) {
 	dir := t.TempDir()
-	files, err := filepath.Glob("../../sessions/testdata/malicious/*")
+	files, err := filepath.Glob("../../sessions/export/testdata/malicious/*")
 	if err != nil || len(files) < 20 {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}

@@ -129,7 +129,7 @@ func runsLs(args []string, io stdio) int {
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTEPS\tCREATED\tUPDATED")
 		for _, r := range page {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.Steps, listTime(r.CreatedAt), listTime(r.UpdatedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(r.ID), printable(r.Workflow), r.Status, r.Steps, listTime(r.CreatedAt), listTime(r.UpdatedAt))
 		}
 		tw.Flush()
 	}
@@ -191,17 +191,17 @@ func runsShow(args []string, io stdio) int {
 
 func printRun(io stdio, r *workflow.Run) {
 	w := io.out
-	fmt.Fprintf(w, "run %s\n", r.ID)
+	fmt.Fprintf(w, "run %s\n", printable(r.ID))
 	field := func(name, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", name, fmt.Sprintf(format, args...))
 	}
-	field("workflow", "%s (%s)", r.Workflow, r.Fingerprint)
+	field("workflow", "%s (%s)", printable(r.Workflow), r.Fingerprint)
 	field("status", "%s", r.Status)
 	field("task", "%s", oneLine(r.Task))
 	field("created", "%s", listTime(r.CreatedAt))
 	field("updated", "%s", listTime(r.UpdatedAt))
 	if r.Next != "" && r.Status != workflow.StatusCompleted {
-		field("next", "%s", r.Next)
+		field("next", "%s", printable(r.Next))
 	}
 	if r.Error != "" {
 		field("error", "%s", oneLine(r.Error))
@@ -223,12 +223,12 @@ func printRun(io stdio, r *workflow.Run) {
 		if s.Error != "" {
 			text = "error: " + s.Error
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%d\t%d\t%s\t%s\n", i, s.Node, s.Status, s.DurationMS, s.Usage.InputTokens, s.Usage.OutputTokens,
-			orDash(s.SessionID), clipLine(text, 60))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%d\t%d\t%s\t%s\n", i, printable(s.Node), s.Status, s.DurationMS, s.Usage.InputTokens, s.Usage.OutputTokens,
+			printable(orDash(s.SessionID)), clipLine(text, 60))
 	}
 	tw.Flush()
 	if r.Status == workflow.StatusCompleted {
-		fmt.Fprintf(w, "\noutput:\n%s\n", r.Output)
+		fmt.Fprintf(w, "\noutput:\n%s\n", printableText(r.Output))
 	}
 }
 

@@ -150,7 +150,7 @@ func fail(io stdio, cmd string, err error) int {
 
 // oneLine keeps an error message on one line.
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	return printable(strings.Join(strings.Fields(s), " "))
 }
 
 // sessionError words a backend error about session id for the CLI.

@@ -9,15 +9,16 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/workflow"
 )
 
 // Export formats of `skein sessions export`.
 const (
-	formatJSONL    = "jsonl"    // the event log with the transcript (sessions.WriteJSONL)
-	formatJSON     = "json"     // the snapshot (sessions.WriteJSON)
-	formatForensic = "forensic" // the forensic log (sessions.WriteForensic)
-	formatStar     = "star"     // a runnable pipeline (sessions.ExportStar)
+	formatJSONL    = "jsonl"    // the event log with the transcript (export.WriteJSONL)
+	formatJSON     = "json"     // the snapshot (export.WriteJSON)
+	formatForensic = "forensic" // the forensic log (export.WriteForensic)
+	formatStar     = "star"     // a runnable pipeline (export.ExportStar)
 	formatWorkflow = "workflow" // a workflow file (workflow.FromSession)
 )
 
@@ -75,16 +76,16 @@ func sessionsExport(args []string, io stdio) int {
 	}
 	switch *format {
 	case formatJSON:
-		err = sessions.WriteJSON(w, rec)
+		err = export.WriteJSON(w, rec)
 	case formatWorkflow:
 		var g *workflow.Graph
 		if g, err = workflow.FromSession(rec); err == nil {
 			_, err = w.Write(workflow.Dump(g))
 		}
 	case formatForensic:
-		err = sessions.WriteForensic(w, rec, appended)
+		err = export.WriteForensic(w, rec, appended)
 	default:
-		err = sessions.WriteJSONL(w, rec, appended)
+		err = export.WriteJSONL(w, rec, appended)
 	}
 	if err = errors.Join(err, done()); err != nil {
 		return fail(io, fs.Name(), fmt.Errorf("session '%s': %v", id, err))
@@ -116,7 +117,7 @@ func sessionsImport(args []string, io stdio) int {
 		defer f.Close()
 		in = f
 	}
-	rec, appended, err := sessions.ReadExport(in)
+	rec, appended, err := export.ReadExport(in)
 	if err != nil {
 		return fail(io, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
 	}
@@ -124,7 +125,7 @@ func sessionsImport(args []string, io stdio) int {
 		if err := sessions.CheckID(*newID); err != nil {
 			return usageError(io, fs.Name(), fmt.Sprintf("--id: %v", err))
 		}
-		rec.Rename(*newID)
+		export.Rename(rec, *newID)
 	}
 	b, err := storedBackend(&store, true)
 	if err != nil {
@@ -143,7 +144,7 @@ func sessionsImport(args []string, io stdio) int {
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
-	fmt.Fprintf(io.out, "imported %s: %s, %s\n", rec.ID, plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
+	fmt.Fprintf(io.out, "imported %s: %s, %s\n", printable(rec.ID), plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
 	return exitOK
 }
 
@@ -158,7 +159,7 @@ func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTes
 	if !ok || name == "" {
 		return usageError(io, cmd, fmt.Sprintf("-o %s: a star export is written to NAME.star", path))
 	}
-	out, err := sessions.ExportStar(rec, name)
+	out, err := export.ExportStar(rec, name)
 	if err != nil {
 		return fail(io, cmd, fmt.Errorf("session '%s': %v", rec.ID, err))
 	}
@@ -181,6 +182,6 @@ func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTes
 		}
 		wrote = append(wrote, p)
 	}
-	fmt.Fprintf(io.out, "wrote %s\n", strings.Join(wrote, ", "))
+	fmt.Fprintf(io.out, "wrote %s\n", printableList(wrote))
 	return exitOK
 }

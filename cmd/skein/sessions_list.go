@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -143,25 +142,6 @@ func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) 
 // listTime formats a time for listings: UTC, to the second.
 func listTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-// printable escapes control characters (and tabs and newlines, which
-// would break the table) as Go escapes, so that a stored id or title
-// cannot clear the terminal or draw a fake row.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -195,13 +175,13 @@ func sessionsRm(args []string, io stdio) int {
 		}
 		switch {
 		case errors.Is(err, sessions.ErrHasChildren):
-			return fail(io, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, strings.Join(forks, ", ")))
+			return fail(io, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, printableList(forks)))
 		case err != nil:
 			return fail(io, fs.Name(), cycleHint(sessionError(&store, id, err)))
 		case len(forks) > 0:
-			fmt.Fprintf(io.out, "removed %s and its forks %s\n", id, strings.Join(forks, ", "))
+			fmt.Fprintf(io.out, "removed %s and its forks %s\n", printable(id), printableList(forks))
 		default:
-			fmt.Fprintf(io.out, "removed %s\n", id)
+			fmt.Fprintf(io.out, "removed %s\n", printable(id))
 		}
 	}
 	return exitOK
@@ -245,7 +225,7 @@ func sessionsGC(args []string, io stdio) int {
 	}
 	if c != nil {
 		for _, id := range c.Deleted {
-			fmt.Fprintf(io.out, "%s %s\n", verb, id)
+			fmt.Fprintf(io.out, "%s %s\n", verb, printable(id))
 		}
 	}
 	if err != nil {
@@ -253,7 +233,7 @@ func sessionsGC(args []string, io stdio) int {
 	}
 	fmt.Fprintf(io.out, "%s %s", verb, plural(len(c.Deleted), "session"))
 	if len(c.Kept) > 0 {
-		fmt.Fprintf(io.out, "; kept %s with forks that are not old enough or filtered out: %s", plural(len(c.Kept), "session"), strings.Join(c.Kept, ", "))
+		fmt.Fprintf(io.out, "; kept %s with forks that are not old enough or filtered out: %s", plural(len(c.Kept), "session"), printableList(c.Kept))
 	}
 	fmt.Fprintln(io.out)
 	return exitOK

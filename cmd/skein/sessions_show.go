@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -48,25 +49,25 @@ func sessionsShow(args []string, io stdio) int {
 
 // printSession writes rec in a view.
 func printSession(w io.Writer, rec *sessions.Record, view string) {
-	fmt.Fprintf(w, "session %s\n", rec.ID)
+	fmt.Fprintf(w, "session %s\n", printable(rec.ID))
 	field := func(name, format string, args ...any) {
 		fmt.Fprintf(w, "  %-9s %s\n", name, fmt.Sprintf(format, args...))
 	}
 	if rec.Title != "" {
-		field("title", "%s", indentLines(rec.Title, 12))
+		field("title", "%s", indentLines(printableText(rec.Title), 12))
 	}
 	field("status", "%s", rec.Status)
 	field("created", "%s", listTime(rec.CreatedAt))
 	field("updated", "%s", listTime(rec.UpdatedAt))
 	if rec.ParentID != "" {
 		if rec.BranchedAt != nil {
-			field("parent", "%s (branched at message %d)", rec.ParentID, *rec.BranchedAt)
+			field("parent", "%s (branched at message %d)", printable(rec.ParentID), *rec.BranchedAt)
 		} else {
-			field("parent", "%s", rec.ParentID)
+			field("parent", "%s", printable(rec.ParentID))
 		}
 	}
 	if len(rec.ChildIDs) > 0 {
-		field("forks", "%s", strings.Join(rec.ChildIDs, ", "))
+		field("forks", "%s", printableList(rec.ChildIDs))
 	}
 	if rec.MaxTurns > 0 {
 		field("turns", "%d (cap %d)", rec.Turns, rec.MaxTurns)
@@ -79,7 +80,7 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 		field("metadata", "%s", compactJSON(rec.Metadata))
 	}
 	if rec.Summary != nil {
-		field("summary", "%s", indentLines(*rec.Summary, 12))
+		field("summary", "%s", indentLines(printableText(*rec.Summary), 12))
 	}
 	fmt.Fprintln(w)
 	if len(rec.Messages) == 0 {
@@ -109,13 +110,13 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 	prefix := fmt.Sprintf("[%d] %s", i, m.Role)
 	width := len(prefix) + 2
 	line := func(label, text string) {
-		fmt.Fprintf(w, "%s%s: %s\n", prefix, label, indentLines(text, width))
+		fmt.Fprintf(w, "%s%s: %s\n", prefix, label, indentLines(printableText(text), width))
 	}
 	if m.Role == sessions.RoleTool {
 		if view == viewBasic {
 			return
 		}
-		label := fmt.Sprintf(" %s (%s)", m.Name, m.ToolCallID)
+		label := fmt.Sprintf(" %s (%s)", printable(m.Name), printable(m.ToolCallID))
 		if m.IsError {
 			label += " error"
 		}
@@ -130,7 +131,7 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 				case sessions.BlockRedactedThinking:
 					line(" thinking", fmt.Sprintf("[redacted, %d bytes]", len(b.Data)))
 				case sessions.BlockImage:
-					line("", fmt.Sprintf("[image %s, %d bytes of base64]", b.MediaType, len(b.Data)))
+					line("", fmt.Sprintf("[image %s, %d bytes of base64]", printable(b.MediaType), len(b.Data)))
 				}
 			}
 		}
@@ -139,7 +140,7 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 		}
 		if view != viewBasic {
 			for _, c := range m.ToolCalls {
-				line(" calls", fmt.Sprintf("%s(%s) (%s)", c.Name, compactJSON(map[string]any(c.Arguments)), c.ID))
+				line(" calls", fmt.Sprintf("%s(%s) (%s)", printable(c.Name), compactJSON(map[string]any(c.Arguments)), printable(c.ID)))
 			}
 		}
 	}
@@ -149,7 +150,7 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 	if m.Model != "" || m.Usage != nil {
 		var parts []string
 		if m.Model != "" {
-			parts = append(parts, "model "+m.Model)
+			parts = append(parts, "model "+printable(m.Model))
 		}
 		if m.Usage != nil {
 			parts = append(parts, "usage "+compactJSON(m.Usage))
@@ -165,23 +166,23 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 // and the event's own fields in sorted order.
 func printEvent(w io.Writer, e *sessions.Event) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "  #%d %s %s", e.Seq, e.Time.UTC().Format(sessions.TimeFormat), e.Type)
+	fmt.Fprintf(&b, "  #%d %s %s", e.Seq, e.Time.UTC().Format(sessions.TimeFormat), printable(e.Type))
 	if e.CorrID != "" {
-		fmt.Fprintf(&b, " corr_id=%s", e.CorrID)
+		fmt.Fprintf(&b, " corr_id=%s", printable(e.CorrID))
 	}
 	for _, k := range sessions.SortedKeys(e.Data) {
-		fmt.Fprintf(&b, " %s=%s", k, compactJSON(e.Data[k]))
+		fmt.Fprintf(&b, " %s=%s", printable(k), compactJSON(e.Data[k]))
 	}
 	fmt.Fprintln(w, b.String())
 }
 
 // compactJSON renders a JSON value on one line.
 func compactJSON(v any) string {
-	s, err := sessions.FormatJSON(v)
+	s, err := jsonvalue.Format(v)
 	if err != nil {
-		return fmt.Sprintf("%v", v)
+		s = fmt.Sprintf("%v", v)
 	}
-	return s
+	return printable(s) // JSON leaves DEL and C1 controls as they are
 }
 
 // indentLines indents the lines of s after the first by n spaces.

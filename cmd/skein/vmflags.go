@@ -20,6 +20,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -218,9 +219,9 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		return nil, nil, err
 	}
 	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock)}
-	var eventLog *sessions.ForensicLog
+	var eventLog *export.ForensicLog
 	if f.eventLog != "" {
-		if eventLog, err = sessions.NewForensicLog(f.eventLog); err != nil {
+		if eventLog, err = export.NewForensicLog(f.eventLog); err != nil {
 			backend.Close()
 			return nil, nil, fmt.Errorf("--event-log: %v", underlying(err))
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -101,7 +102,7 @@ func parseRecorded(v any) (*Recorded, error) {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("'request' must be a dict, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'request' must be a dict, got %s", jsonvalue.TypeName(v))
 	}
 	r := &Recorded{}
 	r.Provider, _ = m["provider"].(string)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -43,7 +44,7 @@ func ParseResponse(m map[string]any) (Response, error) {
 		case "consume_match":
 			b, ok := v.(bool)
 			if !ok {
-				err = fmt.Errorf("'consume_match' must be a bool, got %s", sessions.JSONTypeName(v))
+				err = fmt.Errorf("'consume_match' must be a bool, got %s", jsonvalue.TypeName(v))
 			}
 			r.ConsumeMatch = b
 		case "input_tokens":
@@ -76,7 +77,7 @@ func ParseResponse(m map[string]any) (Response, error) {
 func str(k string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("'%s' must be a string, got %s", k, sessions.JSONTypeName(v))
+		return "", fmt.Errorf("'%s' must be a string, got %s", k, jsonvalue.TypeName(v))
 	}
 	return s, nil
 }
@@ -96,13 +97,13 @@ func count(k string, v any) (int, error) {
 func parseCalls(v any) ([]Call, error) {
 	list, ok := v.([]any)
 	if !ok {
-		return nil, fmt.Errorf("'tool_calls' must be a list of {name, arguments} dicts, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'tool_calls' must be a list of {name, arguments} dicts, got %s", jsonvalue.TypeName(v))
 	}
 	calls := make([]Call, 0, len(list))
 	for i, x := range list {
 		d, ok := x.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("tool_calls[%d] must be a dict, got %s", i, sessions.JSONTypeName(x))
+			return nil, fmt.Errorf("tool_calls[%d] must be a dict, got %s", i, jsonvalue.TypeName(x))
 		}
 		var c Call
 		for _, k := range sessions.SortedKeys(d) {
@@ -119,7 +120,7 @@ func parseCalls(v any) ([]Call, error) {
 				}
 				args, ok := d[k].(map[string]any)
 				if !ok {
-					return nil, fmt.Errorf("tool_calls[%d].arguments must be a dict, got %s", i, sessions.JSONTypeName(d[k]))
+					return nil, fmt.Errorf("tool_calls[%d].arguments must be a dict, got %s", i, jsonvalue.TypeName(d[k]))
 				}
 				c.Arguments = args
 			default:
@@ -137,7 +138,7 @@ func parseCalls(v any) ([]Call, error) {
 func parseFailure(v any) (*Failure, error) {
 	d, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("'error' must be a dict {category, message, retry_after_ms?}, got %s", sessions.JSONTypeName(v))
+		return nil, fmt.Errorf("'error' must be a dict {category, message, retry_after_ms?}, got %s", jsonvalue.TypeName(v))
 	}
 	f := &Failure{}
 	for _, k := range sessions.SortedKeys(d) {
@@ -190,7 +191,7 @@ func LoadFixture(r io.Reader, name string) ([]Response, error) {
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
-		m, err := sessions.DecodeJSONObject([]byte(text))
+		m, err := jsonvalue.DecodeObject([]byte(text))
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %v", name, line, err)
 		}

@@ -7,8 +7,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
 )
 
 // Recorder writes every call a real provider answers as one fixture line
@@ -75,7 +75,7 @@ func responseFields(resp *llm.Response) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sessions.DecodeJSONObject(data)
+	return jsonvalue.DecodeObject(data)
 }
 
 func (r *Recorder) write(line map[string]any) {

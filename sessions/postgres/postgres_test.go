@@ -71,3 +71,19 @@ func TestRows(t *testing.T) {
 		return b, raw{b}
 	})
 }
+
+// TestChecksums changes a message's stored text with an UPDATE that
+// bypasses the backend and expects the load to fail naming the session
+// and the message.
+func TestChecksums(t *testing.T) {
+	sessionstest.RunChecksumTests(t, func(t *testing.T, path string) sessions.Backend {
+		return openTest(t, pgtest.Keyed(t, path))
+	}, func(t *testing.T, path, marker string) {
+		b := openClosed(t, pgtest.Keyed(t, path))
+		altered := marker[:len(marker)-1] + string(marker[len(marker)-1]^0x01)
+		tag, err := b.pool.Exec(t.Context(), `UPDATE skein_messages SET body = replace(body, $1, $2) WHERE strpos(body, $1) > 0`, marker, altered)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("damaging the row of %q: %d rows, %v", marker, tag.RowsAffected(), err)
+		}
+	})
+}

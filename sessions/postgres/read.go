@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
@@ -121,13 +122,18 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 			if i == n {
 				return fmt.Errorf("more than %d rows", n)
 			}
-			if err := rows.Scan(&seqs[i], nil); err != nil {
+			var sum int64
+			if err := rows.Scan(&seqs[i], nil, &sum); err != nil {
 				return err
 			}
-			dec.Add(i, rows.RawValues()[1])
+			body := rows.RawValues()[1]
+			if err := rowstore.Verify(i, body, &sum); err != nil {
+				return err
+			}
+			dec.Add(i, body)
 			i++
 			return nil
-		}, `SELECT e.seq, m.body FROM skein_events e JOIN skein_messages m ON m.sid = e.sid AND m.pos = e.pos
+		}, `SELECT e.seq, m.body, m.crc FROM skein_events e JOIN skein_messages m ON m.sid = e.sid AND m.pos = e.pos
 			WHERE e.sid = $1 AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
 		if err == nil && i != n {
 			err = fmt.Errorf("read %d rows, want %d", i, n)
@@ -216,10 +222,18 @@ func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]session
 			if i == len(msgs) {
 				return fmt.Errorf("more rows than the session's %d messages", len(msgs))
 			}
-			dec.Add(i, rows.RawValues()[0])
+			var sum int64
+			if err := rows.Scan(nil, &sum); err != nil {
+				return err
+			}
+			body := rows.RawValues()[0]
+			if err := rowstore.Verify(i, body, &sum); err != nil {
+				return err
+			}
+			dec.Add(i, body)
 			i++
 			return nil
-		}, `SELECT body FROM skein_messages WHERE sid = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, sp.Owner, sp.From, sp.To)
+		}, `SELECT body, crc FROM skein_messages WHERE sid = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, sp.Owner, sp.From, sp.To)
 		if err == nil && int64(i-start) != sp.To-sp.From {
 			err = fmt.Errorf("message rows [%d, %d) of session row %d: found %d of %d", sp.From, sp.To, sp.Owner, i-start, sp.To-sp.From)
 		}
@@ -289,7 +303,7 @@ func loadEvents(ctx context.Context, tx pgx.Tx, sid int64, id string) ([]session
 	}
 	events := make([]sessions.Event, n)
 	dec := rowstore.NewDecoder("event", n, func(i int, data []byte) (err error) {
-		events[i].Data, err = sessions.DecodeJSONObject(data)
+		events[i].Data, err = jsonvalue.DecodeObject(data)
 		return err
 	})
 	rows, err := tx.Query(ctx, `SELECT seq, type, time, corr_id, data FROM skein_events WHERE sid = $1 ORDER BY seq`, sid)

@@ -18,7 +18,7 @@ const SchemaVersion = 1
 var migrations = []string{migration1}
 
 // migration1 is the first schema: the tables of package sqlite's version
-// 5, with ids compared byte by byte (COLLATE "C", as SQLite does) so that
+// 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
 // listings order them the same way.
 const migration1 = `
 CREATE TABLE skein_sessions (
@@ -63,6 +63,7 @@ CREATE TABLE skein_messages (
 	sid  bigint NOT NULL REFERENCES skein_sessions (sid) ON DELETE CASCADE,
 	pos  bigint NOT NULL,
 	body text   NOT NULL,
+	crc  bigint NOT NULL,
 	PRIMARY KEY (sid, pos)
 );
 

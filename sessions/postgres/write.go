@@ -53,7 +53,7 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // (base, base_from, base_to, own_from, length), set-summary and summary,
 // status, added turns, max turns, set-title and title, set-metadata and
 // metadata, set-first-prompt and first prompt, updated_at, the messages
-// (positions, bodies) and the events (seqs, types, times, corr_ids,
+// (positions, bodies, checksums) and the events (seqs, types, times, corr_ids,
 // data, positions).
 const applySQL = `WITH u AS (
 	UPDATE skein_sessions SET version = version + $3,
@@ -68,12 +68,12 @@ const applySQL = `WITH u AS (
 	WHERE sid = $1 AND version = $2
 	RETURNING sid
 ), m AS (
-	INSERT INTO skein_messages (sid, pos, body)
-	SELECT u.sid, r.pos, r.body FROM u, unnest($21::bigint[], $22::text[]) AS r (pos, body)
+	INSERT INTO skein_messages (sid, pos, body, crc)
+	SELECT u.sid, r.pos, r.body, r.crc FROM u, unnest($21::bigint[], $22::text[], $23::bigint[]) AS r (pos, body, crc)
 ), e AS (
 	INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos)
 	SELECT u.sid, r.seq, r.type, r.time, r.corr_id, r.data, r.pos
-	FROM u, unnest($23::bigint[], $24::text[], $25::bigint[], $26::text[], $27::text[], $28::bigint[])
+	FROM u, unnest($24::bigint[], $25::text[], $26::bigint[], $27::text[], $28::text[], $29::bigint[])
 		AS r (seq, type, time, corr_id, data, pos)
 )
 SELECT count(*) FROM u`
@@ -98,27 +98,27 @@ func columns(events []rowstore.EventRow) eventArrays {
 	return a
 }
 
-// messageColumns returns rows as their positions and bodies.
-func messageColumns(rows []rowstore.MessageRow) ([]int64, []string) {
-	pos, bodies := make([]int64, len(rows)), make([]string, len(rows))
+// messageColumns returns rows as their positions, bodies and checksums.
+func messageColumns(rows []rowstore.MessageRow) (pos []int64, bodies []string, sums []int64) {
+	pos, bodies, sums = make([]int64, len(rows)), make([]string, len(rows)), make([]int64, len(rows))
 	for i, r := range rows {
-		pos[i], bodies[i] = r.Pos, r.Body
+		pos[i], bodies[i], sums[i] = r.Pos, r.Body.JSON, int64(r.Body.Sum)
 	}
-	return pos, bodies
+	return pos, bodies, sums
 }
 
 // apply runs applySQL for plan p on the session whose state is st and
 // reports whether the session row was still at st.Version.
 func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
 	u := &p.Update
-	pos, bodies := messageColumns(p.Rows)
+	pos, bodies, sums := messageColumns(p.Rows)
 	ev := columns(p.Events)
 	var n int
 	err := q.QueryRow(ctx, applySQL, st.Row, st.Version, p.Changes,
 		p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length,
 		u.SetSummary, u.Summary, u.Status, u.Turns, u.MaxTurns,
 		u.SetTitle, u.Title, u.SetMetadata, u.Metadata, u.SetFirstPrompt, u.FirstPrompt, u.Updated,
-		pos, bodies, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos).Scan(&n)
+		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos).Scan(&n)
 	return n == 1, err
 }
 
@@ -299,9 +299,9 @@ func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *ro
 // kind with one statement.
 func insertRows(ctx context.Context, tx pgx.Tx, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
 	if len(rows) > 0 {
-		pos, bodies := messageColumns(rows)
-		if _, err := tx.Exec(ctx, `INSERT INTO skein_messages (sid, pos, body) SELECT $1, * FROM unnest($2::bigint[], $3::text[])`,
-			sid, pos, bodies); err != nil {
+		pos, bodies, sums := messageColumns(rows)
+		if _, err := tx.Exec(ctx, `INSERT INTO skein_messages (sid, pos, body, crc) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])`,
+			sid, pos, bodies, sums); err != nil {
 			return fmt.Errorf("messages: %w", err)
 		}
 	}

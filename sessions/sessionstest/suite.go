@@ -45,6 +45,11 @@
 //     unknown ids, updates that replace the header and append steps,
 //     listing newest first with filters and paging, and (durable
 //     backends) records that survive reopening.
+//   - Checksums (RunChecksumTests, for durable backends): a message whose
+//     stored bytes were changed behind the backend fails to load with
+//     sessions.ErrCorrupt naming the session and the message's index, in
+//     the session and in its forks; every backend stores
+//     sessions.Checksum of the message's body and checks it on load.
 //   - Optional interfaces, tested when the backend has them: a
 //     sessions.PartialLoader's LoadTranscript and LoadEvents agree with
 //     Load after every write of the suite; a sessions.HistoryBackend keeps

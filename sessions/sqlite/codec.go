@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -39,7 +40,7 @@ func encodeObject(m map[string]any) (any, error) {
 	if m == nil {
 		return nil, nil
 	}
-	data, err := sessions.EncodeJSON(m)
+	data, err := jsonvalue.Encode(m)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func decodeObject(s sql.NullString) (map[string]any, error) {
 	if !s.Valid {
 		return nil, nil
 	}
-	return sessions.DecodeJSONObject([]byte(s.String))
+	return jsonvalue.DecodeObject([]byte(s.String))
 }
 
 // nullString returns s as a column value, NULL when empty.
@@ -62,17 +63,32 @@ func nullString(s string) any {
 	return s
 }
 
-// encodeMessages returns the stored form of msgs (sessions.Message JSON).
+// storedBody is the stored form of one message: its JSON
+// (sessions.Message's MarshalJSON) and that JSON's sessions.Checksum.
+type storedBody struct {
+	json string
+	sum  uint32
+}
+
+// encodeMessage returns the stored form of m.
+func encodeMessage(m *sessions.Message) (storedBody, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return storedBody{}, err
+	}
+	return storedBody{string(data), sessions.Checksum(data)}, nil
+}
+
+// encodeMessages returns the stored form of msgs.
 // An error names the message by what ("message", "appended message") and
 // its index in msgs: the index in the session only for a new session.
-func encodeMessages(id, what string, msgs []sessions.Message) ([]string, error) {
-	out := make([]string, len(msgs))
+func encodeMessages(id, what string, msgs []sessions.Message) ([]storedBody, error) {
+	out := make([]storedBody, len(msgs))
 	for i := range msgs {
-		data, err := json.Marshal(msgs[i])
-		if err != nil {
+		var err error
+		if out[i], err = encodeMessage(&msgs[i]); err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("%s %d: %w", what, i, err))
 		}
-		out[i] = string(data)
 	}
 	return out, nil
 }
@@ -164,11 +180,11 @@ func encodeSession(rec *sessions.Record) (*sessionRow, error) {
 // some "message" events among events by seq, in seq order, and sets
 // those events' pos to the rows the messages will take: 0, 1, ... (see
 // CreateWithHistory).
-func encodeHistory(id string, events []eventRow, appended map[int64]sessions.Message) ([]string, error) {
+func encodeHistory(id string, events []eventRow, appended map[int64]sessions.Message) ([]storedBody, error) {
 	if len(appended) == 0 {
 		return nil, nil
 	}
-	var bodies []string
+	var bodies []storedBody
 	for i := range events {
 		m, ok := appended[events[i].seq]
 		if !ok {
@@ -177,12 +193,12 @@ func encodeHistory(id string, events []eventRow, appended map[int64]sessions.Mes
 		if events[i].typ != sessions.EventMessage {
 			return nil, sessions.IDError(id, fmt.Errorf("event %d is a %s event, not a message event: it appended no message", events[i].seq, events[i].typ))
 		}
-		data, err := json.Marshal(m)
+		body, err := encodeMessage(&m)
 		if err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("message of event %d: %w", events[i].seq, err))
 		}
 		events[i].pos = int64(len(bodies))
-		bodies = append(bodies, string(data))
+		bodies = append(bodies, body)
 	}
 	if len(bodies) != len(appended) {
 		return nil, sessions.IDError(id, fmt.Errorf("%d appended messages name events the session does not log", len(appended)-len(bodies)))

@@ -32,7 +32,7 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 5)
+// # Schema (version 6)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -41,6 +41,7 @@
 //	          title first_prompt (version 3)
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
+//	          crc: sessions.Checksum of body (version 6)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
@@ -53,10 +54,20 @@
 // runs are prepared once per connection.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
-// the smallest int64, so it sorts first); JSON uses the encodings of package sessions
-// (sessions.Message's MarshalJSON, sessions.EncodeJSON), which give every
+// the smallest int64, so it sorts first); JSON uses skein's encodings
+// (sessions.Message's MarshalJSON, internal/jsonvalue's Encode), which give every
 // value back with its type. Indexes serve listing by status, parent,
 // creation and update time, and the lookups foreign keys need.
+//
+// # Checksums
+//
+// SQLite checks no data of its own: a damaged page reads back as altered
+// text. Every message row therefore carries its body's checksum
+// (sessions.Checksum, CRC-32C), computed once when the message is
+// appended; every load of message rows verifies it and fails with
+// sessions.ErrCorrupt naming the session and the message's index instead
+// of returning the altered message. Rows written before version 6 have no
+// checksum and are read as they are.
 //
 // # Messages are append-only; a session's messages are a view
 //

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -61,7 +62,7 @@ func TestStoredCycleTerminates(t *testing.T) {
 	}
 }
 
-// TestDeepMessageNamesItsIndex: a message nested past sessions.MaxDepth is
+// TestDeepMessageNamesItsIndex: a message nested past jsonvalue.MaxDepth is
 // refused before it reaches the database, with the error naming its index
 // in the session (not its index in the write) and the path to the value.
 func TestDeepMessageNamesItsIndex(t *testing.T) {
@@ -83,7 +84,7 @@ func TestDeepMessageNamesItsIndex(t *testing.T) {
 		deep = []any{deep}
 	}
 	_, err = st.Apply(ctx, "d", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "c", Metadata: map[string]any{"x": deep}}}})
-	var de *sessions.DepthError
+	var de *jsonvalue.DepthError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "message 2: metadata: at .x[0][0]") {
 		t.Fatalf("Apply of a deep message = %v", err)
 	}

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -35,12 +35,9 @@ func (b *Backend) Exists(ctx context.Context, id string) (bool, error) {
 func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error) {
 	var rec *sessions.Record
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, st, err := loadRecord(ctx, tx, id)
+		r, st, err := loadTranscript(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
-			return sessions.IDError(id, err)
 		}
 		if r.Events, err = loadEvents(ctx, tx, st.sid, id); err != nil {
 			return sessions.IDError(id, err)
@@ -59,12 +56,9 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 	var rec *sessions.Record
 	var lastSeq int64
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, st, err := loadRecord(ctx, tx, id)
+		r, st, err := loadTranscript(ctx, tx, id)
 		if err != nil {
 			return err
-		}
-		if r.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
-			return sessions.IDError(id, err)
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.sid).Scan(&lastSeq); err != nil {
 			return sessions.IDError(id, fmt.Errorf("events: %w", err))
@@ -135,7 +129,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 // that record their message row, in order, handing the rows' bodies to
 // dec.
 func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *decoder) error {
-	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
+	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body, m.crc FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
 		WHERE e.sid = ? AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
 	if err != nil {
 		return err
@@ -143,8 +137,12 @@ func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec 
 	defer rows.Close()
 	i := 0
 	var body sql.RawBytes
+	var sum sql.NullInt64
 	for ; i < len(seqs) && rows.Next(); i++ {
-		if err := rows.Scan(&seqs[i], &body); err != nil {
+		if err := rows.Scan(&seqs[i], &body, &sum); err != nil {
+			return err
+		}
+		if err := verify(i, body, sum); err != nil {
 			return err
 		}
 		dec.add(i, body)
@@ -168,6 +166,18 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 		return err
 	})
 	return rec, err
+}
+
+// loadTranscript reads session id's row, children and current messages.
+func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *state, error) {
+	rec, st, err := loadRecord(ctx, tx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if rec.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
+		return nil, nil, sessions.IDError(id, err)
+	}
+	return rec, st, nil
 }
 
 // loadRecord reads session id's row and children.
@@ -230,7 +240,7 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string) ([]sessio
 	}
 	events := make([]sessions.Event, n)
 	dec := newDecoder("event", n, func(i int, data []byte) (err error) {
-		events[i].Data, err = sessions.DecodeJSONObject(data)
+		events[i].Data, err = jsonvalue.DecodeObject(data)
 		return err
 	})
 	i, err := readEvents(ctx, tx, sid, id, events, dec)
@@ -278,66 +288,37 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 	if err := f.Check(); err != nil {
 		return nil, 0, err
 	}
-	var conds []string
-	var args []any
-	if len(f.Statuses) > 0 {
-		conds = append(conds, "status IN (?"+strings.Repeat(", ?", len(f.Statuses)-1)+")")
-		for _, s := range f.Statuses {
-			args = append(args, string(s))
-		}
-	}
+	var q filter
+	whereIn(&q, "status", f.Statuses)
 	if f.ParentID != "" {
-		conds = append(conds, "parent_id = ?")
-		args = append(args, f.ParentID)
+		q.where("parent_id = ?", f.ParentID)
 	}
 	if !f.UpdatedBefore.IsZero() {
 		t, err := encodeTime(f.UpdatedBefore)
 		if err != nil {
 			return nil, 0, fmt.Errorf("list: updated before: %w", err)
 		}
-		conds = append(conds, "updated_at < ?")
-		args = append(args, t)
+		q.where("updated_at < ?", t)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	limit := int64(-1) // SQLite: no limit
-	if f.Limit > 0 {
-		limit = int64(f.Limit)
-	}
-	var out []sessions.Summary
-	var total int
-	err := b.read(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sessions"+where, args...).Scan(&total); err != nil {
-			return err
+	out, total, err := listPage(ctx, b, "sessions", `SELECT id, status, created_at, updated_at, parent_id, length, turns,
+			(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id), title, first_prompt, metadata
+		FROM sessions s`, "created_at DESC, id DESC", &q, f.Limit, f.Offset, func(rows *sql.Rows) (sessions.Summary, error) {
+		var s sessions.Summary
+		var status string
+		var created, updated int64
+		var parentID, title, firstPrompt, metadata sql.NullString
+		if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children,
+			&title, &firstPrompt, &metadata); err != nil {
+			return s, err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, status, created_at, updated_at, parent_id, length, turns,
-				(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id), title, first_prompt, metadata
-			FROM sessions s`+where+` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`,
-			append(args, limit, f.Offset)...)
-		if err != nil {
-			return err
+		s.Status, s.ParentID = sessions.Status(status), parentID.String
+		s.Title, s.FirstPrompt = title.String, firstPrompt.String
+		var err error
+		if s.Metadata, err = decodeObject(metadata); err != nil {
+			return s, fmt.Errorf("session %q: metadata: %w", s.ID, err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var s sessions.Summary
-			var status string
-			var created, updated int64
-			var parentID, title, firstPrompt, metadata sql.NullString
-			if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children,
-				&title, &firstPrompt, &metadata); err != nil {
-				return err
-			}
-			s.Status, s.ParentID = sessions.Status(status), parentID.String
-			s.Title, s.FirstPrompt = title.String, firstPrompt.String
-			if s.Metadata, err = decodeObject(metadata); err != nil {
-				return fmt.Errorf("session %q: metadata: %w", s.ID, err)
-			}
-			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
-			out = append(out, s)
-		}
-		return rows.Err()
+		s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
+		return s, nil
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -117,49 +116,21 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 
 // ListRuns lists run records, newest first.
 func (b *Backend) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	var conds []string
-	var args []any
-	if len(f.Statuses) > 0 {
-		conds = append(conds, "status IN (?"+strings.Repeat(", ?", len(f.Statuses)-1)+")")
-		for _, s := range f.Statuses {
-			args = append(args, s)
-		}
-	}
+	var q filter
+	whereIn(&q, "status", f.Statuses)
 	if f.Workflow != "" {
-		conds = append(conds, "workflow = ?")
-		args = append(args, f.Workflow)
+		q.where("workflow = ?", f.Workflow)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	limit := int64(-1)
-	if f.Limit > 0 {
-		limit = int64(f.Limit)
-	}
-	var out []sessions.RunSummary
-	var total int
-	err := b.read(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs"+where, args...).Scan(&total); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT id, workflow, fingerprint, status, created_at, updated_at, steps FROM runs`+where+
-			` ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, append(args, limit, f.Offset)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
+	out, total, err := listPage(ctx, b, "runs", `SELECT id, workflow, fingerprint, status, created_at, updated_at, steps FROM runs`,
+		"created_at DESC, id DESC", &q, f.Limit, f.Offset, func(rows *sql.Rows) (sessions.RunSummary, error) {
 			var s sessions.RunSummary
 			var created, updated int64
 			if err := rows.Scan(&s.ID, &s.Workflow, &s.Fingerprint, &s.Status, &created, &updated, &s.Steps); err != nil {
-				return err
+				return s, err
 			}
 			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
-			out = append(out, s)
-		}
-		return rows.Err()
-	})
+			return s, nil
+		})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs: %w", err)
 	}

@@ -12,12 +12,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -191,4 +191,13 @@ DROP TABLE events;
 ALTER TABLE events5 RENAME TO events;
 
 DROP INDEX sessions_by_updated;
+`
+
+// migration6 stores a checksum with every message row (crc: CRC-32C of
+// body, sessions.Checksum), computed once when the message is appended
+// and verified on every load, so a damaged page or a hand-edited row is
+// an error naming the session and message instead of altered text. Rows
+// written before version 6 have none (NULL) and are read unchecked.
+const migration6 = `
+ALTER TABLE messages ADD COLUMN crc INTEGER;
 `

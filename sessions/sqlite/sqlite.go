@@ -200,7 +200,18 @@ func (b *Backend) Close() error {
 }
 
 // write runs fn in a write transaction and commits it if fn succeeds.
+//
+// A cancelled ctx stops a write before it begins; once begun, a write
+// runs to its commit or rollback with ctx's values but without its
+// cancellation. A write is short (the wait for another process's lock
+// is bounded by BusyTimeout), and the driver watches every statement
+// run under a cancellable context with a goroutine of its own, which
+// cost more than the statements themselves.
 func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	tx, err := b.db.BeginTx(ctx, nil)

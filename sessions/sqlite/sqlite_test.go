@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -222,4 +224,38 @@ func TestRows(t *testing.T) {
 		b := openTest(t, filepath.Join(t.TempDir(), "sessions.db"))
 		return b, raw{b}
 	})
+}
+
+// TestChecksums flips one byte of a message's text in the database file
+// (SQLite keeps no checksum of its own pages) and expects the load to
+// fail naming the session and the message.
+func TestChecksums(t *testing.T) {
+	sessionstest.RunChecksumTests(t, func(t *testing.T, path string) sessions.Backend {
+		return openTest(t, path)
+	}, flipInFile)
+}
+
+// flipInFile changes the last byte of marker wherever it is in the
+// database file and its WAL.
+func flipInFile(t *testing.T, path, marker string) {
+	found := false
+	for _, p := range []string{path, path + "-wal"} {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := bytes.Index(data, []byte(marker)); i >= 0; i = bytes.Index(data, []byte(marker)) {
+			data[i+len(marker)-1] ^= 0x01
+			found = true
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !found {
+		t.Fatalf("%q is in neither %s nor its WAL", marker, path)
+	}
 }

@@ -103,14 +103,19 @@ func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v view, n int64) (
 func readBodies(ctx context.Context, tx *sql.Tx, ranges []span, dec *decoder) error {
 	i := 0
 	for _, r := range ranges {
-		rows, err := tx.QueryContext(ctx, `SELECT body FROM messages WHERE sid = ? AND pos >= ? AND pos < ? ORDER BY pos`, r.sid, r.from, r.to)
+		rows, err := tx.QueryContext(ctx, `SELECT body, crc FROM messages WHERE sid = ? AND pos >= ? AND pos < ? ORDER BY pos`, r.sid, r.from, r.to)
 		if err != nil {
 			return err
 		}
 		start := i
 		var body sql.RawBytes
+		var sum sql.NullInt64
 		for rows.Next() {
-			if err := rows.Scan(&body); err != nil {
+			if err := rows.Scan(&body, &sum); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := verify(i, body, sum); err != nil {
 				rows.Close()
 				return err
 			}
@@ -164,11 +169,11 @@ func release(ctx context.Context, tx *sql.Tx, vid int64) error {
 // messageRow is a message row to insert: its position and stored body.
 type messageRow struct {
 	pos  int64
-	body string
+	body storedBody
 }
 
 // appendRows appends bodies to rows at positions pos, pos+1, ...
-func appendRows(rows []messageRow, pos int64, bodies []string) []messageRow {
+func appendRows(rows []messageRow, pos int64, bodies []storedBody) []messageRow {
 	for i, body := range bodies {
 		rows = append(rows, messageRow{pos + int64(i), body})
 	}
@@ -177,7 +182,7 @@ func appendRows(rows []messageRow, pos int64, bodies []string) []messageRow {
 
 // insertMessages inserts bodies as session sid's message rows from
 // position pos on.
-func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []string) error {
+func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []storedBody) error {
 	return b.insertMessageRows(ctx, tx, sid, appendRows(nil, pos, bodies))
 }
 
@@ -188,7 +193,7 @@ func (b *Backend) insertMessageRows(ctx context.Context, tx *sql.Tx, sid int64, 
 	}
 	stmt := tx.StmtContext(ctx, b.stmts.insertMessage)
 	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, sid, r.pos, r.body); err != nil {
+		if _, err := stmt.ExecContext(ctx, sid, r.pos, r.body.json, int64(r.body.sum)); err != nil {
 			return err
 		}
 	}
@@ -214,4 +219,13 @@ func dropLast(ctx context.Context, tx *sql.Tx, sid int64, v view, n, d int64) (v
 		return view{}, err
 	}
 	return view{base: vid, baseTo: keep, ownFrom: next}, nil
+}
+
+// verify checks a message row's body against its stored checksum (rows of
+// schema versions before 6 have none); index names the message in errors.
+func verify(index int, body []byte, sum sql.NullInt64) error {
+	if !sum.Valid {
+		return nil
+	}
+	return sessions.VerifyChecksum(index, body, uint32(sum.Int64))
 }

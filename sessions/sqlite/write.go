@@ -146,7 +146,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // encodedChange is a sessions.Change in its stored form.
 type encodedChange struct {
 	ch                                 *sessions.Change
-	replace, appended                  []string
+	replace, appended                  []storedBody
 	events                             []eventRow
 	status, updated, summary, metadata any
 }
@@ -286,11 +286,16 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		if err := b.insertEvents(ctx, tx, st.sid, events); err != nil {
 			return sessions.IDError(id, err)
 		}
-		res, err := tx.StmtContext(ctx, b.stmts.update).ExecContext(ctx, len(changes), v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n,
-			u.setSummary, u.summary, u.status, u.turns,
+		args := []any{len(changes), v.baseFrom, v.baseTo, v.ownFrom, n,
+			u.setSummary, u.summary, u.turns,
 			u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
 			u.setFirstPrompt, u.prompt, u.updated,
-			st.sid, base)
+			st.sid, base}
+		update := b.stmts.updateLean
+		if u.status != nil || v.base != st.view.base {
+			update, args = b.stmts.update, append([]any{v.baseArg(), u.status}, args...)
+		}
+		res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
 		if err := oneRow(res, err); err != nil {
 			return sessions.IDError(id, err)
 		}

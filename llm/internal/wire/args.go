@@ -3,7 +3,7 @@ package wire
 import (
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // RawArgumentsKey is the single key of the arguments of a tool call whose
@@ -21,7 +21,7 @@ func DecodeArguments(text string) map[string]any {
 	if t := strings.TrimSpace(text); t == "" || t == "null" {
 		return map[string]any{}
 	}
-	args, err := sessions.DecodeJSONObject([]byte(text))
+	args, err := jsonvalue.DecodeObject([]byte(text))
 	if err != nil {
 		return map[string]any{RawArgumentsKey: text}
 	}

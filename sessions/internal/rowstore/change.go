@@ -17,7 +17,7 @@ type State struct {
 // Change is a sessions.Change in its stored form.
 type Change struct {
 	Change            *sessions.Change
-	Replace, Appended []string
+	Replace, Appended []Body
 	Events            []EventRow
 	Status, Summary   *string
 	Updated           *int64
@@ -112,11 +112,11 @@ func (u *RowUpdate) add(e *Change) {
 // MessageRow is a message row to insert: its position and stored body.
 type MessageRow struct {
 	Pos  int64
-	Body string
+	Body Body
 }
 
 // AppendRows appends bodies to rows at positions pos, pos+1, ...
-func AppendRows(rows []MessageRow, pos int64, bodies []string) []MessageRow {
+func AppendRows(rows []MessageRow, pos int64, bodies []Body) []MessageRow {
 	for i, body := range bodies {
 		rows = append(rows, MessageRow{pos + int64(i), body})
 	}

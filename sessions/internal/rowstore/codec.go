@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -36,13 +37,13 @@ func DecodeTime(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// EncodeObject returns a JSON object's stored form (sessions.EncodeJSON):
+// EncodeObject returns a JSON object's stored form (package jsonvalue):
 // nil for a nil map.
 func EncodeObject(m map[string]any) (*string, error) {
 	if m == nil {
 		return nil, nil
 	}
-	data, err := sessions.EncodeJSON(m)
+	data, err := jsonvalue.Encode(m)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +57,7 @@ func DecodeObject(data []byte) (map[string]any, error) {
 	if data == nil {
 		return nil, nil
 	}
-	return sessions.DecodeJSONObject(data)
+	return jsonvalue.DecodeObject(data)
 }
 
 // NullString returns s as a column value, nil (NULL) when empty.
@@ -67,19 +68,45 @@ func NullString(s string) *string {
 	return &s
 }
 
-// EncodeMessages returns the stored form of msgs (sessions.Message JSON).
-// An error names the message by what ("message", "appended message") and
-// its index in msgs: the index in the session only for a new session.
-func EncodeMessages(id, what string, msgs []sessions.Message) ([]string, error) {
-	out := make([]string, len(msgs))
+// Body is the stored form of one message: its JSON (sessions.Message's
+// MarshalJSON) and that JSON's sessions.Checksum, computed once when the
+// message is appended and verified on every load (Verify).
+type Body struct {
+	JSON string
+	Sum  uint32
+}
+
+// EncodeMessage returns the stored form of m.
+func EncodeMessage(m *sessions.Message) (Body, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return Body{}, err
+	}
+	return Body{string(data), sessions.Checksum(data)}, nil
+}
+
+// EncodeMessages returns the stored form of msgs. An error names the
+// message by what ("message", "appended message") and its index in msgs:
+// the index in the session only for a new session.
+func EncodeMessages(id, what string, msgs []sessions.Message) ([]Body, error) {
+	out := make([]Body, len(msgs))
 	for i := range msgs {
-		data, err := json.Marshal(msgs[i])
-		if err != nil {
+		var err error
+		if out[i], err = EncodeMessage(&msgs[i]); err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("%s %d: %w", what, i, err))
 		}
-		out[i] = string(data)
 	}
 	return out, nil
+}
+
+// Verify checks a message row's body against its stored checksum, nil for
+// a row stored before the backend kept checksums; index names the message
+// in errors (sessions.ErrCorrupt).
+func Verify(index int, body []byte, sum *int64) error {
+	if sum == nil {
+		return nil
+	}
+	return sessions.VerifyChecksum(index, body, uint32(*sum))
 }
 
 // EventRow is the stored form of a sessions.Event.
@@ -208,11 +235,11 @@ func (s *StoredSession) Record(id string) (*sessions.Record, error) {
 // those events' Pos to the rows the messages will take: 0, 1, ... (the
 // history a sessions.HistoryBackend's CreateWithHistory stores before
 // the current messages).
-func EncodeHistory(id string, events []EventRow, appended map[int64]sessions.Message) ([]string, error) {
+func EncodeHistory(id string, events []EventRow, appended map[int64]sessions.Message) ([]Body, error) {
 	if len(appended) == 0 {
 		return nil, nil
 	}
-	var bodies []string
+	var bodies []Body
 	for i := range events {
 		m, ok := appended[events[i].Seq]
 		if !ok {
@@ -221,13 +248,13 @@ func EncodeHistory(id string, events []EventRow, appended map[int64]sessions.Mes
 		if events[i].Type != sessions.EventMessage {
 			return nil, sessions.IDError(id, fmt.Errorf("event %d is a %s event, not a message event: it appended no message", events[i].Seq, events[i].Type))
 		}
-		data, err := json.Marshal(m)
+		body, err := EncodeMessage(&m)
 		if err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("message of event %d: %w", events[i].Seq, err))
 		}
 		pos := int64(len(bodies))
 		events[i].Pos = &pos
-		bodies = append(bodies, string(data))
+		bodies = append(bodies, body)
 	}
 	if len(bodies) != len(appended) {
 		return nil, sessions.IDError(id, fmt.Errorf("%d appended messages name events the session does not log", len(appended)-len(bodies)))

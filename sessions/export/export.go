@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"bufio"
@@ -7,12 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"reflect"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions"
 )
 
 // Exports.
@@ -49,7 +48,7 @@ const ExportVersion = 1
 // sessionFields are the session's own fields in an export.
 type sessionFields struct {
 	ID         string          `json:"id"`
-	Status     Status          `json:"status"`
+	Status     sessions.Status `json:"status"`
 	CreatedAt  string          `json:"created_at"`
 	UpdatedAt  string          `json:"updated_at"`
 	Title      *string         `json:"title"`
@@ -67,8 +66,8 @@ type snapshotJSON struct {
 	Type    string `json:"_type"`
 	Version int    `json:"version"`
 	sessionFields
-	Messages []Message `json:"messages"`
-	Events   []Event   `json:"events"`
+	Messages []sessions.Message `json:"messages"`
+	Events   []sessions.Event   `json:"events"`
 }
 
 // headerJSON is the first record of a JSONL export.
@@ -82,9 +81,9 @@ type headerJSON struct {
 
 // messageRecord is a "message" record of a JSONL export.
 type messageRecord struct {
-	Type    string  `json:"_type"`
-	Index   int     `json:"index"`
-	Message Message `json:"message"`
+	Type    string           `json:"_type"`
+	Index   int              `json:"index"`
+	Message sessions.Message `json:"message"`
 }
 
 // Record types of a JSONL export.
@@ -94,12 +93,12 @@ const (
 	recordMessage = "message"
 )
 
-func fieldsOf(rec *Record) (sessionFields, error) {
+func fieldsOf(rec *sessions.Record) (sessionFields, error) {
 	meta := rec.Metadata
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	data, err := EncodeJSON(meta)
+	data, err := jsonvalue.Encode(meta)
 	if err != nil {
 		return sessionFields{}, fmt.Errorf("metadata: %v", err)
 	}
@@ -120,20 +119,20 @@ func fieldsOf(rec *Record) (sessionFields, error) {
 	return f, nil
 }
 
-func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+func formatTime(t time.Time) string { return t.UTC().Format(sessions.TimeFormat) }
 
 // WriteJSON writes rec as a JSON export.
-func WriteJSON(w io.Writer, rec *Record) error {
+func WriteJSON(w io.Writer, rec *sessions.Record) error {
 	f, err := fieldsOf(rec)
 	if err != nil {
 		return err
 	}
 	snap := snapshotJSON{Type: "transcript", Version: ExportVersion, sessionFields: f, Messages: rec.Messages, Events: rec.Events}
 	if snap.Messages == nil {
-		snap.Messages = []Message{}
+		snap.Messages = []sessions.Message{}
 	}
 	if snap.Events == nil {
-		snap.Events = []Event{}
+		snap.Events = []sessions.Event{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -142,8 +141,8 @@ func WriteJSON(w io.Writer, rec *Record) error {
 }
 
 // WriteJSONL writes rec as a JSONL export; appended holds the messages
-// of its "message" events by seq (see HistoryBackend), or nil.
-func WriteJSONL(w io.Writer, rec *Record, appended map[int64]Message) error {
+// of its "message" events by seq (see sessions.HistoryBackend), or nil.
+func WriteJSONL(w io.Writer, rec *sessions.Record, appended map[int64]sessions.Message) error {
 	f, err := fieldsOf(rec)
 	if err != nil {
 		return err
@@ -181,9 +180,9 @@ func writeLine(w io.Writer, v any) error {
 // eventRecord writes the JSONL record of e to buf: the envelope in the
 // seed's order, the event's fields in sorted order, and the message a
 // "message" event appended.
-func eventRecord(buf *bytes.Buffer, e *Event, appended map[int64]Message) error {
+func eventRecord(buf *bytes.Buffer, e *sessions.Event, appended map[int64]sessions.Message) error {
 	field := func(k string, v any) error {
-		data, err := EncodeJSON(v)
+		data, err := jsonvalue.Encode(v)
 		if err != nil {
 			return fmt.Errorf("event %d: field %q: %v", e.Seq, k, err)
 		}
@@ -210,15 +209,15 @@ func eventRecord(buf *bytes.Buffer, e *Event, appended map[int64]Message) error 
 			return err
 		}
 	}
-	for _, k := range SortedKeys(e.Data) {
-		if k == "_type" || (k == "message" && e.Type == EventMessage) {
+	for _, k := range sessions.SortedKeys(e.Data) {
+		if k == "_type" || (k == "message" && e.Type == sessions.EventMessage) {
 			return fmt.Errorf("event %d (%s) has a field %q, which its export record uses", e.Seq, e.Type, k)
 		}
 		if err := field(k, e.Data[k]); err != nil {
 			return err
 		}
 	}
-	if m, ok := appended[e.Seq]; ok && e.Type == EventMessage {
+	if m, ok := appended[e.Seq]; ok && e.Type == sessions.EventMessage {
 		data, err := json.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("event %d: message: %v", e.Seq, err)
@@ -233,14 +232,14 @@ func eventRecord(buf *bytes.Buffer, e *Event, appended map[int64]Message) error 
 // ReadExport reads a JSON or JSONL export or a forensic log (it tells
 // them apart by the first record: a forensic header has workflow_name)
 // and returns the session's record, ready for
-// Backend.Create (no ChildIDs: forks record themselves; Version 0), and,
+// sessions.Backend.Create (no ChildIDs: forks record themselves; Version 0), and,
 // from JSONL and forensic logs, the messages of its "message" events by seq, for
-// HistoryBackend.CreateWithHistory. It checks what an import needs: a
+// sessions.HistoryBackend.CreateWithHistory. It checks what an import needs: a
 // known version, the counts a JSONL header announces, increasing event
 // seqs, and a transcript that is valid provider input (tool calls
 // answered by their results; calls still open at the end are allowed, as
 // in a session whose process was killed).
-func ReadExport(r io.Reader) (*Record, map[int64]Message, error) {
+func ReadExport(r io.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
 	br := bufio.NewReader(r)
 	first, err := readLine(br)
 	if err != nil {
@@ -285,6 +284,24 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
+// eachLine calls record with each further non-blank line of br, the
+// first (line 1, the header) having been read: its errors name the line.
+// It stops at the end of br or at the first error.
+func eachLine(br *bufio.Reader, record func(line []byte) error) error {
+	for n := 2; ; n++ {
+		line, err := readLine(br)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := record(line); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+}
+
 // checkUTF8 refuses text that is not valid UTF-8, naming the offset of
 // the first bad byte.
 func checkUTF8(b []byte) error {
@@ -298,35 +315,13 @@ func checkUTF8(b []byte) error {
 	return nil
 }
 
-// messageKeys are the keys of a message object in an export.
-var messageKeys = map[string]bool{}
-
-func init() {
-	t := reflect.TypeFor[messageJSON]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		messageKeys[name] = true
-	}
-}
-
-// checkMessageKeys refuses a message object with a key that no message
-// has: an import keeps nothing it would silently drop.
-func checkMessageKeys(m map[string]any) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !messageKeys[k] {
-			return fmt.Errorf("unknown message key %q (expected: %s)", k, strings.Join(slices.Sorted(maps.Keys(messageKeys)), ", "))
-		}
-	}
-	return nil
-}
-
-func readJSON(data []byte) (*Record, error) {
+func readJSON(data []byte) (*sessions.Record, error) {
 	if err := checkUTF8(data); err != nil {
 		return nil, err
 	}
 	var snap snapshotJSON
 	if err := json.Unmarshal(data, &snap); err != nil {
-		if derr := CheckJSONDepth(data); derr != nil {
+		if derr := jsonvalue.CheckTextDepth(data); derr != nil {
 			return nil, derr
 		}
 		return nil, fmt.Errorf("not a session export (JSON or JSONL): %v", err)
@@ -346,7 +341,7 @@ func readJSON(data []byte) (*Record, error) {
 	}
 	if err := json.Unmarshal(data, &raw); err == nil {
 		for i, m := range raw.Messages {
-			if err := checkMessageKeys(m); err != nil {
+			if err := sessions.CheckMessageKeys(m); err != nil {
 				return nil, fmt.Errorf("message %d: %v", i, err)
 			}
 		}
@@ -362,7 +357,7 @@ func checkVersion(v int) error {
 	return nil
 }
 
-func readJSONL(first []byte, br *bufio.Reader) (*Record, map[int64]Message, error) {
+func readJSONL(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
 	var header headerJSON
 	if err := json.Unmarshal(first, &header); err != nil {
 		return nil, nil, fmt.Errorf("line 1: header: %v", err)
@@ -377,18 +372,10 @@ func readJSONL(first []byte, br *bufio.Reader) (*Record, map[int64]Message, erro
 	if header.MessageCount < 0 || header.EventCount < 0 {
 		return nil, nil, errors.New("line 1: header: negative message_count or event_count")
 	}
-	appended := map[int64]Message{}
-	for n := 2; ; n++ {
-		line, err := readLine(br)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := readRecord(line, rec, appended); err != nil {
-			return nil, nil, fmt.Errorf("line %d: %v", n, err)
-		}
+	appended := map[int64]sessions.Message{}
+	err = eachLine(br, func(line []byte) error { return readRecord(line, rec, appended) })
+	if err != nil {
+		return nil, nil, err
 	}
 	if len(rec.Events) != header.EventCount || len(rec.Messages) != header.MessageCount {
 		return nil, nil, fmt.Errorf("the export is incomplete: %d events and %d messages, but its header announces %d and %d",
@@ -398,8 +385,8 @@ func readJSONL(first []byte, br *bufio.Reader) (*Record, map[int64]Message, erro
 }
 
 // readRecord adds one JSONL record after the header to rec and appended.
-func readRecord(line []byte, rec *Record, appended map[int64]Message) error {
-	m, err := DecodeJSONObject(line)
+func readRecord(line []byte, rec *sessions.Record, appended map[int64]sessions.Message) error {
+	m, err := jsonvalue.DecodeObject(line)
 	if err != nil {
 		return err
 	}
@@ -407,15 +394,15 @@ func readRecord(line []byte, rec *Record, appended map[int64]Message) error {
 	delete(m, "_type")
 	switch typ {
 	case recordEvent:
-		var msg *Message
-		if raw, ok := m["message"]; ok && m["type"] == EventMessage {
+		var msg *sessions.Message
+		if raw, ok := m["message"]; ok && m["type"] == sessions.EventMessage {
 			delete(m, "message")
 			if msg, err = messageValue(raw); err != nil {
 				return fmt.Errorf("event: message: %v", err)
 			}
 		}
-		var e Event
-		if err := e.setFields(m); err != nil {
+		var e sessions.Event
+		if err := e.SetFields(m); err != nil {
 			return fmt.Errorf("event: %v", err)
 		}
 		if msg != nil {
@@ -441,19 +428,19 @@ func readRecord(line []byte, rec *Record, appended map[int64]Message) error {
 }
 
 // messageValue converts a decoded JSON value to a message.
-func messageValue(v any) (*Message, error) {
+func messageValue(v any) (*sessions.Message, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("got %s, want an object", JSONTypeName(v))
+		return nil, fmt.Errorf("got %s, want an object", jsonvalue.TypeName(v))
 	}
-	if err := checkMessageKeys(obj); err != nil {
+	if err := sessions.CheckMessageKeys(obj); err != nil {
 		return nil, err
 	}
-	data, err := EncodeJSON(v)
+	data, err := jsonvalue.Encode(v)
 	if err != nil {
 		return nil, err
 	}
-	var m Message
+	var m sessions.Message
 	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, err
 	}
@@ -462,26 +449,26 @@ func messageValue(v any) (*Message, error) {
 
 // record converts the exported session fields to a record without
 // messages and events.
-func (f *sessionFields) record() (*Record, error) {
+func (f *sessionFields) record() (*sessions.Record, error) {
 	if f.ID == "" {
 		return nil, errors.New("no session id")
 	}
-	if err := CheckID(f.ID); err != nil {
+	if err := sessions.CheckID(f.ID); err != nil {
 		return nil, err
 	}
 	if !f.Status.Valid() {
 		return nil, fmt.Errorf("unknown status %q", f.Status)
 	}
-	rec := &Record{ID: f.ID, Status: f.Status, Summary: f.Summary, BranchedAt: f.BranchedAt, Turns: f.Turns}
+	rec := &sessions.Record{ID: f.ID, Status: f.Status, Summary: f.Summary, BranchedAt: f.BranchedAt, Turns: f.Turns}
 	var err error
-	if rec.CreatedAt, err = time.Parse(TimeFormat, f.CreatedAt); err != nil {
+	if rec.CreatedAt, err = time.Parse(sessions.TimeFormat, f.CreatedAt); err != nil {
 		return nil, fmt.Errorf("created_at: %v", err)
 	}
-	if rec.UpdatedAt, err = time.Parse(TimeFormat, f.UpdatedAt); err != nil {
+	if rec.UpdatedAt, err = time.Parse(sessions.TimeFormat, f.UpdatedAt); err != nil {
 		return nil, fmt.Errorf("updated_at: %v", err)
 	}
 	if len(f.Metadata) > 0 && string(f.Metadata) != "null" {
-		if rec.Metadata, err = DecodeJSONObject(f.Metadata); err != nil {
+		if rec.Metadata, err = jsonvalue.DecodeObject(f.Metadata); err != nil {
 			return nil, fmt.Errorf("metadata: %v", err)
 		}
 		if len(rec.Metadata) == 0 {
@@ -504,7 +491,7 @@ func (f *sessionFields) record() (*Record, error) {
 }
 
 // checkImported checks an imported record's events and transcript.
-func checkImported(rec *Record, appended map[int64]Message) error {
+func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) error {
 	var last int64
 	for i := range rec.Events {
 		e := &rec.Events[i]
@@ -516,28 +503,28 @@ func checkImported(rec *Record, appended map[int64]Message) error {
 			return fmt.Errorf("event %d belongs to session %q, not %q", e.Seq, e.SessionID, rec.ID)
 		}
 		e.SessionID = rec.ID
-		if err := checkEventData(e); err != nil {
+		if err := sessions.CheckEvent(e); err != nil {
 			return err
 		}
 	}
 	for seq, m := range appended {
-		if err := CheckShape(&m); err != nil {
+		if err := sessions.CheckShape(&m); err != nil {
 			return fmt.Errorf("event %d: message: %v", seq, err)
 		}
 	}
-	view := Transcript{}
+	view := sessions.Transcript{}
 	for i := range rec.Messages {
-		if err := CheckAppend(view, &rec.Messages[i]); err != nil {
+		if err := sessions.CheckAppend(view, &rec.Messages[i]); err != nil {
 			return fmt.Errorf("message %d: %v", i, err)
 		}
 		view = view.Append(rec.Messages[i])
 	}
-	rec.FirstPrompt = FirstPrompt(view)
+	rec.FirstPrompt = sessions.FirstPrompt(view)
 	return nil
 }
 
 // Rename gives an imported record another id: its events move with it.
-func (rec *Record) Rename(id string) {
+func Rename(rec *sessions.Record, id string) {
 	rec.ID = id
 	for i := range rec.Events {
 		rec.Events[i].SessionID = id

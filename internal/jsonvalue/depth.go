@@ -1,4 +1,4 @@
-package sessions
+package jsonvalue
 
 import (
 	"errors"
@@ -41,9 +41,9 @@ func shortPath(p string) string {
 	return p[:keep] + "..." + p[len(p)-keep:]
 }
 
-// errDeep is the fast parser's refusal of a value past MaxDepth; the
+// ErrDeep is the fast Parser's refusal of a value past MaxDepth; the
 // caller finds the path with deepPath.
-var errDeep = errors.New("sessions: value nested too deeply")
+var ErrDeep = errors.New("jsonvalue: value nested too deeply")
 
 // checkDepth checks that v, a JSON value, nests at most MaxDepth levels
 // below depth, returning a DepthError with the path from v otherwise. It
@@ -97,10 +97,10 @@ func pathKey(k string) string {
 	return "[" + strconv.Quote(k) + "]"
 }
 
-// CheckJSONDepth checks that the JSON text data nests at most MaxDepth
+// CheckTextDepth checks that the JSON text data nests at most MaxDepth
 // levels, without decoding it: a DepthError naming the path otherwise.
 // Text that is not JSON passes (the decoder will say what is wrong).
-func CheckJSONDepth(data []byte) error {
+func CheckTextDepth(data []byte) error {
 	if path := deepPath(data); path != "" {
 		return &DepthError{Path: path}
 	}

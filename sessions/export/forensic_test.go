@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"bytes"
@@ -7,9 +7,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
-func forensicLines(t *testing.T, rec *Record, appended map[int64]Message) []string {
+func forensicLines(t *testing.T, rec *sessions.Record, appended map[int64]sessions.Message) []string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteForensic(&buf, rec, appended); err != nil {
@@ -85,9 +87,9 @@ func TestForensicFields(t *testing.T) {
 }
 
 func TestForensicFooterStatuses(t *testing.T) {
-	for status, want := range map[Status]string{StatusActive: "running", StatusCompleted: "complete", StatusError: "failed", StatusCancelled: "failed"} {
-		rec := &Record{ID: "s", Status: status, Messages: []Message{{Role: RoleUser, Text: "q"}, {Role: RoleAssistant, Text: "the answer"}},
-			Events: []Event{{Seq: 1, Type: "error", Data: map[string]any{"error": "boom"}}}}
+	for status, want := range map[sessions.Status]string{sessions.StatusActive: "running", sessions.StatusCompleted: "complete", sessions.StatusError: "failed", sessions.StatusCancelled: "failed"} {
+		rec := &sessions.Record{ID: "s", Status: status, Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "q"}, {Role: sessions.RoleAssistant, Text: "the answer"}},
+			Events: []sessions.Event{{Seq: 1, Type: "error", Data: map[string]any{"error": "boom"}}}}
 		lines := forensicLines(t, rec, nil)
 		footer := lines[len(lines)-1]
 		wantPart := fmt.Sprintf(`{"_type":"footer","status":%q,"result":"the answer",`, want)
@@ -120,7 +122,7 @@ func TestReadForensicErrors(t *testing.T) {
 		{"count", join([]string{header}, events, []string{strings.Replace(footer, `"event_count":12`, `"event_count":13`, 1)}), "the footer counts 13 events, the log has 12"},
 		{"foreign", join([]string{`{"_type":"header","id":"x","workflow_name":"w","created_at":"2023-11-14T22:13:20Z"}`}), `forensic header has no "skein" fields`},
 		{"unknown record", join([]string{header, `{"_type":"state"}`}), `line 2: unknown record type "state"`},
-		{"bad time", join([]string{header}, []string{strings.Replace(events[0], `"timestamp":"2023`, `"timestamp":"then`, 1)}, events[1:], []string{footer}), "line 2 (event 1): timestamp"},
+		{"bad time", join([]string{header}, []string{strings.Replace(events[0], `"timestamp":"2023`, `"timestamp":"then`, 1)}, events[1:], []string{footer}), "line 2: event 1: timestamp"},
 	} {
 		_, _, err := ReadExport(strings.NewReader(tc.input))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -1,10 +1,12 @@
-package sessions
+package export
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // TestForensicLog runs sessions through a store with a ForensicLog and
@@ -16,12 +18,12 @@ func TestForensicLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewStore(NewMemoryBackend(), WithCap(1), WithEventSink(log))
+	s, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithEventSink(log))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustOpen(t, s, "run/stage")
-	mustAppend(t, s, "run/stage", Message{Role: RoleUser, Text: "q"})
+	mustAppend(t, s, "run/stage", sessions.Message{Role: sessions.RoleUser, Text: "q"})
 	path := filepath.Join(dir, "run%2Fstage.jsonl")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -30,8 +32,8 @@ func TestForensicLog(t *testing.T) {
 	if lines := strings.Count(string(data), "\n"); lines != 2 {
 		t.Fatalf("live file has %d records, want header and one event:\n%s", lines, data)
 	}
-	mustAppend(t, s, "run/stage", Message{Role: RoleAssistant, Text: "a"})
-	if _, err := s.Fork(t.Context(), "run/stage", "fork", ForkOptions{KeepFirst: -1}); err != nil {
+	mustAppend(t, s, "run/stage", sessions.Message{Role: sessions.RoleAssistant, Text: "a"})
+	if _, err := s.Fork(t.Context(), "run/stage", "fork", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}
 	// "run/stage" has left the memory store (cap 1): its footer has the

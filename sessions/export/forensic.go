@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"bufio"
@@ -9,6 +9,9 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions"
 )
 
 // The forensic log.
@@ -66,8 +69,8 @@ type forensicFields struct {
 	Version int `json:"version"`
 	sessionFields
 	// Footer only: the number of event records and the current messages.
-	EventCount *int      `json:"event_count,omitempty"`
-	Messages   []Message `json:"messages,omitempty"`
+	EventCount *int               `json:"event_count,omitempty"`
+	Messages   []sessions.Message `json:"messages,omitempty"`
 }
 
 type forensicEventJSON struct {
@@ -104,10 +107,10 @@ type forensicMeta struct {
 
 // forensicSkein is an event record's "skein": the event as logged.
 type forensicSkein struct {
-	Seq     int64           `json:"seq"`
-	Type    string          `json:"type"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	Message *Message        `json:"message,omitempty"`
+	Seq     int64             `json:"seq"`
+	Type    string            `json:"type"`
+	Data    json.RawMessage   `json:"data,omitempty"`
+	Message *sessions.Message `json:"message,omitempty"`
 }
 
 type forensicFooterJSON struct {
@@ -154,7 +157,7 @@ func (fw *ForensicWriter) line(v any) error {
 
 // Header writes the header record of rec's session (its messages and
 // events are not used).
-func (fw *ForensicWriter) Header(rec *Record) error {
+func (fw *ForensicWriter) Header(rec *sessions.Record) error {
 	f, err := fieldsOf(rec)
 	if err != nil {
 		return err
@@ -171,12 +174,12 @@ func (fw *ForensicWriter) Header(rec *Record) error {
 
 // Event writes the record of e; m is the message a "message" event
 // appended, or nil when it is not known.
-func (fw *ForensicWriter) Event(e *Event, m *Message) error {
+func (fw *ForensicWriter) Event(e *sessions.Event, m *sessions.Message) error {
 	fw.seq++
 	r := forensicEventJSON{Type: forensicEvent, Seq: fw.seq, EventType: e.Type, Timestamp: formatTime(e.Time), CorrID: e.CorrID,
 		Skein: &forensicSkein{Seq: e.Seq, Type: e.Type}}
 	if len(e.Data) > 0 {
-		data, err := EncodeJSON(e.Data)
+		data, err := jsonvalue.Encode(e.Data)
 		if err != nil {
 			return fmt.Errorf("event %d: %v", e.Seq, err)
 		}
@@ -185,7 +188,7 @@ func (fw *ForensicWriter) Event(e *Event, m *Message) error {
 	str := func(k string) string { s, _ := e.Data[k].(string); return s }
 	num := func(k string) int64 { n, _ := e.Data[k].(int64); return n }
 	switch e.Type {
-	case EventMessage:
+	case sessions.EventMessage:
 		if role := str("role"); role != "" {
 			r.EventType = role
 		}
@@ -196,7 +199,7 @@ func (fw *ForensicWriter) Event(e *Event, m *Message) error {
 	case "tool_call":
 		r.Tool, r.Parent = str("name"), fw.lastAssistant
 		if args, ok := e.Data["arguments"].(map[string]any); ok {
-			data, err := EncodeJSON(args)
+			data, err := jsonvalue.Encode(args)
 			if err != nil {
 				return fmt.Errorf("event %d: arguments: %v", e.Seq, err)
 			}
@@ -234,17 +237,17 @@ func (fw *ForensicWriter) Event(e *Event, m *Message) error {
 }
 
 // messageFields sets the seed fields of a message's record.
-func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *Message) {
+func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Message) {
 	r.Content = m.TextContent()
 	switch m.Role {
-	case RoleAssistant:
+	case sessions.RoleAssistant:
 		fw.lastAssistant = r.Seq
 		meta := &forensicMeta{Model: m.Model}
 		meta.TokensIn, _ = m.Usage["input_tokens"].(int64)
 		meta.TokensOut, _ = m.Usage["output_tokens"].(int64)
 		var thinking []string
 		for _, b := range m.Blocks {
-			if b.Type == BlockThinking {
+			if b.Type == sessions.BlockThinking {
 				thinking = append(thinking, b.Thinking)
 			}
 		}
@@ -252,7 +255,7 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *Message) {
 		if *meta != (forensicMeta{}) {
 			r.Meta = meta
 		}
-	case RoleTool:
+	case sessions.RoleTool:
 		ok := !m.IsError
 		r.Tool, r.Success, r.Parent = m.Name, &ok, fw.calls[m.ToolCallID]
 		fw.outputs[m.ToolCallID] = r.Content
@@ -261,7 +264,7 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *Message) {
 
 // Footer writes the footer record: rec's status and current messages
 // (its events are not used).
-func (fw *ForensicWriter) Footer(rec *Record, lastError string) error {
+func (fw *ForensicWriter) Footer(rec *sessions.Record, lastError string) error {
 	f, err := fieldsOf(rec)
 	if err != nil {
 		return err
@@ -269,12 +272,12 @@ func (fw *ForensicWriter) Footer(rec *Record, lastError string) error {
 	count := int(fw.seq)
 	msgs := rec.Messages
 	if msgs == nil {
-		msgs = []Message{}
+		msgs = []sessions.Message{}
 	}
 	r := forensicFooterJSON{Type: forensicFooter, Status: ForensicStatus(rec.Status), Outputs: map[string]string{},
 		UpdatedAt: formatTime(rec.UpdatedAt), Skein: &forensicFields{Version: ExportVersion, sessionFields: f, EventCount: &count, Messages: msgs}}
 	for i := len(rec.Messages) - 1; i >= 0; i-- {
-		if m := &rec.Messages[i]; m.Role == RoleAssistant && !m.HasToolCalls() {
+		if m := &rec.Messages[i]; m.Role == sessions.RoleAssistant && !m.HasToolCalls() {
 			r.Result = m.TextContent()
 			r.Outputs["text"] = r.Result
 			break
@@ -290,11 +293,11 @@ func (fw *ForensicWriter) Footer(rec *Record, lastError string) error {
 }
 
 // ForensicStatus maps a session status to a forensic footer status.
-func ForensicStatus(s Status) string {
+func ForensicStatus(s sessions.Status) string {
 	switch s {
-	case StatusActive:
+	case sessions.StatusActive:
 		return ForensicRunning
-	case StatusCompleted:
+	case sessions.StatusCompleted:
 		return ForensicComplete
 	}
 	return ForensicFailed
@@ -302,7 +305,7 @@ func ForensicStatus(s Status) string {
 
 // LastError returns the error of the newest "error" or "cancelled" event
 // of events, for a forensic footer.
-func LastError(events []Event) string {
+func LastError(events []sessions.Event) string {
 	for i := len(events) - 1; i >= 0; i-- {
 		e := &events[i]
 		if e.Type != "error" && e.Type != "cancelled" {
@@ -320,8 +323,8 @@ func LastError(events []Event) string {
 }
 
 // WriteForensic writes rec as a forensic log; appended holds the
-// messages of its "message" events by seq (see HistoryBackend), or nil.
-func WriteForensic(w io.Writer, rec *Record, appended map[int64]Message) error {
+// messages of its "message" events by seq (see sessions.HistoryBackend), or nil.
+func WriteForensic(w io.Writer, rec *sessions.Record, appended map[int64]sessions.Message) error {
 	bw := bufio.NewWriter(w)
 	fw := NewForensicWriter(bw)
 	if err := fw.Header(rec); err != nil {
@@ -329,8 +332,8 @@ func WriteForensic(w io.Writer, rec *Record, appended map[int64]Message) error {
 	}
 	for i := range rec.Events {
 		e := &rec.Events[i]
-		var m *Message
-		if msg, ok := appended[e.Seq]; ok && e.Type == EventMessage {
+		var m *sessions.Message
+		if msg, ok := appended[e.Seq]; ok && e.Type == sessions.EventMessage {
 			m = &msg
 		}
 		if err := fw.Event(e, m); err != nil {
@@ -357,7 +360,7 @@ func isForensicHeader(line []byte) bool {
 // readForensic reads a forensic log whose header line is first. It
 // refuses event seqs with gaps or repeats, a missing footer, and a log
 // without the "skein" fields an import needs.
-func readForensic(first []byte, br *bufio.Reader) (*Record, map[int64]Message, error) {
+func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
 	var header forensicHeaderJSON
 	if err := json.Unmarshal(first, &header); err != nil {
 		return nil, nil, fmt.Errorf("forensic header: %v", err)
@@ -368,41 +371,34 @@ func readForensic(first []byte, br *bufio.Reader) (*Record, map[int64]Message, e
 	if err := checkVersion(header.Skein.Version); err != nil {
 		return nil, nil, err
 	}
-	var events []Event
-	appended := map[int64]Message{}
+	var events []sessions.Event
+	appended := map[int64]sessions.Message{}
 	var footer *forensicFooterJSON
-	for n := 2; ; n++ {
-		line, err := readLine(br)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	err := eachLine(br, func(line []byte) error {
 		if footer != nil {
-			return nil, nil, fmt.Errorf("line %d: a record after the footer", n)
+			return errors.New("a record after the footer")
 		}
 		var probe struct {
 			Type string `json:"_type"`
 		}
 		if err := json.Unmarshal(line, &probe); err != nil {
-			return nil, nil, fmt.Errorf("line %d: %v", n, err)
+			return err
 		}
 		switch probe.Type {
 		case forensicEvent:
 			var r forensicEventJSON
 			if err := json.Unmarshal(line, &r); err != nil {
-				return nil, nil, fmt.Errorf("line %d: %v", n, err)
+				return err
 			}
 			if want := int64(len(events) + 1); r.Seq != want {
 				if r.Seq < want {
-					return nil, nil, fmt.Errorf("line %d: event seq %d repeats (the event before it has seq %d): seqs must be 1, 2, 3, ... without gaps or repeats", n, r.Seq, want-1)
+					return fmt.Errorf("event seq %d repeats (the event before it has seq %d): seqs must be 1, 2, 3, ... without gaps or repeats", r.Seq, want-1)
 				}
-				return nil, nil, fmt.Errorf("line %d: event seq %d follows %d: seqs %d to %d are missing (seqs must be 1, 2, 3, ... without gaps or repeats)", n, r.Seq, want-1, want, r.Seq-1)
+				return fmt.Errorf("event seq %d follows %d: seqs %d to %d are missing (seqs must be 1, 2, 3, ... without gaps or repeats)", r.Seq, want-1, want, r.Seq-1)
 			}
 			e, m, err := r.event()
 			if err != nil {
-				return nil, nil, fmt.Errorf("line %d (event %d): %v", n, r.Seq, err)
+				return fmt.Errorf("event %d: %w", r.Seq, err)
 			}
 			events = append(events, e)
 			if m != nil {
@@ -410,14 +406,16 @@ func readForensic(first []byte, br *bufio.Reader) (*Record, map[int64]Message, e
 			}
 		case forensicFooter:
 			footer = &forensicFooterJSON{}
-			if err := json.Unmarshal(line, footer); err != nil {
-				return nil, nil, fmt.Errorf("line %d: %v", n, err)
-			}
+			return json.Unmarshal(line, footer)
 		case forensicHeader:
-			return nil, nil, fmt.Errorf("line %d: a second header", n)
+			return errors.New("a second header")
 		default:
-			return nil, nil, fmt.Errorf("line %d: unknown record type %q (expected event or footer)", n, probe.Type)
+			return fmt.Errorf("unknown record type %q (expected event or footer)", probe.Type)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	switch {
 	case footer == nil:
@@ -446,21 +444,21 @@ func readForensic(first []byte, br *bufio.Reader) (*Record, map[int64]Message, e
 
 // event returns the logged event (and appended message) an event record
 // carries in its "skein" fields.
-func (r *forensicEventJSON) event() (Event, *Message, error) {
+func (r *forensicEventJSON) event() (sessions.Event, *sessions.Message, error) {
 	if r.Skein == nil {
-		return Event{}, nil, errors.New(`no "skein" fields: only logs skein wrote can be imported`)
+		return sessions.Event{}, nil, errors.New(`no "skein" fields: only logs skein wrote can be imported`)
 	}
-	e := Event{Seq: r.Skein.Seq, Type: r.Skein.Type, CorrID: r.CorrID}
+	e := sessions.Event{Seq: r.Skein.Seq, Type: r.Skein.Type, CorrID: r.CorrID}
 	var err error
-	if e.Time, err = time.Parse(TimeFormat, r.Timestamp); err != nil {
+	if e.Time, err = time.Parse(sessions.TimeFormat, r.Timestamp); err != nil {
 		return e, nil, fmt.Errorf("timestamp: %v", err)
 	}
 	if len(r.Skein.Data) > 0 {
-		if e.Data, err = DecodeJSONObject(r.Skein.Data); err != nil {
+		if e.Data, err = jsonvalue.DecodeObject(r.Skein.Data); err != nil {
 			return e, nil, fmt.Errorf("data: %v", err)
 		}
 	}
-	if r.Skein.Message != nil && e.Type != EventMessage {
+	if r.Skein.Message != nil && e.Type != sessions.EventMessage {
 		return e, nil, fmt.Errorf("a %s event cannot carry a message", e.Type)
 	}
 	return e, r.Skein.Message, nil

@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions"
 )
 
 // StarExport is a session exported as a runnable pipeline (see
@@ -31,7 +34,7 @@ const StarDefaultMaxIterations = 16
 // injected, tool errors, thinking blocks, message metadata, feedback) is
 // injected message by message instead. The output depends on rec alone:
 // the same session always exports to the same bytes.
-func ExportStar(rec *Record, name string) (*StarExport, error) {
+func ExportStar(rec *sessions.Record, name string) (*StarExport, error) {
 	g := &starGen{rec: rec, results: map[string][]string{}, params: map[string]map[string]bool{}, provider: recordedProvider(rec.Events)}
 	if err := g.plan(); err != nil {
 		return nil, err
@@ -41,7 +44,7 @@ func ExportStar(rec *Record, name string) (*StarExport, error) {
 
 // recordedProvider returns the provider of the first llm_call event, or
 // "mock".
-func recordedProvider(events []Event) string {
+func recordedProvider(events []sessions.Event) string {
 	for i := range events {
 		if p, ok := events[i].Data["provider"].(string); ok && events[i].Type == "llm_call" && p != "" {
 			return p
@@ -52,7 +55,7 @@ func recordedProvider(events []Event) string {
 
 // starGen builds the body of an exported pipeline.
 type starGen struct {
-	rec      *Record
+	rec      *sessions.Record
 	provider string
 	body     []string         // statements, one per line, at top level
 	replies  []map[string]any // fixture lines, in model call order
@@ -64,8 +67,8 @@ type starGen struct {
 
 func (g *starGen) plan() error {
 	msgs := g.rec.Messages
-	view := NewTranscript(msgs)
-	starts := append(UserTurns(view), len(msgs))
+	view := sessions.NewTranscript(msgs)
+	starts := append(sessions.UserTurns(view), len(msgs))
 	for i := 0; i < starts[0]; i++ {
 		if err := g.inject(&msgs[i]); err != nil {
 			return err
@@ -92,12 +95,12 @@ func (g *starGen) plan() error {
 func (g *starGen) line(s string) { g.body = append(g.body, s) }
 
 // inject adds an agent_session_inject of m.
-func (g *starGen) inject(m *Message) error {
+func (g *starGen) inject(m *sessions.Message) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	v, err := DecodeJSON(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func (g *starGen) inject(m *Message) error {
 
 // plainMessage reports whether m has only what an agent loop gives a
 // message of its role.
-func plainMessage(m *Message) bool {
+func plainMessage(m *sessions.Message) bool {
 	return m.Blocks == nil && len(m.Metadata) == 0 && !m.IsError
 }
 
@@ -121,9 +124,9 @@ func plainMessage(m *Message) bool {
 // results follow in call order, the last one without calls (or, for a
 // turn cut short, the results of the last calls). It reports false, and
 // adds nothing, for any other turn.
-func (g *starGen) loop(turn []Message) (bool, error) {
+func (g *starGen) loop(turn []sessions.Message) (bool, error) {
 	users := 0
-	for users < len(turn) && turn[users].Role == RoleUser {
+	for users < len(turn) && turn[users].Role == sessions.RoleUser {
 		if !plainMessage(&turn[users]) {
 			return false, nil
 		}
@@ -139,7 +142,7 @@ func (g *starGen) loop(turn []Message) (bool, error) {
 	model, complete := rest[0].Model, false
 	for i := 0; i < len(rest); {
 		a := &rest[i]
-		if a.Role != RoleAssistant || !plainMessage(a) || a.Model == "" || complete {
+		if a.Role != sessions.RoleAssistant || !plainMessage(a) || a.Model == "" || complete {
 			return false, nil
 		}
 		reply := map[string]any{"model": a.Model}
@@ -161,7 +164,7 @@ func (g *starGen) loop(turn []Message) (bool, error) {
 				return false, nil
 			}
 			r := &rest[i]
-			if r.Role != RoleTool || r.ToolCallID != c.ID || r.Name != c.Name || !plainMessage(r) {
+			if r.Role != sessions.RoleTool || r.ToolCallID != c.ID || r.Name != c.Name || !plainMessage(r) {
 				return false, nil
 			}
 			args := c.Arguments
@@ -213,7 +216,7 @@ func (g *starGen) render(name string) (*StarExport, error) {
 	rec := g.rec
 	var fixture bytes.Buffer
 	for _, r := range g.replies {
-		data, err := EncodeJSON(r)
+		data, err := jsonvalue.Encode(r)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +240,7 @@ func (g *starGen) render(name string) (*StarExport, error) {
 	}
 	label := rec.ID
 	if rec.Title != "" {
-		label += " (" + Label(rec.Title) + ")"
+		label += " (" + sessions.Label(rec.Title) + ")"
 	}
 	var p bytes.Buffer
 	fmt.Fprintf(&p, `# %s.star: session %s, exported by skein sessions export --format star.
@@ -344,7 +347,7 @@ func (g *starGen) definitions() (string, error) {
 
 // messageContent returns the Starlark literal of m's content as a
 // snapshot shows it: a string, or a list of block dicts.
-func messageContent(m *Message) (string, error) {
+func messageContent(m *sessions.Message) (string, error) {
 	if m.Blocks == nil {
 		return strconv.Quote(m.Text), nil
 	}
@@ -352,7 +355,7 @@ func messageContent(m *Message) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v, err := DecodeJSON(data)
+	v, err := jsonvalue.Decode(data)
 	if err != nil {
 		return "", err
 	}
@@ -391,7 +394,7 @@ func writeStarLiteral(b *strings.Builder, v any) error {
 	case int64:
 		b.WriteString(strconv.FormatInt(v, 10))
 	case float64:
-		data, err := EncodeJSON(v)
+		data, err := jsonvalue.Encode(v)
 		if err != nil {
 			return err
 		}
@@ -415,7 +418,7 @@ func writeStarLiteral(b *strings.Builder, v any) error {
 		b.WriteByte(']')
 	case map[string]any:
 		b.WriteByte('{')
-		for i, k := range SortedKeys(v) {
+		for i, k := range sessions.SortedKeys(v) {
 			if i > 0 {
 				b.WriteString(", ")
 			}

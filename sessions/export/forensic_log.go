@@ -1,4 +1,4 @@
-package sessions
+package export
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
-// ForensicLog is an EventSink that writes one forensic log per session
+// ForensicLog is a sessions.EventSink that writes one forensic log per session
 // into a directory while the sessions run: a session's file is created
 // with its header at the session's first event, gets one record per event
 // as the event is logged (one write each, so a process killed at any
@@ -32,11 +34,11 @@ type ForensicLog struct {
 type forensicFile struct {
 	f         *os.File
 	w         *ForensicWriter
-	meta      *Record // the session's state after its last write
-	lastError string  // of its newest error or cancelled event
+	meta      *sessions.Record // the session's state after its last write
+	lastError string           // of its newest error or cancelled event
 }
 
-var _ EventSink = (*ForensicLog)(nil)
+var _ sessions.EventSink = (*ForensicLog)(nil)
 
 // NewForensicLog returns a log writing into dir, which it creates (0700)
 // if missing.
@@ -49,7 +51,7 @@ func NewForensicLog(dir string) (*ForensicLog, error) {
 
 // Logged writes the events' records, creating the session's file first.
 // A write error stops the log (Close reports it); the sessions go on.
-func (l *ForensicLog) Logged(rec *Record, events []Event, appended []Message) {
+func (l *ForensicLog) Logged(rec *sessions.Record, events []sessions.Event, appended []sessions.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -60,7 +62,7 @@ func (l *ForensicLog) Logged(rec *Record, events []Event, appended []Message) {
 	}
 }
 
-func (l *ForensicLog) logged(rec *Record, events []Event, appended []Message) error {
+func (l *ForensicLog) logged(rec *sessions.Record, events []sessions.Event, appended []sessions.Message) error {
 	ff, ok := l.files[rec.ID]
 	if !ok {
 		f, err := l.create(rec.ID)
@@ -77,8 +79,8 @@ func (l *ForensicLog) logged(rec *Record, events []Event, appended []Message) er
 	k := 0
 	for i := range events {
 		e := &events[i]
-		var m *Message
-		if e.Type == EventMessage && k < len(appended) {
+		var m *sessions.Message
+		if e.Type == sessions.EventMessage && k < len(appended) {
 			m = &appended[k]
 			k++
 		}
@@ -112,7 +114,7 @@ func (l *ForensicLog) create(id string) (*os.File, error) {
 // (its status and current messages; the last state the log saw, without
 // messages, when the store no longer has the session), and closes the
 // files. It returns the first error of the whole log.
-func (l *ForensicLog) Close(ctx context.Context, store *Store) error {
+func (l *ForensicLog) Close(ctx context.Context, store *sessions.Store) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ids := make([]string, 0, len(l.files))

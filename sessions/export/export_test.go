@@ -1,22 +1,24 @@
-package sessions
+package export
 
 import (
 	"bytes"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // exportFixture builds a session through a store, as scripts do: tool
 // calls, a trim, a compaction-like replacement, metadata, a summary, a
 // fork. It returns the session's record and the messages its message
 // events appended, as a HistoryBackend would give them.
-func exportFixture(t *testing.T) (*Record, map[int64]Message) {
+func exportFixture(t *testing.T) (*sessions.Record, map[int64]sessions.Message) {
 	t.Helper()
-	s := newTestStore(t, NewMemoryBackend(), 8)
+	s := newTestStore(t, sessions.NewMemoryBackend(), 8)
 	mustOpen(t, s, "x")
-	appended := map[int64]Message{}
-	add := func(ch *Change) {
+	appended := map[int64]sessions.Message{}
+	add := func(ch *sessions.Change) {
 		t.Helper()
 		events, err := s.Apply(ctx, "x", ch)
 		if err != nil {
@@ -24,25 +26,25 @@ func exportFixture(t *testing.T) (*Record, map[int64]Message) {
 		}
 		k := 0
 		for _, e := range events {
-			if e.Type == EventMessage {
+			if e.Type == sessions.EventMessage {
 				appended[e.Seq] = ch.Append[k]
 				k++
 			}
 		}
 	}
-	add(&Change{Append: []Message{{Role: RoleSystem, Text: "be terse"}, {Role: RoleUser, Text: "weather?\n\"quoted\" <b>"}}})
-	add(&Change{Append: []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon", "days": int64(2), "w": 1.0}}}}},
-		Events: []Event{{Type: "tool_call", CorrID: "c1", Data: map[string]any{"name": "weather"}}}})
-	add(&Change{Append: []Message{{Role: RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"}},
-		Events: []Event{{Type: "tool_result", CorrID: "c1", Data: map[string]any{"name": "weather", "status": "ok", "duration_ms": int64(12)}}}})
-	add(&Change{Append: []Message{{Role: RoleAssistant, Text: "Sunny.", Model: "m", Usage: map[string]any{"input_tokens": int64(30), "output_tokens": int64(2)}}},
-		Events: []Event{{Type: "llm_call", Data: map[string]any{"model": "m", "latency_ms": int64(5), "input_tokens": int64(30), "output_tokens": int64(2)}}}})
-	add(&Change{DropFirst: 1, Events: []Event{{Type: EventTrim, Data: map[string]any{"dropped": int64(1)}}}})
+	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleSystem, Text: "be terse"}, {Role: sessions.RoleUser, Text: "weather?\n\"quoted\" <b>"}}})
+	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon", "days": int64(2), "w": 1.0}}}}},
+		Events: []sessions.Event{{Type: "tool_call", CorrID: "c1", Data: map[string]any{"name": "weather"}}}})
+	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"}},
+		Events: []sessions.Event{{Type: "tool_result", CorrID: "c1", Data: map[string]any{"name": "weather", "status": "ok", "duration_ms": int64(12)}}}})
+	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "Sunny.", Model: "m", Usage: map[string]any{"input_tokens": int64(30), "output_tokens": int64(2)}}},
+		Events: []sessions.Event{{Type: "llm_call", Data: map[string]any{"model": "m", "latency_ms": int64(5), "input_tokens": int64(30), "output_tokens": int64(2)}}}})
+	add(&sessions.Change{DropFirst: 1, Events: []sessions.Event{{Type: sessions.EventTrim, Data: map[string]any{"dropped": int64(1)}}}})
 	summary := "asked about the weather"
-	add(&Change{Replace: true, ReplaceWith: []Message{{Role: RoleUser, Text: "[summary] " + summary}}, SetSummary: true, Summary: &summary,
-		Append: []Message{{Role: RoleUser, Text: "and tomorrow?", Metadata: map[string]any{"k": []any{int64(1), 2.5, nil}}}},
-		Status: StatusCancelled, AddTurns: 2, MaxTurns: 7, Events: []Event{{Type: "compaction", Data: map[string]any{"messages_after": int64(1)}}}})
-	if _, err := s.Fork(ctx, "x", "y", ForkOptions{KeepFirst: -1}); err != nil {
+	add(&sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary] " + summary}}, SetSummary: true, Summary: &summary,
+		Append: []sessions.Message{{Role: sessions.RoleUser, Text: "and tomorrow?", Metadata: map[string]any{"k": []any{int64(1), 2.5, nil}}}},
+		Status: sessions.StatusCancelled, AddTurns: 2, MaxTurns: 7, Events: []sessions.Event{{Type: "compaction", Data: map[string]any{"messages_after": int64(1)}}}})
+	if _, err := s.Fork(ctx, "x", "y", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := s.Snapshot(ctx, "x")
@@ -54,11 +56,11 @@ func exportFixture(t *testing.T) (*Record, map[int64]Message) {
 
 // imported is what an import of rec gives back: no children (forks
 // record themselves), version 0, times in UTC.
-func imported(rec *Record) *Record {
+func imported(rec *sessions.Record) *sessions.Record {
 	out := *rec
 	out.ChildIDs, out.Version = nil, 0
 	out.CreatedAt, out.UpdatedAt = rec.CreatedAt.UTC(), rec.UpdatedAt.UTC()
-	out.Events = make([]Event, len(rec.Events))
+	out.Events = make([]sessions.Event, len(rec.Events))
 	for i, e := range rec.Events {
 		e.Time = e.Time.UTC()
 		out.Events[i] = e
@@ -81,7 +83,7 @@ func TestExportRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		data     []byte
-		appended map[int64]Message
+		appended map[int64]sessions.Message
 	}{{"jsonl", jsonl.Bytes(), appended}, {"json", js.Bytes(), nil}} {
 		got, gotAppended, err := ReadExport(bytes.NewReader(tc.data))
 		if err != nil {
@@ -178,7 +180,7 @@ func TestReadExportErrors(t *testing.T) {
 }
 
 func TestExportRefusesReservedFields(t *testing.T) {
-	rec := &Record{ID: "r", Status: StatusActive, Events: []Event{{Seq: 1, Type: "custom", SessionID: "r", Data: map[string]any{"_type": "x"}}}}
+	rec := &sessions.Record{ID: "r", Status: sessions.StatusActive, Events: []sessions.Event{{Seq: 1, Type: "custom", SessionID: "r", Data: map[string]any{"_type": "x"}}}}
 	var buf bytes.Buffer
 	if err := WriteJSONL(&buf, rec, nil); err == nil || !strings.Contains(err.Error(), `event 1 (custom) has a field "_type"`) {
 		t.Fatalf("err = %v", err)
@@ -187,7 +189,7 @@ func TestExportRefusesReservedFields(t *testing.T) {
 
 func TestRename(t *testing.T) {
 	rec, _ := exportFixture(t)
-	rec.Rename("copy")
+	Rename(rec, "copy")
 	if rec.ID != "copy" || rec.Events[0].SessionID != "copy" {
 		t.Fatalf("%+v", rec)
 	}

@@ -1,0 +1,71 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// walFrames returns the frames written to be's WAL since the last call
+// (PRAGMA wal_checkpoint's "log" column), and empties the WAL.
+func walFrames(t *testing.T, be *Backend) int {
+	t.Helper()
+	var frames int
+	for _, mode := range []string{"PASSIVE", "TRUNCATE"} {
+		var busy, log, done int
+		if err := be.db.QueryRow("PRAGMA wal_checkpoint("+mode+")").Scan(&busy, &log, &done); err != nil {
+			t.Fatal(err)
+		}
+		if busy != 0 {
+			t.Fatalf("wal_checkpoint(%s): busy", mode)
+		}
+		if mode == "PASSIVE" {
+			frames = log
+		}
+	}
+	return frames
+}
+
+// TestWritePages counts the pages an append of one message writes: the
+// session's row, the message's and the event's b-tree leaves, and no
+// index of the sessions table, which a write that keeps the status and
+// the view's base does not change. A status change (rare) also rewrites
+// the entries of the indexes on the status and on the base.
+func TestWritePages(t *testing.T) {
+	be := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
+	ctx := t.Context()
+	now := time.Now()
+	if err := be.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	walFrames(t, be)
+	const n = 20
+	for i := range n {
+		m := sessions.Message{Role: sessions.RoleUser, Text: "a short note"}
+		ch := &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: now,
+			Events: []sessions.Event{{Seq: int64(i + 1), Type: sessions.EventMessage, Time: now, Data: map[string]any{"index": int64(i), "role": m.Role}}}}
+		if err := be.Write(ctx, "s", int64(i), ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := walFrames(t, be); got != 3*n {
+		t.Errorf("%d appends wrote %d pages, want %d (3 each)", n, got, 3*n)
+	}
+	ch := &sessions.Change{Status: sessions.StatusCompleted, UpdatedAt: now,
+		Events: []sessions.Event{{Seq: n + 1, Type: sessions.EventStatus, Time: now, Data: map[string]any{"status": "completed"}}}}
+	if err := be.Write(ctx, "s", n, ch); err != nil {
+		t.Fatal(err)
+	}
+	if got := walFrames(t, be); got != 4 {
+		t.Errorf("a status change wrote %d pages, want 4", got)
+	}
+	rec, err := be.LoadMeta(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != sessions.StatusCompleted || rec.Version != n+1 {
+		t.Errorf("status %s, version %d; want completed, %d", rec.Status, rec.Version, n+1)
+	}
+}
