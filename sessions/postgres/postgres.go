@@ -120,7 +120,23 @@ func (b *Backend) inTx(ctx context.Context, o pgx.TxOptions, fn func(pgx.Tx) err
 // write runs fn in a read-write transaction (read committed: every
 // statement sees what committed before it; rows are locked explicitly).
 func (b *Backend) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
 	return b.inTx(ctx, pgx.TxOptions{}, fn)
+}
+
+// uncancelled returns ctx without its cancellation, or ctx's error if it
+// is done already. A write that has begun runs to its commit or rollback:
+// cancelled in the middle, its commit might land after the caller was
+// told it failed, and the caller's idea of the session's version would
+// be wrong.
+func uncancelled(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
 }
 
 // read runs fn in a read-only repeatable-read transaction: every query of

@@ -340,101 +340,88 @@ func loadEvents(ctx context.Context, tx pgx.Tx, sid int64, id string) ([]session
 	return events, nil
 }
 
-// args builds a query's positional parameters.
-type args []any
-
-// add appends v and returns its placeholder.
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return fmt.Sprintf("$%d", len(*a))
+// numbered returns query with its ? placeholders numbered $1, $2, ...
+// (rowstore.Filter writes ?; the queries here hold no ? of their own).
+func numbered(query string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
-// in returns "IN ($i, $j, ...)" for vs.
-func (a *args) in(vs []string) string {
-	ph := make([]string, len(vs))
-	for i, v := range vs {
-		ph[i] = a.add(v)
+// listPage reads one page of a listing in one read transaction: how many
+// rows of table match f, and columns of those rows (the table aliased s)
+// in rowstore.ListOrder, limit (0: all) and offset applied, each scanned
+// into the targets of a new row.
+func listPage[R any](ctx context.Context, b *Backend, table, columns string, f *rowstore.Filter, limit, offset int,
+	newRow func() (*R, []any)) ([]*R, int, error) {
+	where := f.Clause()
+	var page *int // NULL: no limit
+	if limit > 0 {
+		page = &limit
 	}
-	return "IN (" + strings.Join(ph, ", ") + ")"
-}
-
-// List returns the sessions matching f, newest first (by creation time,
-// then id, descending), and how many match before Limit and Offset.
-func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	if err := f.Check(); err != nil {
-		return nil, 0, err
-	}
-	var conds []string
-	var a args
-	if len(f.Statuses) > 0 {
-		statuses := make([]string, len(f.Statuses))
-		for i, s := range f.Statuses {
-			statuses[i] = string(s)
-		}
-		conds = append(conds, "status "+a.in(statuses))
-	}
-	if f.ParentID != "" {
-		conds = append(conds, "parent_id = "+a.add(f.ParentID))
-	}
-	if !f.UpdatedBefore.IsZero() {
-		t, err := rowstore.EncodeTime(f.UpdatedBefore)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list: updated before: %w", err)
-		}
-		conds = append(conds, "updated_at < "+a.add(t))
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	filter := append(args(nil), a...)
-	page := " OFFSET " + a.add(f.Offset)
-	if f.Limit > 0 {
-		page = " LIMIT " + a.add(f.Limit) + page
-	}
-	var out []sessions.Summary
+	var out []*R
 	var total int
 	err := b.read(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM skein_sessions"+where, filter...).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, numbered("SELECT count(*) FROM "+table+where), f.Args...).Scan(&total); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT id, status, created_at, updated_at, parent_id, length, turns,
-				(SELECT count(*) FROM skein_sessions c WHERE c.parent_id = s.id), title, first_prompt, metadata
-			FROM skein_sessions s`+where+` ORDER BY created_at DESC, id DESC`+page, a...)
+		rows, err := tx.Query(ctx, numbered("SELECT "+columns+" FROM "+table+" s"+where+" ORDER BY "+rowstore.ListOrder+" LIMIT ? OFFSET ?"),
+			append(f.Args, page, offset)...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var s sessions.Summary
-			var status string
-			var created, updated int64
-			var parentID, title, firstPrompt *string
-			var metadata []byte
-			if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children,
-				&title, &firstPrompt, &metadata); err != nil {
+			r, targets := newRow()
+			if err := rows.Scan(targets...); err != nil {
 				return err
 			}
-			s.Status = sessions.Status(status)
-			s.ParentID, s.Title, s.FirstPrompt = deref(parentID), deref(title), deref(firstPrompt)
-			if s.Metadata, err = rowstore.DecodeObject(metadata); err != nil {
-				return fmt.Errorf("session %q: metadata: %w", s.ID, err)
-			}
-			s.CreatedAt, s.UpdatedAt = rowstore.DecodeTime(created), rowstore.DecodeTime(updated)
-			out = append(out, s)
+			out = append(out, r)
 		}
 		return rows.Err()
 	})
+	return out, total, err
+}
+
+// List returns the sessions matching f, newest first (by creation time,
+// then id, descending), and how many match before Limit and Offset.
+func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+	q, err := rowstore.SessionFilter(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, total, err := listPage(ctx, b, "skein_sessions", fmt.Sprintf(rowstore.SummaryColumns, "skein_sessions"), q, f.Limit, f.Offset,
+		func() (*rowstore.SummaryRow, []any) { r := &rowstore.SummaryRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)
+	}
+	out := make([]sessions.Summary, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.Summary(); err != nil {
+			return nil, 0, fmt.Errorf("list: %w", err)
+		}
 	}
 	return out, total, nil
 }
 
-// deref returns *s, "" for nil.
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// ListRuns lists run records, newest first.
+func (b *Backend) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
+	rows, total, err := listPage(ctx, b, "skein_runs", rowstore.RunColumns, rowstore.RunFilter(f), f.Limit, f.Offset,
+		func() (*rowstore.RunRow, []any) { r := &rowstore.RunRow{}; return r, r.Targets() })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list runs: %w", err)
 	}
-	return *s
+	out := make([]sessions.RunSummary, len(rows))
+	for i, r := range rows {
+		out[i] = r.Summary()
+	}
+	return out, total, nil
 }

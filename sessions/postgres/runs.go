@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -99,52 +97,4 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 		return nil, err
 	}
 	return rec, nil
-}
-
-// ListRuns lists run records, newest first.
-func (b *Backend) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	var conds []string
-	var a args
-	if len(f.Statuses) > 0 {
-		conds = append(conds, "status "+a.in(f.Statuses))
-	}
-	if f.Workflow != "" {
-		conds = append(conds, "workflow = "+a.add(f.Workflow))
-	}
-	where := ""
-	if len(conds) > 0 {
-		where = " WHERE " + strings.Join(conds, " AND ")
-	}
-	filter := append(args(nil), a...)
-	page := " OFFSET " + a.add(f.Offset)
-	if f.Limit > 0 {
-		page = " LIMIT " + a.add(f.Limit) + page
-	}
-	var out []sessions.RunSummary
-	var total int
-	err := b.read(ctx, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM skein_runs"+where, filter...).Scan(&total); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT id, workflow, fingerprint, status, created_at, updated_at, steps FROM skein_runs`+where+
-			` ORDER BY created_at DESC, id DESC`+page, a...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var s sessions.RunSummary
-			var created, updated int64
-			if err := rows.Scan(&s.ID, &s.Workflow, &s.Fingerprint, &s.Status, &created, &updated, &s.Steps); err != nil {
-				return err
-			}
-			s.CreatedAt, s.UpdatedAt = rowstore.DecodeTime(created), rowstore.DecodeTime(updated)
-			out = append(out, s)
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list runs: %w", err)
-	}
-	return out, total, nil
 }

@@ -138,6 +138,10 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	if err != nil {
 		return err
 	}
+	ctx, err = uncancelled(ctx)
+	if err != nil {
+		return err
+	}
 	st, err := loadState(ctx, b.pool, id, false)
 	if err != nil {
 		return err
@@ -234,16 +238,6 @@ func release(ctx context.Context, q querier, vid int64) error {
 	return nil
 }
 
-// checkNoChildren refuses a new session that lists children: the children
-// of a session are the stored sessions whose parent it is, and Fork
-// records them.
-func checkNoChildren(rec *sessions.Record) error {
-	if len(rec.ChildIDs) > 0 {
-		return sessions.IDError(rec.ID, errors.New("a new session cannot list children (forks record them)"))
-	}
-	return nil
-}
-
 // lineageLock is the advisory lock a Create with a parent holds while it
 // checks the parent chain and inserts, so that two creates cannot close a
 // cycle between them.
@@ -327,7 +321,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := checkNoChildren(rec); err != nil {
+	if err := rowstore.CheckNoChildren(rec); err != nil {
 		return err
 	}
 	row, err := rowstore.EncodeSession(rec)
@@ -367,79 +361,40 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // length (see the package doc). Dst's Messages and ChildIDs must be empty
 // and its ParentID empty or Src; the stored ParentID is Src.
 func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
-	dst := spec.Dst
-	if len(dst.Messages) > 0 {
-		return fmt.Errorf("fork of %q: new session %q must not carry messages (they come from its source)", spec.Src, dst.ID)
-	}
-	if dst.ParentID != "" && dst.ParentID != spec.Src {
-		return fmt.Errorf("fork of %q: new session %q names another parent %q", spec.Src, dst.ID, dst.ParentID)
-	}
-	dst.ParentID = spec.Src
-	if err := checkNoChildren(&dst); err != nil {
-		return err
-	}
-	row, err := rowstore.EncodeSession(&dst)
+	f, err := rowstore.EncodeFork(spec)
 	if err != nil {
 		return err
 	}
-	dstEvents, err := rowstore.EncodeEvents(dst.ID, dst.Events)
-	if err != nil {
-		return err
+	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx}) })
+}
+
+// forkTx is a write transaction as rowstore.Fork.Apply uses it.
+type forkTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t forkTx) LockedState(id string) (*rowstore.State, error) {
+	return loadState(t.ctx, t.tx, id, true)
+}
+func (t forkTx) Exists(id string) (bool, error) { return exists(t.ctx, t.tx, id) }
+func (t forkTx) Freeze(sid int64, v rowstore.View) (int64, error) {
+	return freeze(t.ctx, t.tx, sid, v)
+}
+
+func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+	return insertSession(t.ctx, t.tx, rec, row, v, n)
+}
+
+func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
+	return insertRows(t.ctx, t.tx, sid, nil, events)
+}
+
+func (t forkTx) Bump(sid, version int64, updated *int64) error {
+	tag, err := t.tx.Exec(t.ctx, `UPDATE skein_sessions SET version = version + 1, updated_at = coalesce($1, updated_at)
+		WHERE sid = $2 AND version = $3`, updated, sid, version)
+	if err == nil && tag.RowsAffected() != 1 {
+		err = fmt.Errorf("updated %d rows, want 1", tag.RowsAffected())
 	}
-	srcEvents, err := rowstore.EncodeEvents(spec.Src, []sessions.Event{spec.SrcEvent})
-	if err != nil {
-		return err
-	}
-	var srcTime *int64
-	if !spec.SrcTime.IsZero() {
-		t, err := rowstore.EncodeTime(spec.SrcTime)
-		if err != nil {
-			return sessions.IDError(spec.Src, fmt.Errorf("updated_at: %w", err))
-		}
-		srcTime = &t
-	}
-	return b.write(ctx, func(tx pgx.Tx) error {
-		src, err := loadState(ctx, tx, spec.Src, true)
-		if err != nil {
-			return err
-		}
-		if src.Version != spec.SrcVersion {
-			return sessions.IDError(spec.Src, sessions.ErrConflict)
-		}
-		if ok, err := exists(ctx, tx, dst.ID); err != nil || ok {
-			if err == nil {
-				err = sessions.ErrExists
-			}
-			return sessions.IDError(dst.ID, err)
-		}
-		keep := int64(spec.KeepFirst)
-		if keep < 0 || keep > src.Length {
-			return fmt.Errorf("fork of %q: keep_first %d out of range (it has %d messages)", spec.Src, keep, src.Length)
-		}
-		v, frozen := rowstore.ForkView(src.View, keep)
-		if frozen {
-			if v.Base, err = freeze(ctx, tx, src.Row, src.View); err != nil {
-				return fmt.Errorf("fork of %q: %w", spec.Src, err)
-			}
-		}
-		sid, err := insertSession(ctx, tx, &dst, row, v, keep)
-		if err != nil {
-			return err
-		}
-		if err := insertRows(ctx, tx, sid, nil, dstEvents); err != nil {
-			return sessions.IDError(dst.ID, err)
-		}
-		if err := insertRows(ctx, tx, src.Row, nil, srcEvents); err != nil {
-			return sessions.IDError(spec.Src, err)
-		}
-		tag, err := tx.Exec(ctx, `UPDATE skein_sessions SET version = version + 1, updated_at = coalesce($1, updated_at)
-			WHERE sid = $2 AND version = $3`, srcTime, src.Row, src.Version)
-		if err == nil && tag.RowsAffected() != 1 {
-			err = fmt.Errorf("updated %d rows, want 1", tag.RowsAffected())
-		}
-		if err != nil {
-			return sessions.IDError(spec.Src, err)
-		}
-		return nil
-	})
+	return err
 }
