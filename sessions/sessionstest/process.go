@@ -150,11 +150,11 @@ func helper(mode string, open func(string) (sessions.Backend, error)) error {
 		fmt.Println("ready")
 		for round := range n {
 			waitFor(fmt.Sprintf("%s.%d", os.Getenv(helperGo), round))
-			created, err := st.OpenWith(ctx, fmt.Sprint("new-", round), sessions.OpenOptions{})
+			o, err := st.OpenWith(ctx, fmt.Sprint("new-", round), sessions.OpenOptions{})
 			if err != nil {
 				return err
 			}
-			fmt.Println(map[bool]string{true: "created", false: "resumed"}[created])
+			fmt.Println(map[bool]string{true: "created", false: "resumed"}[o.Created])
 		}
 		return st.Shutdown()
 	default:
