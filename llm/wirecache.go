@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/skein-dev/skein/sessions"
@@ -41,7 +42,8 @@ type wireForms[T any] struct {
 // WireForms returns the wire form of each of msgs under protocol: the
 // cached form for each message of the previous call of the same protocol
 // at the same position and address, encode(m) for the others. The result
-// is the cache's until the next call: the caller must not modify it. With
+// is the cache's: the caller must not modify it. It stays valid after
+// later calls (which never overwrite a form they return). With
 // a nil cache every message is encoded. An error of encode is returned
 // with the message's index (a *MessageError).
 func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, encode func(*sessions.Message) (T, error)) ([]T, error) {
@@ -60,6 +62,12 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 		i++
 	}
 	forms := cached.forms[:i]
+	if i < len(cached.forms) {
+		// A request body may still be reading the forms the previous
+		// call returned (a transport can write a body after the reply
+		// came): never overwrite them, append to a new array.
+		forms = slices.Clip(forms)
+	}
 	for j := i; j < len(msgs); j++ {
 		form, err := encode(&msgs[j])
 		if err != nil {

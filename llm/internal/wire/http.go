@@ -6,7 +6,6 @@
 package wire
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +27,7 @@ type Call struct {
 	Client   *http.Client
 	URL      string
 	Header   http.Header
-	Body     []byte // the JSON request body
+	Body     *JSON // the request body
 	// Timeout bounds the whole call, reading the reply included (0: none).
 	Timeout time.Duration
 	// Secret is the API key; it is scrubbed from every error message.
@@ -78,10 +77,15 @@ func Do(ctx context.Context, c *Call) (*llm.Response, error) {
 }
 
 func (c *Call) do(ctx context.Context) (*llm.Response, *llm.Error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, nil)
 	if err != nil {
 		return nil, &llm.Error{Category: llm.InvalidRequest, Message: Describe("building the request", err.Error())}
 	}
+	// The body's pieces go to the connection as they are, never joined
+	// (see JSON); GetBody lets the client resend it on a new connection.
+	body := func() (io.ReadCloser, error) { return io.NopCloser(c.Body.Reader()), nil }
+	req.Body, _ = body()
+	req.GetBody, req.ContentLength = body, int64(c.Body.Len())
 	for k, v := range c.Header {
 		req.Header[k] = v
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -40,7 +41,7 @@ func conversation(n int) []sessions.Message {
 // a new array, and once reset to a shorter one), and at every step the
 // request body encode builds with the cache is byte for byte the body it
 // builds without one.
-func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
+func CheckWireCache(t *testing.T, encode func(*llm.Request) (*wire.JSON, error)) {
 	t.Helper()
 	all := conversation(60)
 	cache := &llm.WireCache{}
@@ -63,8 +64,8 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
 			if err != nil {
 				t.Fatalf("step %d with the cache: %v", i, err)
 			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("step %d: with the cache the body is\n%s\nwithout\n%s", i, got, want)
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("step %d: with the cache the body is\n%s\nwithout\n%s", i, got.Bytes(), want.Bytes())
 			}
 		}
 	}
