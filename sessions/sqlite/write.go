@@ -229,87 +229,151 @@ func (u *rowUpdate) add(e *encodedChange) {
 // beyond the message count fails with nothing written. However many
 // changes there are, the session's row is updated once and each message
 // and event is one row: a loop step's changes cost one commit.
+//
+// A write that follows this Backend's previous write of the session (the
+// usual case: a session has one writer at a time) does not read the
+// session's state first: it takes the state that write left (see
+// knownStates), and the update of the session's row, made first and
+// conditional on its id and version, checks it; when another writer
+// has been there meanwhile, the row is read as usual.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
 	encoded := make([]*encodedChange, len(changes))
+	dropsLast := false
 	for i, ch := range changes {
 		var err error
 		if encoded[i], err = encodeChange(id, ch); err != nil {
 			return err
 		}
+		dropsLast = dropsLast || ch.DropLast > 0
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		st, err := b.loadState(ctx, tx, id)
-		if err != nil {
-			return err
+		// A DropLast may write a frozen view while planning: only a
+		// state read in this transaction will do for it.
+		st, known := b.known.get(id, base), true
+		if st == nil || dropsLast {
+			known = false
 		}
-		if st.version != base {
-			return sessions.IDError(id, sessions.ErrConflict)
-		}
-		v, n := st.view, st.length
-		var rows []messageRow
-		var events []eventRow
-		var u rowUpdate
-		bases := []int64{st.view.base} // every base the view had, oldest first
-		for _, e := range encoded {
-			ch := e.ch
-			switch {
-			case ch.Replace:
-				v = view{ownFrom: v.next(n)}
-				rows = appendRows(rows, v.ownFrom, e.replace)
-				n = int64(len(e.replace))
-			case ch.DropFirst > 0:
-				if int64(ch.DropFirst) > n {
-					return sessions.IDError(id, fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n))
+		var p *writePlan
+		for {
+			if !known {
+				var err error
+				if st, err = b.loadState(ctx, tx, id); err != nil {
+					return err
 				}
-				v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
-			case ch.DropLast > 0:
-				if int64(ch.DropLast) > n {
-					return sessions.IDError(id, fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, n))
+				if st.version != base {
+					return sessions.IDError(id, sessions.ErrConflict)
 				}
-				if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
-					return sessions.IDError(id, err)
-				}
-				n -= int64(ch.DropLast)
 			}
-			pairAppended(e.events, v.next(n), len(e.appended))
-			rows = appendRows(rows, v.next(n), e.appended)
-			n += int64(len(e.appended))
-			events = append(events, e.events...)
-			u.add(e)
-			if v.base != bases[len(bases)-1] {
-				bases = append(bases, v.base)
+			var err error
+			if p, err = planWrite(ctx, tx, id, st, encoded); err != nil {
+				return err
 			}
+			updated, err := b.updateRow(ctx, tx, st, p, base, len(changes))
+			if err != nil {
+				return sessions.IDError(id, err)
+			}
+			if updated {
+				break
+			}
+			if !known {
+				return sessions.IDError(id, errors.New("the session's row was not updated"))
+			}
+			known = false // another writer was there: nothing is written yet
 		}
-		if err := b.insertMessageRows(ctx, tx, st.sid, rows); err != nil {
+		if err := b.insertMessageRows(ctx, tx, st.sid, p.rows); err != nil {
 			return sessions.IDError(id, err)
 		}
-		if err := b.insertEvents(ctx, tx, st.sid, events); err != nil {
-			return sessions.IDError(id, err)
-		}
-		args := []any{len(changes), v.baseFrom, v.baseTo, v.ownFrom, n,
-			u.setSummary, u.summary, u.turns,
-			u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
-			u.setFirstPrompt, u.prompt, u.updated,
-			st.sid, base}
-		update := b.stmts.updateLean
-		if u.status != nil || v.base != st.view.base {
-			update, args = b.stmts.update, append([]any{v.baseArg(), u.status}, args...)
-		}
-		res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
-		if err := oneRow(res, err); err != nil {
+		if err := b.insertEvents(ctx, tx, st.sid, p.events); err != nil {
 			return sessions.IDError(id, err)
 		}
 		// Release the bases the view left, newest first: a base frozen
 		// by this write's DropLast holds the one before it.
-		for i := len(bases) - 1; i >= 0; i-- {
-			if bases[i] != v.base {
-				if err := release(ctx, tx, bases[i]); err != nil {
+		for i := len(p.bases) - 1; i >= 0; i-- {
+			if p.bases[i] != p.view.base {
+				if err := release(ctx, tx, p.bases[i]); err != nil {
 					return err
 				}
 			}
 		}
+		// Should the commit fail, the next write finds the row's
+		// version is not this one and reads the row.
+		b.known.put(id, &state{sid: st.sid, version: base + int64(len(changes)), length: p.length, view: p.view})
 		return nil
 	})
+}
+
+// writePlan is what a Write does to a session: the message and event
+// rows it inserts, the view and length it leaves, the other fields of
+// the row it sets, and every base the view had, oldest first.
+type writePlan struct {
+	rows   []messageRow
+	events []eventRow
+	row    rowUpdate
+	view   view
+	length int64
+	bases  []int64
+}
+
+// planWrite applies the encoded changes to the state st of session id.
+// It writes to tx only for a DropLast that freezes the view.
+func planWrite(ctx context.Context, tx *sql.Tx, id string, st *state, encoded []*encodedChange) (*writePlan, error) {
+	p := &writePlan{view: st.view, length: st.length, bases: []int64{st.view.base}}
+	v, n := st.view, st.length
+	for _, e := range encoded {
+		ch := e.ch
+		switch {
+		case ch.Replace:
+			v = view{ownFrom: v.next(n)}
+			p.rows = appendRows(p.rows, v.ownFrom, e.replace)
+			n = int64(len(e.replace))
+		case ch.DropFirst > 0:
+			if int64(ch.DropFirst) > n {
+				return nil, sessions.IDError(id, fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n))
+			}
+			v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
+		case ch.DropLast > 0:
+			if int64(ch.DropLast) > n {
+				return nil, sessions.IDError(id, fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, n))
+			}
+			var err error
+			if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
+				return nil, sessions.IDError(id, err)
+			}
+			n -= int64(ch.DropLast)
+		}
+		pairAppended(e.events, v.next(n), len(e.appended))
+		p.rows = appendRows(p.rows, v.next(n), e.appended)
+		n += int64(len(e.appended))
+		p.events = append(p.events, e.events...)
+		p.row.add(e)
+		if v.base != p.bases[len(p.bases)-1] {
+			p.bases = append(p.bases, v.base)
+		}
+	}
+	p.view, p.length = v, n
+	return p, nil
+}
+
+// updateRow updates session st's row as p says, bumping its version by
+// changes, if the row's sid and version are st's and base: it reports
+// whether they were.
+func (b *Backend) updateRow(ctx context.Context, tx *sql.Tx, st *state, p *writePlan, base int64, changes int) (bool, error) {
+	v, u := p.view, &p.row
+	args := []any{changes, v.baseFrom, v.baseTo, v.ownFrom, p.length,
+		u.setSummary, u.summary, u.turns,
+		u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
+		u.setFirstPrompt, u.prompt, u.updated,
+		st.sid, base}
+	update := b.stmts.updateLean
+	if u.status != nil || v.base != st.view.base {
+		update, args = b.stmts.update, append([]any{v.baseArg(), u.status}, args...)
+	}
+	res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // oneRow checks that an UPDATE changed exactly one row.

@@ -1,0 +1,32 @@
+package sqlite
+
+// maxKnown bounds the states knownStates keeps; past it, it starts over.
+const maxKnown = 1024
+
+// knownStates holds, by session id, the state this Backend's last write
+// of the session left, so that the next write of the same session need
+// not read it (see Backend.Write). A state is only a guess: the write
+// that uses it updates the session's row on the condition that its sid
+// and version are the state's, and a session's row changes only with
+// its version (and a deleted session's sid is never reused), so a
+// matching row is in that state. The caller holds Backend.wmu.
+type knownStates struct {
+	m map[string]*state
+}
+
+// get returns the known state of session id if its version is base, or
+// nil.
+func (k *knownStates) get(id string, base int64) *state {
+	if st := k.m[id]; st != nil && st.version == base {
+		return st
+	}
+	return nil
+}
+
+// put records st as session id's state.
+func (k *knownStates) put(id string, st *state) {
+	if k.m == nil || len(k.m) >= maxKnown {
+		k.m = make(map[string]*state)
+	}
+	k.m[id] = st
+}
