@@ -63,6 +63,7 @@ const (
 	EventLLMCall          = "llm_call"
 	EventLLMRetry         = "llm_retry"
 	EventTextDelta        = "text_delta" // delivered to subscribers, never stored
+	EventState            = "state"      // what the loop is doing now; delivered, never stored
 	EventToolCall         = "tool_call"
 	EventToolResult       = "tool_result"
 	EventFeedbackInjected = "feedback_injected"
@@ -73,6 +74,22 @@ const (
 	EventError            = "error"
 	EventCancelled        = "cancelled"
 )
+
+// States of a "state" event: what a running loop is doing. A live view
+// (skein serve's viewer) shows them; they are not stored, since the log
+// already says the same after the fact (turn_start, llm_call, tool_call,
+// tool_result, turn_end) and a stored "generating" of a process that
+// died would be false on every later read.
+const (
+	StateLLMGenerating = "llm_generating" // a model call is in flight (retries included)
+	StateToolExecuting = "tool_executing" // a tool runs; the event names it
+	StateIdle          = "idle"           // the loop ended (any way)
+)
+
+// Transient reports whether events of type typ are delivered live (to
+// subscribers and the store's observers) but never stored: text_delta
+// and state. Their seq is that of the latest stored event.
+func Transient(typ string) bool { return typ == EventTextDelta || typ == EventState }
 
 // ToolErrors says what a failing tool does to the loop.
 type ToolErrors string
@@ -267,9 +284,15 @@ type loop struct {
 	// wire keeps the messages' wire forms between the loop's model calls,
 	// so each request encodes only the messages added since the last.
 	wire llm.WireCache
-	// lastSeq is the seq of the latest stored event: text deltas, which
-	// are not stored, carry it so subscribers see seq never decrease.
-	lastSeq int64
+	// sentSeq is the seq of the latest stored event delivered to the
+	// hooks (before the first delivery: the newest event before the
+	// loop's first). Transient events (text_delta, state) carry it, so
+	// subscribers see seq never decrease and never see a seq before the
+	// event that has it.
+	sentSeq  int64
+	seqKnown bool
+	// state is the state last announced ("" before the first).
+	state string
 	// usage is the context size the provider reported for the last call
 	// (input plus output tokens) and usageAt the session length it covers;
 	// see estimate. callLen is the session length sent in the current call.
@@ -339,8 +362,13 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	l.res.Duration = l.clock().Sub(l.start)
 	l.res.Text = strings.Join(l.texts, "\n")
 	if err == nil {
+		if err := l.idle(); err != nil {
+			return nil, l.res, err
+		}
 		return l.reply, l.res, nil
 	}
+	// Whatever follows ends the loop: it is idle then.
+	defer func() { _ = l.idle() }()
 	if errors.Is(err, sessions.ErrConflict) {
 		// Another process wrote the session: it is theirs now. Healing it
 		// or marking it failed here would write into their run.
@@ -377,6 +405,15 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	return nil, l.res, err
 }
 
+// idle announces the idle state at the end of a loop that announced
+// another one.
+func (l *loop) idle() error {
+	if l.state == "" {
+		return nil
+	}
+	return l.setState(StateIdle, nil)
+}
+
 // finish heals open tool calls and records how the loop ended. It writes
 // with a context that is not cancelled: the run's may be. Its own
 // failures are not reported: the loop is already ending with the error
@@ -388,11 +425,7 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
 	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: []sessions.Event{ev}})
 	if err == nil {
-		for _, e := range events {
-			if l.cfg.Hooks.Emit != nil {
-				_ = l.cfg.Hooks.Emit(e)
-			}
-		}
+		_ = l.emit(events...)
 	}
 }
 
@@ -407,8 +440,10 @@ func (l *loop) stage(ch *sessions.Change) error {
 	for _, m := range ch.Append {
 		l.res.Messages = append(l.res.Messages, l.cfg.Store.Redactor().RedactMessage(m))
 	}
-	if n := len(events); n > 0 {
-		l.lastSeq = events[n-1].Seq
+	if len(events) > 0 {
+		if !l.seqKnown {
+			l.sentSeq, l.seqKnown = events[0].Seq-1, true
+		}
 	}
 	l.unsent = append(l.unsent, events...)
 	return nil
@@ -435,10 +470,13 @@ func (l *loop) write(ch *sessions.Change) error {
 }
 
 func (l *loop) emit(events ...sessions.Event) error {
-	if l.cfg.Hooks.Emit == nil {
-		return nil
-	}
 	for _, e := range events {
+		if !Transient(e.Type) {
+			l.sentSeq, l.seqKnown = e.Seq, true
+		}
+		if l.cfg.Hooks.Emit == nil {
+			continue
+		}
 		if err := l.cfg.Hooks.Emit(e); err != nil {
 			return err
 		}
@@ -449,6 +487,25 @@ func (l *loop) emit(events ...sessions.Event) error {
 // event stages an event.
 func (l *loop) event(typ string, data map[string]any) error {
 	return l.stage(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
+}
+
+// setState announces what the loop is doing when it changes: a "state"
+// event, published to the store's observers (live viewers) and emitted
+// to the hooks, never stored. Every tool call is a change (the event
+// names the tool, and its corr_id is the call's id).
+func (l *loop) setState(state string, call *sessions.ToolCall) error {
+	if state == l.state && call == nil {
+		return nil
+	}
+	l.state = state
+	e := sessions.Event{Type: EventState, Seq: l.sentSeq, SessionID: l.cfg.SessionID, Time: l.clock(), Data: map[string]any{"state": state}}
+	if call != nil {
+		e.CorrID, e.Data["tool"] = call.ID, call.Name
+	}
+	if l.cfg.Store != nil {
+		l.cfg.Store.Publish(e)
+	}
+	return l.emit(e)
 }
 
 // turnCap is the turn cap of this loop: Config.MaxTurns, else the
@@ -626,7 +683,7 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 			if d.Text == "" || emitErr != nil {
 				return
 			}
-			e := sessions.Event{Type: EventTextDelta, Seq: l.lastSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
+			e := sessions.Event{Type: EventTextDelta, Seq: l.sentSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
 			if cfg.Store != nil {
 				cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
 			}
@@ -646,6 +703,9 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	chain := make([]llm.Target, len(cfg.Chain))
 	for i, t := range cfg.Chain {
 		chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
+	}
+	if err := l.setState(StateLLMGenerating, nil); err != nil {
+		return nil, err
 	}
 	started := l.clock()
 	resp, err := llm.Fallback(l.ctx, chain, retry, &req)
@@ -731,6 +791,9 @@ func (l *loop) logToolCalls(calls []sessions.ToolCall) error {
 // runTool runs one tool call and stages its result.
 func (l *loop) runTool(call sessions.ToolCall) error {
 	l.res.ToolCalls = append(l.res.ToolCalls, call.Name)
+	if err := l.setState(StateToolExecuting, &call); err != nil {
+		return err
+	}
 	started := l.clock()
 	output, toolErr := l.invoke(call)
 	if l.ctx.Err() != nil {

@@ -84,7 +84,12 @@ func TestToolLoop(t *testing.T) {
 	var events []string
 	cfg := config(store, "s", p, tool)
 	cfg.Hooks.Emit = func(e sessions.Event) error {
-		if e.Type != sessions.EventMessage {
+		switch {
+		case e.Type == EventState && e.Data["tool"] != nil:
+			events = append(events, fmt.Sprintf("state=%s(%s)", e.Data["state"], e.Data["tool"]))
+		case e.Type == EventState:
+			events = append(events, fmt.Sprintf("state=%s", e.Data["state"]))
+		case e.Type != sessions.EventMessage:
 			events = append(events, e.Type)
 		}
 		return nil
@@ -96,7 +101,10 @@ func TestToolLoop(t *testing.T) {
 	if res.Status != StatusDone || res.Text != "the answer is 42" || res.Iterations != 2 || tool.calls != 1 {
 		t.Fatalf("result = %+v, tool calls %d", res, tool.calls)
 	}
-	if got := strings.Join(events, ","); got != "turn_start,llm_call,tool_call,tool_result,turn_end,turn_start,llm_call,turn_end" {
+	// state events announce each transition as it happens: they come
+	// before the stored events of the step, delivered at its commit
+	if got := strings.Join(events, ","); got != "state=llm_generating,turn_start,llm_call,tool_call,state=tool_executing(count),tool_result,turn_end,"+
+		"state=llm_generating,turn_start,llm_call,turn_end,state=idle" {
 		t.Fatalf("events = %s", got)
 	}
 	msgs, _ := store.Messages(context.Background(), "s")
@@ -406,11 +414,18 @@ func TestGroupCommit(t *testing.T) {
 	cfg.Tools = []Tool{tool2}
 	delivered := 0
 	cfg.Hooks.Emit = func(e sessions.Event) error {
-		delivered++
 		rec, err := b.Load(ctx, "s")
 		if err != nil {
 			return err
 		}
+		if Transient(e.Type) {
+			// never stored; its seq is that of an event already delivered
+			if n := len(rec.Events); e.Seq > 0 && (n == 0 || rec.Events[n-1].Seq < e.Seq) {
+				t.Errorf("transient %s carries seq %d, not yet stored", e.Type, e.Seq)
+			}
+			return nil
+		}
+		delivered++
 		if n := len(rec.Events); n == 0 || rec.Events[n-1].Seq < e.Seq {
 			t.Errorf("event %d (%s) delivered before it was stored", e.Seq, e.Type)
 		}

@@ -44,10 +44,9 @@ type Compaction struct {
 	// the model; the session keeps everything.
 	ContextBudget int
 	// ToolOutputMaxChars > 0 shortens longer tool results with
-	// compact.Microcompact (or Compress, when set) before they are stored.
+	// compact.Microcompact (or Options.Compress, when set) before they
+	// are stored.
 	ToolOutputMaxChars int
-	// Compress replaces Microcompact for long tool results.
-	Compress func(tool, output string, maxChars int) (string, error)
 }
 
 // CompactSession runs the compaction engine over a session and, when it
@@ -137,7 +136,7 @@ func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := l.emitStored(events); err != nil {
+		if err := l.emit(events...); err != nil {
 			return nil, err
 		}
 		if res.Compacted {
@@ -169,24 +168,14 @@ func (l *loop) estimate(msgs []sessions.Message) int {
 	return l.usage + compact.EstimateTokens(msgs[l.usageAt:])
 }
 
-// emitStored tracks the latest stored seq and emits events.
-func (l *loop) emitStored(events []sessions.Event) error {
-	for _, e := range events {
-		if e.Type != EventTranscriptCompacted {
-			l.lastSeq = e.Seq
-		}
-	}
-	return l.emit(events...)
-}
-
 // shortenToolOutput applies the loop's tool output limit.
 func (l *loop) shortenToolOutput(name, output string) (string, error) {
 	c := l.cfg.Compaction
 	if c == nil || c.ToolOutputMaxChars <= 0 || len(output) <= c.ToolOutputMaxChars {
 		return output, nil
 	}
-	if c.Compress != nil {
-		return c.Compress(name, output, c.ToolOutputMaxChars)
+	if c.Options.Compress != nil {
+		return c.Options.Compress(name, output, c.ToolOutputMaxChars)
 	}
 	return compact.Microcompact(output, c.ToolOutputMaxChars), nil
 }

@@ -468,19 +468,11 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 	if _, ok := o.get("tool_output_max_chars"); ok {
 		comp.ToolOutputMaxChars = o.int("tool_output_max_chars")
 	}
-	compress := o.callable("compress_callback")
-	if compress != nil {
-		comp.Compress = func(tool, output string, maxChars int) (string, error) {
-			v, err := starlark.Call(thread, compress, starlark.Tuple{starlark.String(tool), starlark.String(output), starlark.MakeInt(maxChars)}, nil)
-			if err != nil {
-				return "", err
-			}
-			s, ok := v.(starlark.String)
-			if !ok {
-				return "", fmt.Errorf("%s: compress_callback returned %s, want string", fn, v.Type())
-			}
-			return string(s), nil
-		}
+	// One compress_callback serves both uses: new tool results of the
+	// loop and archived tool results its compactions shorten. The loop's
+	// option wins over the compaction dict's.
+	if compress := o.callable("compress_callback"); compress != nil {
+		comp.Options.Compress = compressFunc(thread, fn, compress)
 	}
 	return comp, nil
 }

@@ -3,7 +3,7 @@ package builtins
 // Compaction builtins.
 //
 //	agent_session_compact(id, opts=None, **kwargs) -> int
-//	agent_session_viewport(id, token_budget) -> [message]
+//	agent_session_viewport(id, token_budget, keep_first=0) -> [message]
 //	estimate_tokens(messages) -> int
 //	microcompact(text, max_chars=20000) -> str
 
@@ -25,8 +25,8 @@ func compactSpecs() []Spec {
 	return []Spec{
 		{"agent_session_compact", "(id, opts=None, **kwargs) -> int",
 			"Compact the session now (the compaction options); returns the message count afterwards.", area, sessionCompact},
-		{"agent_session_viewport", "(id, token_budget) -> list",
-			"The newest messages that fit token_budget (whole tool pairs, the running summary first); the session is unchanged.", area, sessionViewport},
+		{"agent_session_viewport", "(id, token_budget, keep_first=0) -> list",
+			"The first keep_first messages (pinned), then the newest messages that fit what is left of token_budget (whole tool pairs, the running summary first); the session is unchanged.", area, sessionViewport},
 		{"estimate_tokens", "(messages) -> int", "Estimated tokens of a message list (or of one string).", area, estimateTokens},
 		{"microcompact", "(text, max_chars=20000) -> str",
 			"Shorten one long tool output, keeping its head, tail and diagnostic lines.", area, microcompactBuiltin},
@@ -44,6 +44,9 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 	opts.Strategy, opts.HardLimitStrategy = o.string("compact_strategy"), o.string("hard_limit_strategy")
 	opts.ToolOutputMaxChars, opts.SummarizePrompt = o.int("tool_output_max_chars"), o.string("summarize_prompt")
 	custom, mask := o.callable("custom_compactor"), o.callable("mask_callback")
+	if compress := o.callable("compress_callback"); compress != nil {
+		opts.Compress = compressFunc(thread, o.fn, compress)
+	}
 	if custom != nil {
 		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
 			return callCustomCompactor(thread, o.fn, custom, archived)
@@ -81,6 +84,22 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		return opts, fail(o.fn, err)
 	}
 	return opts, nil
+}
+
+// compressFunc adapts compress_callback(tool, output, max_chars), which
+// returns the shortened output.
+func compressFunc(thread *starlark.Thread, fn string, cb starlark.Callable) compact.CompressFunc {
+	return func(tool, output string, maxChars int) (string, error) {
+		v, err := starlark.Call(thread, cb, starlark.Tuple{starlark.String(tool), starlark.String(output), starlark.MakeInt(maxChars)}, nil)
+		if err != nil {
+			return "", err
+		}
+		s, ok := v.(starlark.String)
+		if !ok {
+			return "", fmt.Errorf("%s: compress_callback returned %s, want string", fn, v.Type())
+		}
+		return string(s), nil
+	}
 }
 
 // callCustomCompactor adapts custom_compactor(messages): a string or
@@ -192,11 +211,14 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 
 func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var id string
-	var budget int
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "token_budget", &budget); err != nil {
+	var budget, keepFirst int
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "token_budget", &budget, "keep_first?", &keepFirst); err != nil {
 		return nil, err
 	}
 	if err := nonNegative(b.Name(), "token_budget", budget); err != nil {
+		return nil, err
+	}
+	if err := nonNegative(b.Name(), "keep_first", keepFirst); err != nil {
 		return nil, err
 	}
 	st, err := stateOf(thread, b.Name())
@@ -207,7 +229,11 @@ func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
-	return messagesToStarlark(compact.Viewport(rec.Messages, budget)), nil
+	view, err := compact.PinnedViewport(rec.Messages, keepFirst, budget)
+	if err != nil {
+		return nil, fail(b.Name(), err)
+	}
+	return messagesToStarlark(view), nil
 }
 
 func estimateTokens(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -102,6 +102,8 @@ var compactTable = newOptionTable("compaction",
 			Doc: "`fn(messages)` for the `custom` strategy: returns the summary (a string or `{summary}`) or None to decline."},
 		{Name: "mask_callback", Kind: kindCallable,
 			Doc: "`fn(messages)` overrides observation masking: one string (the masked text) or None (default) per message."},
+		{Name: "compress_callback", Kind: kindCallable,
+			Doc: "`fn(tool, output, max_chars)` replaces `microcompact` where `tool_output_max_chars` shortens an archived tool result; returns a string."},
 		{Name: "provider", Kind: kindString, DefaultDoc: "the loop's, else the run's", Doc: "The provider of the `llm` strategy's call."},
 		{Name: "model", Kind: kindString, DefaultDoc: "the loop's, else the session's last", Doc: "The model of the `llm` strategy's call."},
 	})

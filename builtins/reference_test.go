@@ -63,7 +63,7 @@ func TestEventsAreDocumented(t *testing.T) {
 	for _, typ := range []string{
 		sessions.EventMessage, sessions.EventReset, sessions.EventTrim, sessions.EventFork, sessions.EventHealed,
 		sessions.EventStatus, sessions.EventRewind, sessions.EventInfo,
-		agent.EventTurnStart, agent.EventTurnEnd, agent.EventLLMCall, agent.EventLLMRetry, agent.EventTextDelta,
+		agent.EventTurnStart, agent.EventTurnEnd, agent.EventLLMCall, agent.EventLLMRetry, agent.EventTextDelta, agent.EventState,
 		agent.EventToolCall, agent.EventToolResult, agent.EventFeedbackInjected, agent.EventBudgetExhausted,
 		agent.EventLoopStuck, agent.EventError, agent.EventCancelled, agent.EventCompaction, agent.EventTranscriptCompacted,
 		"subagent_start", "subagent_end",

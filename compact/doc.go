@@ -87,7 +87,7 @@
 // custom: Options.Custom returns the summary; ErrNoSummary declines.
 //
 // With Options.ToolOutputMaxChars > 0, llm and custom see long archived
-// tool results shortened by Microcompact.
+// tool results shortened by Microcompact, or by Options.Compress when set.
 //
 // # The summary message
 //

@@ -55,6 +55,11 @@ type Options struct {
 	Custom Compactor
 	// Mask (mask_callback) overrides observation masking per message.
 	Mask MaskFunc
+	// Compress (compress_callback) replaces Microcompact where
+	// ToolOutputMaxChars shortens a tool result: it gets the tool's name,
+	// the output and the limit, and returns the shortened text. Its error
+	// is returned unchanged.
+	Compress CompressFunc
 	// SummarizePrompt (summarize_prompt) replaces DefaultSummarizePrompt as
 	// the system prompt of the llm strategy's model call.
 	SummarizePrompt string
@@ -94,6 +99,10 @@ type CompactorFunc func(ctx context.Context, archived []sessions.Message) (strin
 func (f CompactorFunc) Compact(ctx context.Context, archived []sessions.Message) (string, error) {
 	return f(ctx, archived)
 }
+
+// CompressFunc shortens one tool output (tool is the tool's name) to
+// about maxChars; Microcompact is the default.
+type CompressFunc func(tool, output string, maxChars int) (string, error)
 
 // ErrNoSummary is returned by a Compactor that declines to summarise.
 var ErrNoSummary = errors.New("no summary")

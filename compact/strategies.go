@@ -31,10 +31,18 @@ func summarize(ctx context.Context, strategy string, archived []sessions.Message
 		buf := append(make([]byte, 0, len(head)+maskSize(archived)), head...)
 		return string(maskSummary(buf, archived, overrides)), false, nil
 	case StrategyLLM:
-		body, err := llmSummary(ctx, shortenToolOutputs(archived, opts.ToolOutputMaxChars), opts)
+		shortened, err := shortenToolOutputs(archived, opts)
+		if err != nil {
+			return "", false, err
+		}
+		body, err := llmSummary(ctx, shortened, opts)
 		return head + body, false, err
 	case StrategyCustom:
-		body, err := opts.Custom.Compact(ctx, shortenToolOutputs(archived, opts.ToolOutputMaxChars))
+		shortened, err := shortenToolOutputs(archived, opts)
+		if err != nil {
+			return "", false, err
+		}
+		body, err := opts.Custom.Compact(ctx, shortened)
 		if errors.Is(err, ErrNoSummary) {
 			return "", true, nil
 		}
@@ -44,12 +52,14 @@ func summarize(ctx context.Context, strategy string, archived []sessions.Message
 }
 
 // shortenToolOutputs returns archived with every tool result whose string
-// content is longer than maxChars shortened by Microcompact. It returns
-// archived itself when maxChars is 0 or nothing needs shortening, else a
-// copy (archived is never modified).
-func shortenToolOutputs(archived []sessions.Message, maxChars int) []sessions.Message {
+// content is longer than opts.ToolOutputMaxChars shortened by
+// opts.Compress, else Microcompact. It returns archived itself when the
+// limit is 0 or nothing needs shortening, else a copy (archived is never
+// modified). An error of Compress is returned unchanged.
+func shortenToolOutputs(archived []sessions.Message, opts *Options) ([]sessions.Message, error) {
+	maxChars := opts.ToolOutputMaxChars
 	if maxChars <= 0 {
-		return archived
+		return archived, nil
 	}
 	var out []sessions.Message
 	for i := range archived {
@@ -60,10 +70,18 @@ func shortenToolOutputs(archived []sessions.Message, maxChars int) []sessions.Me
 		if out == nil {
 			out = append([]sessions.Message(nil), archived...)
 		}
-		out[i].Text = Microcompact(m.Text, maxChars)
+		if opts.Compress == nil {
+			out[i].Text = Microcompact(m.Text, maxChars)
+			continue
+		}
+		text, err := opts.Compress(m.Name, m.Text, maxChars)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Text = text
 	}
 	if out == nil {
-		return archived
+		return archived, nil
 	}
-	return out
+	return out, nil
 }

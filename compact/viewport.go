@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
@@ -52,6 +53,53 @@ func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
 	out := make([]sessions.Message, 0, 1+len(msgs)-start)
 	out = append(out, SummaryMessage(sums.standsFor(start), ViewportStrategy, sums.running(start)))
 	return append(out, msgs[start:]...)
+}
+
+// PinnedViewport is Viewport with the first keepFirst messages of msgs
+// pinned before the sliding window (a goal or system prompt that must stay
+// in view). The pinned prefix is extended over the tool results that
+// follow it, so it never ends inside a tool pair; it counts against
+// budget, and the window (Viewport of the messages after it) gets what is
+// left; when all the messages after the prefix fit, they follow it
+// unchanged (no gap, so the window need not start at a user message).
+// A keepFirst of 0 is Viewport; one at or beyond len(msgs) pins
+// them all. When the pinned prefix alone needs more than budget it is an
+// error (a *PinnedError): the prefix is never cut and never sent over
+// budget.
+func PinnedViewport(msgs []sessions.Message, keepFirst, budget int) ([]sessions.Message, error) {
+	if keepFirst < 0 {
+		return nil, fmt.Errorf("'keep_first' must be >= 0")
+	}
+	if keepFirst == 0 {
+		return Viewport(msgs, budget), nil
+	}
+	lo := min(keepFirst, len(msgs))
+	for lo < len(msgs) && msgs[lo].Role == sessions.RoleTool {
+		lo++
+	}
+	cost := EstimateTokens(msgs[:lo])
+	if cost > budget {
+		return nil, &PinnedError{Pinned: lo, Tokens: cost, Budget: budget}
+	}
+	rest := msgs[lo:]
+	if window(rest, budget-cost) > 0 {
+		// a gap after the prefix: the window is a viewport of its own
+		rest = Viewport(rest, budget-cost)
+	}
+	out := make([]sessions.Message, 0, lo+len(rest))
+	return append(append(out, msgs[:lo]...), rest...), nil
+}
+
+// PinnedError reports a pinned prefix (PinnedViewport) that does not fit
+// its budget.
+type PinnedError struct {
+	Pinned int // messages pinned (keep_first, extended over tool results)
+	Tokens int // their estimate
+	Budget int
+}
+
+func (e *PinnedError) Error() string {
+	return fmt.Sprintf("the %d pinned messages ('keep_first') need about %d tokens, more than the budget of %d", e.Pinned, e.Tokens, e.Budget)
 }
 
 // summaryIndex lists the summary messages of a transcript, in order.

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -93,5 +94,52 @@ func TestViewportSummary(t *testing.T) {
 	}
 	if got := Viewport(msgs[:2], EstimateMessage(&msgs[0])); !reflect.DeepEqual(got, msgs[1:2]) {
 		t.Errorf("the newest message wins over a summary message: %s", shape(got, -1, -1))
+	}
+}
+
+func TestPinnedViewport(t *testing.T) {
+	msgs := build("U A*2 T T A U A U A*1 T")
+	cost := func(from, to int) int { return EstimateTokens(msgs[from:to]) }
+	for _, tt := range []struct {
+		name      string
+		keepFirst int
+		budget    int
+		want      string
+	}{
+		{"zero is Viewport", 0, cost(8, 10), "A* T"},
+		{"the first message and the last pair", 1, cost(0, 1) + cost(8, 10), "U A* T"},
+		{"the prefix is extended over the pair", 2, cost(0, 4) + cost(8, 10), "U A*2 T T A* T"},
+		{"the window starts at a user message", 2, cost(0, 4) + cost(5, 10) + cost(4, 5) - 1, "U A*2 T T U A U A* T"},
+		{"no gap: the rest follows the prefix whole", 3, cost(0, 10), "U A*2 T T A U A U A* T"},
+		{"only the prefix fits", 2, cost(0, 4), "U A*2 T T"},
+		{"beyond the length pins all", 50, cost(0, 10), "U A*2 T T A U A U A* T"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := slices.Clone(msgs)
+			got, err := PinnedViewport(msgs, tt.keepFirst, tt.budget)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := shape(got, -1, -1); s != tt.want {
+				t.Errorf("PinnedViewport(%d, %d) = %q, want %q", tt.keepFirst, tt.budget, s, tt.want)
+			}
+			if !reflect.DeepEqual(msgs, before) {
+				t.Errorf("input changed")
+			}
+			if err := sessions.Validate(got); err != nil {
+				t.Errorf("invalid viewport: %v", err)
+			}
+			if EstimateTokens(got) > tt.budget {
+				t.Errorf("over budget")
+			}
+		})
+	}
+	_, err := PinnedViewport(msgs, 2, cost(0, 4)-1)
+	var pe *PinnedError
+	if !errors.As(err, &pe) || pe.Pinned != 4 || pe.Tokens != cost(0, 4) {
+		t.Errorf("prefix over budget: got %v, want a PinnedError for 4 messages", err)
+	}
+	if _, err := PinnedViewport(msgs, -1, 100); err == nil {
+		t.Errorf("negative keep_first: no error")
 	}
 }

@@ -104,8 +104,8 @@ const sseWriteTimeout = 10 * time.Second
 // streamEvents handles GET /api/sessions/{id}/events: the session's
 // event log as Server-Sent Events, from after Last-Event-ID (header, or
 // ?lastEventId=) or from the start, then live. Stored events carry
-// their seq as the SSE id; text_delta events are live only and carry
-// none.
+// their seq as the SSE id; transient events (text_delta, state) are
+// live only and carry none.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -144,17 +144,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-		if e.Type == agent.EventTextDelta {
+		if agent.Transient(e.Type) {
 			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
 		} else {
 			_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data)
 		}
 		return err
 	}
-	// sendLive sends a live event: a text_delta always, a stored event
-	// only if it is newer than the last sent (the history may hold it).
+	// sendLive sends a live event: a transient one always, a stored
+	// event only if it is newer than the last sent (the history may hold
+	// it).
 	sendLive := func(e *sessions.Event) error {
-		if e.Type != agent.EventTextDelta {
+		if !agent.Transient(e.Type) {
 			if e.Seq <= last {
 				return nil
 			}

@@ -121,13 +121,14 @@ func TestEventsResume(t *testing.T) {
 		t.Fatalf("first event: %+v", first)
 	}
 	s.waitComment(t, "ready")
-	// Live: a text_delta without id, then the stored reply.
+	// Live: a state and a text_delta without id, then the stored reply.
 	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "two"}), http.StatusAccepted, "")
 	var live []sseFrame
-	for len(live) < 3 {
+	for len(live) < 4 {
 		live = append(live, s.next(t))
 	}
-	if live[0].data["role"] != "user" || live[1].data["type"] != "text_delta" || live[1].id != "" || live[2].data["role"] != "assistant" {
+	if live[0].data["role"] != "user" || live[1].data["type"] != "state" || live[1].data["state"] != "llm_generating" || live[1].id != "" ||
+		live[2].data["type"] != "text_delta" || live[2].id != "" || live[3].data["role"] != "assistant" {
 		t.Fatalf("live events: %+v", live)
 	}
 	s.waitComment(t, "heartbeat")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -49,6 +50,7 @@ func (a *fakeAgent) Handle(ctx context.Context, id, text string) error {
 			return ctx.Err()
 		}
 	}
+	a.store.Publish(sessions.Event{Type: agent.EventState, SessionID: id, Data: map[string]any{"state": agent.StateLLMGenerating}})
 	a.store.Publish(sessions.Event{Type: "text_delta", SessionID: id, Data: map[string]any{"text": "echo: "}})
 	_, err := a.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "echo: " + text}}})
 	return err

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -49,6 +50,7 @@ func (a *gatedAgent) Handle(ctx context.Context, id, text string) error {
 			return err
 		}
 	}
+	a.store.Publish(sessions.Event{Type: agent.EventState, SessionID: id, Data: map[string]any{"state": agent.StateLLMGenerating}})
 	select {
 	case <-a.gate:
 	case <-ctx.Done():
@@ -151,8 +153,10 @@ func TestViewerInBrowser(t *testing.T) {
 	}
 
 	// A prompt: the turn runs, then its reply arrives live over SSE.
+	// The head shows what the loop is doing (its state events).
 	do("send prompt", chromedp.SendKeys(chromedp.ID("prompt"), "hello live"), chromedp.Click(chromedp.ID("send")),
-		chromedp.WaitVisible(chromedp.ID("running")))
+		chromedp.WaitVisible(chromedp.ID("running")),
+		chromedp.WaitVisible(chromedp.Search(`//span[@id="running"][contains(., "generating")]`)))
 	ag.gate <- struct{}{}
 	do("live reply", chromedp.WaitVisible(chromedp.Search(`//article[@data-role="assistant"][contains(., "echo: hello live")]`)),
 		chromedp.WaitNotPresent(chromedp.ID("running")))

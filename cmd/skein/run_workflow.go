@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/skein-dev/skein/builtins"
@@ -21,15 +23,22 @@ type workflowFlags struct {
 }
 
 func (f *workflowFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.task, "task", "", "workflow files: the run's task (required)")
-	fs.StringVar(&f.runID, "run-id", "", "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)")
-	fs.IntVar(&f.maxSteps, "max-stages", workflow.DefaultMaxSteps, "workflow files: the most stages the run runs (workflow_execute's max_steps)")
-	fs.BoolVar(&f.json, "json", false, "workflow files: print the whole result as JSON instead of the final output")
+	registerFlags(fs, f.flags())
+}
+
+// flags is the table of the workflow flags of skein run.
+func (f *workflowFlags) flags() []flagDef {
+	return []flagDef{
+		{name: "task", value: &f.task, usage: "workflow files: the run's task (required)"},
+		{name: "run-id", value: &f.runID, usage: "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)"},
+		{name: "max-stages", value: &f.maxSteps, def: strconv.Itoa(workflow.DefaultMaxSteps), usage: "workflow files: the most stages the run runs (workflow_execute's max_steps)"},
+		{name: "json", value: &f.json, usage: "workflow files: print the whole result as JSON instead of the final output"},
+	}
 }
 
 // set reports whether any workflow flag was given.
 func (f *workflowFlags) set(fs *flag.FlagSet) bool {
-	return flagSet(fs, "task") || flagSet(fs, "run-id") || flagSet(fs, "max-stages") || flagSet(fs, "json")
+	return slices.ContainsFunc(f.flags(), func(d flagDef) bool { return flagSet(fs, d.name) })
 }
 
 // isWorkflowFile reports whether `skein run` treats file as a workflow.

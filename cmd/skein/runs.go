@@ -37,7 +37,7 @@ func runsMain(args []string, io stdio) int {
 		for _, c := range runsCommands() {
 			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db).")
+		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db)\nand opens it read-only.")
 		return exitOK
 	}
 	for _, c := range runsCommands() {
@@ -50,7 +50,7 @@ func runsMain(args []string, io stdio) int {
 
 // runBackend opens the database of a runs subcommand.
 func runBackend(store *storeFlag) (sessions.RunBackend, func() error, error) {
-	b, err := storedBackend(store, false)
+	b, err := storedBackend(store, storeRead)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,21 @@ type serveFlags struct {
 	maxBody     int64
 }
 
+// flags is the table of serve's own flags.
+func (f *serveFlags) flags() []flagDef {
+	return []flagDef{
+		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)"},
+		{name: "agent", value: &f.agents, usage: "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem"},
+		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
+		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once (0: 4 per core)"},
+		{name: "idle-timeout", value: &f.idleTimeout, def: serve.DefaultIdleTimeout.String(), env: "AGENT_SESSION_IDLE_TIMEOUT", envUnit: time.Minute,
+			usage: "complete a session after this long without activity"},
+		{name: "token-file", value: &f.tokenFile, usage: "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)"},
+		{name: "grace", value: &f.grace, def: (30 * time.Second).String(), usage: "on SIGTERM, how long running turns may finish before they are cancelled"},
+		{name: "max-body", value: &f.maxBody, def: strconv.FormatInt(serve.DefaultMaxBodyBytes, 10), usage: "largest request body in bytes"},
+	}
+}
+
 // serveCommand implements `skein serve`: the session API over HTTP.
 func serveCommand(args []string, io stdio) int {
 	fs := newFlagSet("serve")
@@ -40,22 +56,11 @@ func serveCommand(args []string, io stdio) int {
 	vf.register(fs)
 	vf.registerStore(fs)
 	var f serveFlags
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:7600", "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
-	fs.Var(&f.agents, "agent", "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem")
-	fs.IntVar(&f.maxSessions, "max-sessions", envInt("AGENT_SESSION_MAX_ACTIVE", serve.DefaultMaxSessions), "active sessions allowed at once; env AGENT_SESSION_MAX_ACTIVE")
-	fs.IntVar(&f.maxRunning, "max-running", 0, "turns allowed to run at once (0: 4 per core)")
-	idle := serve.DefaultIdleTimeout
-	if v := envInt("AGENT_SESSION_IDLE_TIMEOUT", 0); v > 0 {
-		idle = time.Duration(v) * time.Minute
-	}
-	fs.DurationVar(&f.idleTimeout, "idle-timeout", idle, "complete a session after this long without activity; env AGENT_SESSION_IDLE_TIMEOUT in minutes")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)")
-	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running turns may finish before they are cancelled")
-	fs.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
+	envErr := registerFlags(fs, f.flags())
 	if code, stop := parseFlags(fs, serveUsage, args, io); stop {
 		return code
 	}
-	if err := vf.check(); err != nil {
+	if err := cmp.Or(envErr, vf.check()); err != nil {
 		return usageError(io, fs.Name(), err.Error())
 	}
 	switch {
@@ -85,7 +90,7 @@ func serveCommand(args []string, io stdio) int {
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: cwd})
+	st, closeVM, err := vf.newState(io, vmConfig{root: cwd, openStore: true})
 	if err != nil {
 		return failState(io, fs.Name(), err)
 	}
@@ -161,14 +166,6 @@ func agentList(agents map[string]serve.Agent) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// envInt returns the integer value of the environment variable, or def.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }
 
 // serveToken returns the token: from file, else SKEIN_SERVE_TOKEN, else

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 
@@ -42,7 +41,7 @@ func sessionsMain(args []string, io stdio) int {
 		for _, c := range sessionsCommands() {
 			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db).")
+		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
 		fmt.Fprintln(io.out, "Run 'skein sessions <command> -h' for a command's flags.")
 		return exitOK
 	}
@@ -103,11 +102,20 @@ func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int,
 	}
 }
 
+// How a sessions or runs subcommand opens the database (storedBackend).
+type storeAccess int
+
+const (
+	storeRead  storeAccess = iota // read-only: ls, show, export, runs
+	storeWrite                    // rm, gc, import
+)
+
 // storedBackend opens the sessions database of a sessions subcommand. A
-// database that does not exist is created only when create is set
-// (import); otherwise it reads as an empty store, and no file is made.
+// database that does not exist reads as an empty store, and only a
+// write (import) creates it. storeRead opens an existing file read-only,
+// so a read-only file or directory can be listed, shown and exported.
 // --store memory is a usage error: it holds no stored sessions.
-func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
+func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, error) {
 	if store.memory() {
 		return nil, errUsage("--store memory holds no stored sessions: name a database file")
 	}
@@ -117,12 +125,10 @@ func storedBackend(store *storeFlag, create bool) (sessions.Backend, error) {
 	if err := store.check(); err != nil {
 		return nil, errUsage(err.Error())
 	}
-	if !create {
-		if _, err := os.Stat(store.path); errors.Is(err, fs.ErrNotExist) {
-			return sessions.NewMemoryBackend(), nil
-		}
+	if access == storeRead && storeExists(store) {
+		return store.openReadOnly()
 	}
-	return store.open()
+	return store.openNow()
 }
 
 // storeExists reports whether the database file of store exists.

@@ -47,7 +47,7 @@ func sessionsExport(args []string, io stdio) int {
 	if *withTest && *format != formatStar {
 		return usageError(io, fs.Name(), "--with-test is for --format star")
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
@@ -127,7 +127,7 @@ func sessionsImport(args []string, io stdio) int {
 		}
 		export.Rename(rec, *newID)
 	}
-	b, err := storedBackend(&store, true)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}

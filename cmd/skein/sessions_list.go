@@ -48,7 +48,7 @@ func sessionsLs(args []string, io stdio) int {
 			return usageError(io, fs.Name(), "--where: "+err.Error())
 		}
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
@@ -161,7 +161,7 @@ func sessionsRm(args []string, io stdio) int {
 	if len(ids) == 0 {
 		return usageError(io, fs.Name(), "missing session ID")
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
@@ -212,7 +212,7 @@ func sessionsGC(args []string, io stdio) int {
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}

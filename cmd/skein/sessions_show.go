@@ -34,7 +34,7 @@ func sessionsShow(args []string, io stdio) int {
 	default:
 		return usageError(io, fs.Name(), fmt.Sprintf("--view %q: want basic, verbose or debug", *view))
 	}
-	b, err := storedBackend(&store, false)
+	b, err := storedBackend(&store, storeRead)
 	if err != nil {
 		return fail(io, fs.Name(), err)
 	}

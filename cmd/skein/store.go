@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/sqlite"
@@ -23,28 +22,32 @@ type storeFlag struct {
 	path       string
 	durability string
 	registered bool
+	envErr     error // see registerFlags
 }
 
-// register adds --store to fs, defaulting to $SKEIN_STORE, else
-// defaultStore.
+// register adds --store and --durability to fs.
 func (f *storeFlag) register(fs *flag.FlagSet) {
-	def := os.Getenv("SKEIN_STORE")
-	if def == "" {
-		def = defaultStore
-	}
 	f.registered = true
-	fs.StringVar(&f.path, "store", def, "session database (SQLite), created if missing, or \"memory\" for sessions that end with the process; env SKEIN_STORE")
-	durability := os.Getenv("SKEIN_DURABILITY")
-	if durability == "" {
-		durability = string(sessions.DurabilityProcess)
+	f.envErr = registerFlags(fs, f.flags())
+}
+
+// flags is the table of --store and --durability.
+func (f *storeFlag) flags() []flagDef {
+	return []flagDef{
+		{name: "store", value: &f.path, def: defaultStore, env: "SKEIN_STORE",
+			usage: "session database (SQLite), created by the first session stored, or \"memory\" for sessions that end with the process"},
+		{name: "durability", value: &f.durability, def: string(sessions.DurabilityProcess), env: "SKEIN_DURABILITY",
+			usage: "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit)"},
 	}
-	fs.StringVar(&f.durability, "durability", durability, "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit); env SKEIN_DURABILITY")
 }
 
 // check validates the flag's value, returning a usage message.
 func (f *storeFlag) check() error {
 	if !f.registered {
 		return nil
+	}
+	if f.envErr != nil {
+		return f.envErr
 	}
 	if f.path == "" {
 		return errors.New("--store must name a database file or be \"memory\"")
@@ -58,8 +61,10 @@ func (f *storeFlag) check() error {
 // memory reports whether the store is the in-memory one.
 func (f *storeFlag) memory() bool { return !f.registered || f.path == storeMemory }
 
-// open opens the store's backend, creating the database file (and its
-// directory, user-only) when it is missing.
+// open returns the store's backend: the in-memory one, or the SQLite
+// file opened lazily (sqlite.Lazy): the file and its directory are made
+// by the first write, so a run that stores nothing leaves none behind,
+// and until then reads answer as an empty store.
 func (f *storeFlag) open() (sessions.Backend, error) {
 	if f.memory() {
 		return sessions.NewMemoryBackend(), nil
@@ -68,9 +73,40 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := sqlite.Open(f.path, sqlite.WithDurability(d))
+	b, err := sqlite.OpenLazy(f.path, sqlite.WithDurability(d))
 	if err != nil {
 		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
+// openReadOnly opens the store's existing database for reading only
+// (see sqlite.ReadOnly); a database of an older schema is opened for
+// writing once, to migrate it.
+func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
+	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
+	if errors.Is(err, sqlite.ErrNeedsMigration) {
+		return f.openNow()
+	}
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
+// openNow is open that opens an existing file at once, so that a file
+// that is not a session database is reported before any work starts
+// (the sessions commands, serve). It creates nothing.
+func (f *storeFlag) openNow() (sessions.Backend, error) {
+	b, err := f.open()
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := b.(*sqlite.Lazy); ok {
+		if err := l.OpenExisting(); err != nil {
+			l.Close()
+			return nil, &storeError{err}
+		}
 	}
 	return b, nil
 }
@@ -98,11 +134,19 @@ func failState(io stdio, cmd string, err error) int {
 }
 
 // hint returns advice for a script error caused by the durable store, or
-// "": a session that "already exists" there is most often one an earlier
-// run stored under a fixed id.
+// "": a store file that cannot be opened (found at the first call that
+// needed it), or a session that "already exists", most often one an
+// earlier run stored under a fixed id.
 func (f *storeFlag) hint(err error) string {
+	if f.memory() {
+		return ""
+	}
+	var oe *sqlite.OpenError
+	if errors.As(err, &oe) {
+		return fmt.Sprintf("hint: the session store %s cannot be opened: --store names another, --store memory runs without one", f.path)
+	}
 	var se *sessions.Error
-	if f.memory() || !errors.As(err, &se) || !errors.Is(se.Err, sessions.ErrExists) {
+	if !errors.As(err, &se) || !errors.Is(se.Err, sessions.ErrExists) {
 		return ""
 	}
 	rm := "skein sessions rm " + se.ID

@@ -48,13 +48,15 @@ func testCommand(args []string, std stdio) int {
 	fs.Lookup("llm-replay").Usage = "answer the model calls of every test from this JSONL fixture (a test file's own <name>.llm.jsonl wins)"
 	var opts testOptions
 	var runExpr, shardSpec string
-	fs.StringVar(&runExpr, "run", "", "run only the tests whose function name matches this regular expression")
-	fs.BoolVar(&opts.verbose, "v", false, "print every test's name, status, duration and printed output")
-	fs.BoolVar(&opts.json, "json", false, "print one JSON object per test on stdout (the summary line goes to stderr)")
-	fs.StringVar(&opts.junit, "junit", "", "also write a JUnit XML report to this file")
-	fs.IntVar(&opts.parallel, "parallel", runtime.NumCPU(), "how many tests run at once")
-	fs.StringVar(&shardSpec, "shard", "", "run only shard I of N, written I/N with 1 <= I <= N: a stable split of the tests across CI machines")
-	fs.BoolVar(&opts.failFast, "fail-fast", false, "start no test after the first failure")
+	registerFlags(fs, []flagDef{
+		{name: "run", value: &runExpr, usage: "run only the tests whose function name matches this regular expression"},
+		{name: "v", value: &opts.verbose, usage: "print every test's name, status, duration and printed output"},
+		{name: "json", value: &opts.json, usage: "print one JSON object per test on stdout (the summary line goes to stderr)"},
+		{name: "junit", value: &opts.junit, usage: "also write a JUnit XML report to this file"},
+		{name: "parallel", value: &opts.parallel, def: strconv.Itoa(runtime.NumCPU()), usage: "how many tests run at once"},
+		{name: "shard", value: &shardSpec, usage: "run only shard I of N, written I/N with 1 <= I <= N: a stable split of the tests across CI machines"},
+		{name: "fail-fast", value: &opts.failFast, usage: "start no test after the first failure"},
+	})
 	if code, stop := parseFlags(fs, testUsage, args, std); stop {
 		return code
 	}

@@ -123,7 +123,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        target,
 		Header:     h,
-		Body:       wire.Whole(body),
+		Body:       body,
 		Timeout:    p.timeout,
 		Secret:     p.key,
 		Fail:       failure,

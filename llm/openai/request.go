@@ -156,9 +156,9 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 // wireProtocol names this package's message forms in an llm.WireCache.
 const wireProtocol = "openai-chat"
 
-// encodeMessageJSON returns the JSON of one message on the wire.
-func encodeMessageJSON(m *sessions.Message) ([]byte, error) {
-	out, err := encodeMessage(m)
+// encodeMessageJSON returns the JSON of message i on the wire.
+func encodeMessageJSON(msgs []sessions.Message, i int) ([]byte, error) {
+	out, err := encodeMessage(&msgs[i])
 	if err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        p.url,
 		Header:     h,
-		Body:       wire.Whole(body),
+		Body:       body,
 		Timeout:    p.timeout,
 		Secret:     p.key,
 		Fail:       openai.Failure,

@@ -188,7 +188,7 @@ function renderEvent(e) {
 async function sessionPage(id) {
   const q = new URLSearchParams(location.search);
   let view = VIEWS.includes(q.get("view")) ? q.get("view") : "basic";
-  let session, messages = [], events = [], live = null, source = null;
+  let session, messages = [], events = [], live = null, source = null, state = null;
 
   const title = el("h1", {});
   const meta = el("div", { class: "meta" });
@@ -213,10 +213,17 @@ async function sessionPage(id) {
   }
   viewGroup.addEventListener("change", e => setView(e.target.value));
 
+  // What the running loop is doing, from its latest state event.
+  function stateText() {
+    if (state && state.state === "llm_generating") return "generating…";
+    if (state && state.state === "tool_executing") return `running tool ${state.tool || ""}…`;
+    return "running…";
+  }
+
   function renderHead() {
     document.title = (session.title || session.id) + " · skein";
     title.textContent = session.title || session.id;
-    badge.replaceChildren(statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " running…") : null);
+    badge.replaceChildren(statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " " + stateText()) : null);
     meta.replaceChildren(`id ${session.id}`, session.agent ? ` · agent ${session.agent}` : "", session.repoId ? ` · repo ${session.repoId}` : "",
       ` · ${session.messageCount} messages · ${session.turns} turns · updated ${fmtTime(session.updatedAt)}`,
       session.metadata && session.metadata.reason ? ` · ended: ${session.metadata.reason}` : "");
@@ -262,6 +269,11 @@ async function sessionPage(id) {
       if (e.type === "text_delta") {
         live = (live || "") + e.text;
         renderTranscript();
+        return;
+      }
+      if (e.type === "state") { // live only, never stored
+        state = e.state === "idle" ? null : e;
+        if (session) renderHead();
         return;
       }
       if (events.length && e.seq <= events[events.length - 1].seq) return;

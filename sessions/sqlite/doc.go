@@ -19,6 +19,19 @@
 // version is newer than this skein knows is refused, as is a file that
 // is some other application's database (PRAGMA application_id).
 //
+// OpenLazy returns a Lazy backend instead, which is what the CLI uses: it
+// opens the file only when a call needs it and creates it only with the
+// first session (or run record) it stores, answering reads as an empty
+// store until the file exists, so a process that stores nothing leaves no
+// file and pays nothing to open one.
+//
+// A file or directory that cannot be written fails Open with ErrReadOnly,
+// saying which of the two it is (SQLite says only "unable to open database
+// file"). ReadOnly opens a database for reading only (the CLI's sessions
+// ls, show and export, and runs): nothing is created or migrated, and a
+// read-only file or directory can be read; when SQLite cannot create the
+// -shm file there and no -wal file exists, the file is opened immutable.
+//
 // # Durability
 //
 // WithDurability picks what a commit survives. DurabilityProcess (the

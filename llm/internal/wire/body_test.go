@@ -1,64 +1,64 @@
 package wire
 
 import (
-	"encoding/json"
 	"io"
 	"testing"
 	"testing/iotest"
 )
 
-// TestBody checks that a body assembled from pieces reads, whole and in
-// reads of any size, as the JSON object of its fields and its array of
-// items, and that it shares the items instead of copying them.
+// TestBody checks the assembly of request bodies from encoded items:
+// empty items stand for none, turns merge consecutive items of one role,
+// and nothing is HTML-escaped.
 func TestBody(t *testing.T) {
-	items := [][]byte{[]byte(`{"role":"user","content":"hi"}`), []byte(`{"role":"assistant","content":"hello"}`)}
-	more := [][]byte{[]byte(`{"role":"user","content":"bye"}`)}
-	for _, tc := range []struct {
+	turns := NewTurns("parts", 0)
+	turns.Add("user", []byte(`1`))
+	turns.Add("user", nil)
+	turns.Add("user", []byte(`2`))
+	turns.Add("model", []byte(`"<&>"`))
+	turns.Add("user", []byte(`3`))
+	tests := []struct {
 		name   string
 		fields any
 		lists  [][][]byte
 		want   string
 	}{
-		{"fields and two lists", map[string]any{"model": "m", "stream": true}, [][][]byte{items, more},
-			`{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"},{"role":"user","content":"bye"}],"model":"m","stream":true}`},
-		{"no fields", struct{}{}, [][][]byte{items}, `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`},
-		{"no items", map[string]any{"model": "m"}, nil, `{"messages":[],"model":"m"}`},
-		{"empty lists", map[string]any{"model": "m"}, [][][]byte{nil, more, nil, items[:1]},
-			`{"messages":[{"role":"user","content":"bye"},{"role":"user","content":"hi"}],"model":"m"}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			j, err := Body(tc.fields, "messages", tc.lists...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := string(j.Bytes()); got != tc.want {
-				t.Errorf("Bytes() = %s, want %s", got, tc.want)
-			}
-			if j.Len() != len(tc.want) {
-				t.Errorf("Len() = %d, want %d", j.Len(), len(tc.want))
-			}
-			if !json.Valid(j.Bytes()) {
-				t.Errorf("not JSON: %s", j.Bytes())
-			}
-			for _, r := range []io.Reader{j.Reader(), iotest.OneByteReader(j.Reader()), iotest.HalfReader(j.Reader())} {
-				got, err := io.ReadAll(r)
-				if err != nil || string(got) != tc.want {
-					t.Errorf("read %q, %v; want %s", got, err, tc.want)
-				}
-			}
-			if err := iotest.TestReader(j.Reader(), []byte(tc.want)); err != nil {
-				t.Error(err)
-			}
-		})
+		{"no items, no fields", struct{}{}, nil, `{"k":[]}`},
+		{"empty items", map[string]any{"a": "<b>"}, [][][]byte{{nil, {}}, {nil}}, `{"k":[],"a":"<b>"}`},
+		{"items across lists", map[string]int{"n": 1}, [][][]byte{{[]byte(`1`), nil}, {}, {nil, []byte(`2`), []byte(`3`)}}, `{"k":[1,2,3],"n":1}`},
+		{"turns", struct{}{}, [][][]byte{{turns.Bytes()}}, `{"k":[{"role":"user","parts":[1,2]},{"role":"model","parts":["<&>"]},{"role":"user","parts":[3]}]}`},
 	}
+	for _, tt := range tests {
+		got, err := Body(tt.fields, "k", tt.lists...)
+		if err != nil || string(got.Bytes()) != tt.want || got.Len() != len(tt.want) {
+			t.Fatalf("%s: got %s, %v, want %s", tt.name, got.Bytes(), err, tt.want)
+		}
+		// Read in pieces of any size, it is the same.
+		for _, r := range []io.Reader{got.Reader(), iotest.OneByteReader(got.Reader()), iotest.HalfReader(got.Reader())} {
+			if read, err := io.ReadAll(r); err != nil || string(read) != tt.want {
+				t.Errorf("%s: read %s, %v, want %s", tt.name, read, err, tt.want)
+			}
+		}
+		if err := iotest.TestReader(got.Reader(), []byte(tt.want)); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+	if got := string(Object("parts", [][]byte{nil, []byte(`{"text":"a"}`), []byte(`{"text":"b"}`)})); got != `{"parts":[{"text":"a"},{"text":"b"}]}` {
+		t.Errorf("Object: %s", got)
+	}
+	if got := string(appendString(nil, "a\"b<")); got != `"a\"b<"` {
+		t.Errorf("appendString: %s", got)
+	}
+}
+
+// TestBodyShares checks that a body shares the items it is built from
+// instead of copying them.
+func TestBodyShares(t *testing.T) {
+	items := [][]byte{[]byte(`{"role":"user","content":"hi"}`), []byte(`{"role":"assistant","content":"hello"}`)}
 	j, err := Body(struct{}{}, "messages", items)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if &j.items[0][0][0] != &items[0][0] {
 		t.Error("the body copied an item instead of sharing it")
-	}
-	if got := Whole([]byte(`{}`)); string(got.Bytes()) != `{}` || got.Len() != 2 {
-		t.Errorf("Whole: %s, %d", got.Bytes(), got.Len())
 	}
 }

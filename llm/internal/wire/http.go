@@ -1,8 +1,9 @@
-// Package wire holds what skein's HTTP provider clients (llm/openai and
-// llm/anthropic) share: sending one JSON request under a per-request
-// timeout, reading server-sent events, turning transport and HTTP failures
-// into categorised *llm.Error values, and keeping the API key out of every
-// error.
+// Package wire holds what skein's HTTP provider clients (llm/openai,
+// llm/openairesponses, llm/anthropic and llm/gemini) share: assembling a
+// JSON request body from cached message forms, sending it under a
+// per-request timeout, reading server-sent events, turning transport and
+// HTTP failures into categorised *llm.Error values, and keeping the API
+// key out of every error.
 package wire
 
 import (
