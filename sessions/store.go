@@ -992,3 +992,36 @@ func (s *Store) Unload(id string) {
 	defer s.mu.Unlock()
 	s.lru.Remove(id)
 }
+
+// Refresh drops the live copy of session id when it is stale: when the
+// backend holds a version another process wrote since this store loaded
+// or last wrote it. The next use reloads it. A process that shares a
+// durable backend with others calls it before it reads or starts work on
+// a session another process may have written (a replica of skein serve
+// does, before each read and each turn). It does nothing for a session
+// that is not live or a backend that is not durable, and reads only the
+// session's metadata otherwise.
+func (s *Store) Refresh(ctx context.Context, id string) error {
+	if !s.backend.Durable() {
+		return nil
+	}
+	sess, ok := s.lru.Peek(id)
+	if !ok {
+		return nil
+	}
+	rec, err := s.backend.LoadMeta(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		s.forget(id, sess)
+		return nil
+	}
+	if err != nil {
+		return wrap(id, err)
+	}
+	sess.mu.Lock()
+	stale := rec.Version != sess.storedVersion()
+	sess.mu.Unlock()
+	if stale {
+		s.forget(id, sess)
+	}
+	return nil
+}

@@ -32,6 +32,7 @@ type serveFlags struct {
 	tokenFile   string
 	grace       time.Duration
 	maxBody     int64
+	poll        time.Duration
 }
 
 // flags is the table of serve's own flags.
@@ -46,6 +47,8 @@ func (f *serveFlags) flags() []flagDef {
 		{name: "token-file", value: &f.tokenFile, usage: "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)"},
 		{name: "grace", value: &f.grace, def: (30 * time.Second).String(), usage: "on SIGTERM, how long running turns may finish before they are cancelled"},
 		{name: "max-body", value: &f.maxBody, def: strconv.FormatInt(serve.DefaultMaxBodyBytes, 10), usage: "largest request body in bytes"},
+		{name: "poll-interval", value: &f.poll, def: serve.DefaultPollInterval.String(),
+			usage: "how often to look for what other processes sharing the store did (events for SSE streams, cancels of this server's turns, turns a stopped process left behind)"},
 	}
 }
 
@@ -78,6 +81,8 @@ func serveCommand(args []string, io stdio) int {
 		return usageError(io, fs.Name(), "--grace must not be negative")
 	case f.maxBody < 1:
 		return usageError(io, fs.Name(), "--max-body must be >= 1")
+	case f.poll <= 0:
+		return usageError(io, fs.Name(), "--poll-interval must be positive")
 	}
 	token, generated, err := serveToken(f.tokenFile)
 	if err != nil {
@@ -109,7 +114,7 @@ func serveCommand(args []string, io stdio) int {
 	}
 	logger := slog.New(slog.NewTextHandler(io.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed

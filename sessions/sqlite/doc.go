@@ -45,7 +45,7 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 6)
+// # Schema (version 7)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -58,6 +58,8 @@
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
+//	locks     name holder host pid expires interrupt     key name
+//	          cross-process locks (version 7, see NewLocker)
 //
 // messages and events are WITHOUT ROWID tables (version 5): rows are
 // stored in key order in one b-tree, so an append changes one page of

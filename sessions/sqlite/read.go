@@ -39,7 +39,7 @@ func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error)
 		if err != nil {
 			return err
 		}
-		if r.Events, err = loadEvents(ctx, tx, st.sid, id); err != nil {
+		if r.Events, err = loadEvents(ctx, tx, st.sid, id, 0, 0); err != nil {
 			return sessions.IDError(id, err)
 		}
 		rec = r
@@ -74,20 +74,26 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, error) {
 	var events []sessions.Event
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		var sid int64
-		if err := tx.QueryRowContext(ctx, `SELECT sid FROM sessions WHERE id = ?`, id).Scan(&sid); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				err = sessions.ErrNotFound
-			}
+		sid, err := sessionSID(ctx, tx, id)
+		if err != nil {
 			return sessions.IDError(id, err)
 		}
-		var err error
-		if events, err = loadEvents(ctx, tx, sid, id); err != nil {
+		if events, err = loadEvents(ctx, tx, sid, id, 0, 0); err != nil {
 			return sessions.IDError(id, err)
 		}
 		return nil
 	})
 	return events, err
+}
+
+// sessionSID returns the row key of session id (sessions.ErrNotFound).
+func sessionSID(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
+	var sid int64
+	err := tx.QueryRowContext(ctx, `SELECT sid FROM sessions WHERE id = ?`, id).Scan(&sid)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = sessions.ErrNotFound
+	}
+	return sid, err
 }
 
 // LoadAppended returns the messages the session's "message" events
@@ -232,18 +238,22 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	return rec, &st, nil
 }
 
-// loadEvents reads session sid's event log, oldest first.
-func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string) ([]sessions.Event, error) {
+// loadEvents reads session sid's events with seq > after, oldest first:
+// at most limit of them, or all when limit is 0.
+func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, limit int) ([]sessions.Event, error) {
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE sid = ?`, sid).Scan(&n); err != nil || n == 0 {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE sid = ? AND seq > ?`, sid, after).Scan(&n); err != nil || n == 0 {
 		return nil, err
+	}
+	if limit > 0 {
+		n = min(n, limit)
 	}
 	events := make([]sessions.Event, n)
 	dec := newDecoder("event", n, func(i int, data []byte) (err error) {
 		events[i].Data, err = jsonvalue.DecodeObject(data)
 		return err
 	})
-	i, err := readEvents(ctx, tx, sid, id, events, dec)
+	i, err := readEvents(ctx, tx, sid, id, after, events, dec)
 	// Wait for the decoder's workers even after a read error.
 	if derr := dec.wait(); err == nil {
 		err = derr
@@ -257,10 +267,10 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string) ([]sessio
 	return events, nil
 }
 
-// readEvents fills events with the rows of session sid's log, handing
-// their data to dec, and returns how many it read.
-func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, events []sessions.Event, dec *decoder) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, corr_id, data FROM events WHERE sid = ? ORDER BY seq`, sid)
+// readEvents fills events with the rows of session sid's log after seq
+// after, handing their data to dec, and returns how many it read.
+func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, events []sessions.Event, dec *decoder) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, corr_id, data FROM events WHERE sid = ? AND seq > ? ORDER BY seq`, sid, after)
 	if err != nil {
 		return 0, err
 	}

@@ -12,12 +12,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -200,4 +200,20 @@ DROP INDEX sessions_by_updated;
 // written before version 6 have none (NULL) and are read unchecked.
 const migration6 = `
 ALTER TABLE messages ADD COLUMN crc INTEGER;
+`
+
+// migration7 adds the cross-process locks (sessions.Locker, see
+// locks.go): one row per held lock, naming its holder (a token per
+// lock), the holder's process (host and pid, to tell whether it is
+// alive), when its lease ends, and the reason another holder asked for
+// it with, if one did.
+const migration7 = `
+CREATE TABLE locks (
+	name      TEXT    PRIMARY KEY,
+	holder    TEXT    NOT NULL,
+	host      TEXT    NOT NULL,
+	pid       INTEGER NOT NULL,
+	expires   INTEGER NOT NULL,
+	interrupt TEXT
+) STRICT, WITHOUT ROWID;
 `

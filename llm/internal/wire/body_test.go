@@ -2,8 +2,11 @@ package wire
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/skein-dev/skein/llm"
 )
 
 // TestBody checks the assembly of request bodies from encoded items:
@@ -60,5 +63,18 @@ func TestBodyShares(t *testing.T) {
 	}
 	if &j.items[0][0][0] != &items[0][0] {
 		t.Error("the body copied an item instead of sharing it")
+	}
+}
+
+// TestEventReaderTerminator: a stream that must end with an event and
+// ends before it is a transient network error, not io.EOF.
+func TestEventReaderTerminator(t *testing.T) {
+	r := NewEventReader(strings.NewReader("data: a\n\n"), "[DONE]")
+	if _, data, err := r.Next(); err != nil || string(data) != "a" {
+		t.Fatalf("first event %q, %v", data, err)
+	}
+	_, _, err := r.Next()
+	if e, ok := llm.AsError(err); !ok || e.Category != llm.Network || e.Message != "stream ended before [DONE]: the reply is incomplete" {
+		t.Fatalf("got %v", err)
 	}
 }
