@@ -16,7 +16,7 @@ import (
 // callRows are the options agent_loop and llm_call share.
 var callRows = []option{
 	{Name: "provider", Kind: kindString, DefaultDoc: "the run's (`--provider`, `SKEIN_PROVIDER`, else from the model)",
-		Doc: "The provider: `mock`, `openai`, `anthropic`, `ollama`, `openai_compatible`, or any name with a `base_url`."},
+		Doc: "The provider: `mock`, a named provider of docs/providers.md (`openai`, `openai_responses`, `anthropic`, `gemini`, `azure`, `ollama`, `openrouter`, ...), or any other name with a `base_url` (an OpenAI-compatible server)."},
 	{Name: "model", Kind: kindString, DefaultDoc: "the run's (`--model`)", Doc: "The model name sent to the provider."},
 	{Name: "base_url", Kind: kindString, DefaultDoc: "the provider's", Doc: "The server's base URL (an OpenAI-compatible server for an unknown provider name)."},
 	{Name: "session_id", Kind: kindString, Type: "string or None",

@@ -220,7 +220,7 @@ type vmConfig struct {
 
 // newState builds a VM from the flags. The returned close function
 // flushes the --llm-record file and releases the store.
-func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error) {
+func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, error) {
 	clock := c.clock
 	if clock == nil {
 		clock = time.Now
@@ -301,7 +301,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		closers = append(closers, func() error { return errors.Join(rec.Err(), file.Close()) })
 	}
 	st, err := builtins.NewState(vm.Options{
-		Store: store, Clock: clock, NewID: c.ids, Stdout: io.out, Stderr: io.err,
+		Store: store, Clock: clock, NewID: c.ids, Stdout: std.out, Stderr: std.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
 		Workspace: policy,
 	})

@@ -1,5 +1,7 @@
 package sqlite
 
+import "github.com/skein-dev/skein/sessions/internal/rowstore"
+
 // maxKnown bounds the states knownStates keeps; past it, it starts over.
 const maxKnown = 1024
 
@@ -11,22 +13,22 @@ const maxKnown = 1024
 // its version (and a deleted session's sid is never reused), so a
 // matching row is in that state. The caller holds Backend.wmu.
 type knownStates struct {
-	m map[string]*state
+	m map[string]*rowstore.State
 }
 
 // get returns the known state of session id if its version is base, or
 // nil.
-func (k *knownStates) get(id string, base int64) *state {
-	if st := k.m[id]; st != nil && st.version == base {
+func (k *knownStates) get(id string, base int64) *rowstore.State {
+	if st := k.m[id]; st != nil && st.Version == base {
 		return st
 	}
 	return nil
 }
 
 // put records st as session id's state.
-func (k *knownStates) put(id string, st *state) {
+func (k *knownStates) put(id string, st *rowstore.State) {
 	if k.m == nil || len(k.m) >= maxKnown {
-		k.m = make(map[string]*state)
+		k.m = make(map[string]*rowstore.State)
 	}
 	k.m[id] = st
 }
