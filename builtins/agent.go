@@ -189,7 +189,7 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 			return nil, fail(fn, err)
 		}
 	} else {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithRedactor(st.Store.Redactor()))
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithIDs(st.NewID), sessions.WithRedactor(st.Store.Redactor()))
 		if err != nil {
 			return nil, err
 		}

@@ -210,9 +210,12 @@ type vmConfig struct {
 // newState builds a VM from the flags. The returned close function
 // flushes the --llm-record file and releases the store.
 func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error) {
-	clock := c.clock
+	clock, ids := c.clock, c.ids
 	if clock == nil {
 		clock = time.Now
+	}
+	if ids == nil {
+		ids = vm.UUIDv7
 	}
 	policy, err := f.policy(c.root)
 	if err != nil {
@@ -226,7 +229,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock)}
+	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock), sessions.WithIDs(ids)}
 	var eventLog *export.ForensicLog
 	if f.eventLog != "" {
 		if eventLog, err = export.NewForensicLog(f.eventLog); err != nil {
@@ -290,7 +293,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		closers = append(closers, func() error { return errors.Join(rec.Err(), file.Close()) })
 	}
 	st, err := builtins.NewState(vm.Options{
-		Store: store, Clock: clock, NewID: c.ids, Stdout: io.out, Stderr: io.err,
+		Store: store, Clock: clock, NewID: ids, Stdout: io.out, Stderr: io.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
 		Workspace: policy,
 	})
