@@ -21,7 +21,7 @@ const (
 func sessionsShow(args []string, io stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("show", &store)
-	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results) or debug (plus every event)")
+	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results, message ids and times, models and usage) or debug (plus every event)")
 	ids, code, stop := parseInterleaved(fs, args, io)
 	if stop {
 		return code
