@@ -22,10 +22,11 @@ import (
 //
 // A provider package caches whatever form it builds a request from (the
 // encoded JSON of the message, or a role and its content blocks) with
-// WireForms, under its protocol's name. A form must depend on the message
-// alone, not on its neighbours or on its being last: what depends on
-// those (merging turns, cache breakpoints) is done when the request is
-// assembled.
+// WireForms, under its protocol's name. A form may depend on the message
+// and on the messages before it (a form is reused only while all of those
+// are unchanged), never on the messages after it or on its being last:
+// what depends on those (merging turns, cache breakpoints) is done when
+// the request is assembled.
 type WireCache struct {
 	mu    sync.Mutex
 	forms map[string]any // protocol -> *wireForms[T]
@@ -40,11 +41,12 @@ type wireForms[T any] struct {
 
 // WireForms returns the wire form of each of msgs under protocol: the
 // cached form for each message of the previous call of the same protocol
-// at the same position and address, encode(m) for the others. The result
+// at the same position and address (and so with the same messages before
+// it), encode(msgs, i) for the others, in order. The result
 // is the cache's until the next call: the caller must not modify it. With
 // a nil cache every message is encoded. An error of encode is returned
 // with the message's index (a *MessageError).
-func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, encode func(*sessions.Message) (T, error)) ([]T, error) {
+func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, encode func(msgs []sessions.Message, i int) (T, error)) ([]T, error) {
 	cached := &wireForms[T]{}
 	if c != nil {
 		c.mu.Lock()
@@ -61,7 +63,7 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 	}
 	forms := cached.forms[:i]
 	for j := i; j < len(msgs); j++ {
-		form, err := encode(&msgs[j])
+		form, err := encode(msgs, j)
 		if err != nil {
 			cached.msgs, cached.forms = cached.msgs[:i], forms[:i]
 			return nil, &MessageError{Index: j, Err: err}

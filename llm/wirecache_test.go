@@ -13,9 +13,9 @@ import (
 // anything else (a new array, another protocol, no cache) encodes.
 func TestWireForms(t *testing.T) {
 	encoded := 0
-	enc := func(m *sessions.Message) (string, error) {
+	enc := func(ms []sessions.Message, i int) (string, error) {
 		encoded++
-		return m.Text, nil
+		return ms[i].Text, nil
 	}
 	msgs := make([]sessions.Message, 0, 10)
 	for i := range 3 {
@@ -57,7 +57,7 @@ func TestWireForms(t *testing.T) {
 		}
 	}
 	bad := errors.New("bad")
-	_, err := WireForms(c, "p", msgs, func(m *sessions.Message) (string, error) { return "", bad })
+	_, err := WireForms(c, "p", msgs, func([]sessions.Message, int) (string, error) { return "", bad })
 	var me *MessageError
 	if !errors.As(err, &me) || me.Index != 0 || !errors.Is(err, bad) || err.Error() != "message 0: bad" {
 		t.Fatalf("encode error: %v", err)

@@ -12,7 +12,14 @@
 // Invariants:
 //
 //   - One turn at a time per session; at most Config.MaxRunning turns at
-//     once; at most Config.MaxSessions served sessions active at once.
+//     once in this process; at most Config.MaxSessions served sessions
+//     active at once. The first and the last hold across every server
+//     sharing the store (replicas): a turn holds its session's turn lock
+//     (sessions.Locker, from the backend when it is shared), and the
+//     active count is read from the store under a create lock.
+//   - An SSE stream sees the events of every process writing the
+//     session: those of this one as they are committed, those of others
+//     from the store within Config.PollInterval.
 //   - A prompt is acknowledged (202) only once its user message is
 //     committed to the store.
 //   - Every turn ends with the session valid provider input: a cancelled

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skein-dev/skein/agent"
@@ -28,6 +29,12 @@ type client struct {
 	events chan sessions.Event
 	gone   chan struct{} // closed when the client is dropped or the hub closes
 	once   sync.Once
+	// wake is signalled when the store holds events of the session this
+	// client has not sent (written by another process): the stream then
+	// reads them from the store.
+	wake chan struct{}
+	// sent is the seq of the last stored event the stream sent.
+	sent atomic.Int64
 }
 
 func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
@@ -38,7 +45,7 @@ func newHub(size int, m *metrics) *hub {
 
 // subscribe registers a client for the events of session id.
 func (h *hub) subscribe(id string) *client {
-	c := &client{events: make(chan sessions.Event, h.size), gone: make(chan struct{})}
+	c := &client{events: make(chan sessions.Event, h.size), gone: make(chan struct{}), wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -84,6 +91,32 @@ func (h *hub) publish(e sessions.Event) {
 	}
 }
 
+// streamed returns the ids of the sessions that have clients.
+func (h *hub) streamed() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ids := make([]string, 0, len(h.clients))
+	for id := range h.clients {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// wake tells the clients of session id that its log in the store reaches
+// seq: those that have not sent that far read the rest from the store.
+func (h *hub) wake(id string, seq int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.clients[id] {
+		if c.sent.Load() < seq {
+			select {
+			case c.wake <- struct{}{}:
+			default: // already signalled
+			}
+		}
+	}
+}
+
 // closeAll drops every client and refuses new ones (shutdown).
 func (h *hub) closeAll() {
 	h.mu.Lock()
@@ -125,6 +158,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	// in both and is sent once (by seq); none falls between.
 	c := s.hub.subscribe(id)
 	defer s.hub.unsubscribe(id, c)
+	c.sent.Store(last)
 	rec, err := s.snapshot(r.Context(), id)
 	if err != nil {
 		return err
@@ -151,24 +185,51 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	// sendLive sends a live event: a transient one always, a stored
-	// event only if it is newer than the last sent (the history may hold
-	// it).
-	sendLive := func(e *sessions.Event) error {
-		if !agent.Transient(e.Type) {
-			if e.Seq <= last {
-				return nil
-			}
-			last = e.Seq
+	// sendStored sends a stored event if it is newer than the last sent
+	// (the history, or a catch-up, may have sent it).
+	sendStored := func(e *sessions.Event) error {
+		if e.Seq <= last {
+			return nil
 		}
-		return send(e)
+		if err := send(e); err != nil {
+			return err
+		}
+		last = e.Seq
+		c.sent.Store(last)
+		return nil
+	}
+	// catchUp sends what the store holds after the last event sent:
+	// events written by another process sharing the store.
+	catchUp := func() error {
+		events, err := sessions.EventsAfter(r.Context(), s.store.Backend(), id, last)
+		if err != nil {
+			s.metrics.storeErrors.Inc()
+			return err
+		}
+		for i := range events {
+			if err := sendStored(&events[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// sendLive sends a live event: a transient one always; a stored
+	// event after those before it, which another process may have
+	// written (so the hub did not carry them).
+	sendLive := func(e *sessions.Event) error {
+		if agent.Transient(e.Type) {
+			return send(e)
+		}
+		if e.Seq > last+1 {
+			if err := catchUp(); err != nil {
+				return err
+			}
+		}
+		return sendStored(e)
 	}
 	for i := range rec.Events {
-		if e := &rec.Events[i]; e.Seq > last {
-			if err := send(e); err != nil {
-				return nil
-			}
-			last = e.Seq
+		if err := sendStored(&rec.Events[i]); err != nil {
+			return nil
 		}
 	}
 	rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
@@ -190,6 +251,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 					break
 				}
 				e = <-c.events
+			}
+		case <-c.wake:
+			if err := catchUp(); err != nil {
+				return nil
 			}
 		case <-beat.C:
 			rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))

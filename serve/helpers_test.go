@@ -178,7 +178,7 @@ func (ts *testServer) create(body any) string {
 func (ts *testServer) waitIdle(id string) {
 	ts.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for ts.srv.isRunning(id) {
+	for ts.srv.runningAnywhere(context.Background(), []string{id})[id] {
 		if time.Now().After(deadline) {
 			ts.t.Fatalf("turn of %s still running", id)
 		}

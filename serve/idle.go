@@ -17,21 +17,29 @@ const reasonIdle = "idle_timeout"
 // that stops it.
 func (s *Server) startReaper() (stop func()) {
 	every := min(max(s.cfg.IdleTimeout/10, 10*time.Millisecond), time.Minute)
+	return s.runEvery(every, func(ctx context.Context) {
+		if err := s.reapIdle(ctx); err != nil && ctx.Err() == nil {
+			s.metrics.storeErrors.Inc()
+			s.log.Error("idle cleanup failed", "err", err)
+		}
+	})
+}
+
+// runEvery calls fn every interval on a goroutine of its own until the
+// returned function is called, which waits for the last call to end.
+func (s *Server) runEvery(interval time.Duration, fn func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(every)
+		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if err := s.reapIdle(ctx); err != nil && ctx.Err() == nil {
-					s.metrics.storeErrors.Inc()
-					s.log.Error("idle cleanup failed", "err", err)
-				}
+				fn(ctx)
 			}
 		}
 	}()
@@ -40,7 +48,11 @@ func (s *Server) startReaper() (stop func()) {
 
 // reapIdle completes, with metadata.reason "idle_timeout", every active
 // served session without activity (no write: no prompt, no agent
-// progress) for the idle timeout and no running turn, and unloads it.
+// progress) for the idle timeout, and unloads it. It holds the
+// session's turn lock while it does, so no turn starts meanwhile in this
+// process or another; a session whose lock is held is busy, not idle.
+// Replicas sharing the store all reap; the lock and a second look at the
+// session under it make each session reaped once.
 func (s *Server) reapIdle(ctx context.Context) error {
 	cutoff := s.store.Now().Add(-s.cfg.IdleTimeout)
 	list, _, err := s.store.Backend().List(ctx, sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}, UpdatedBefore: cutoff})
@@ -48,31 +60,41 @@ func (s *Server) reapIdle(ctx context.Context) error {
 		return err
 	}
 	for _, sum := range list {
-		// Reserve the session against new turns while it is completed
-		// (startTurn refuses a reaping session; a prompt that passed its
-		// status check before this re-checks it once its turn is
-		// registered).
-		s.mu.Lock()
-		served, busy := s.active[sum.ID], s.running[sum.ID] != nil
-		if served && !busy {
-			s.reaping[sum.ID] = true
-		}
-		s.mu.Unlock()
-		if !served || busy {
+		if strOf(sum.Metadata, metaAgent) == "" {
 			continue
 		}
-		err := s.end(ctx, sum.ID, sessions.StatusCompleted, reasonIdle, "")
-		s.mu.Lock()
-		delete(s.reaping, sum.ID)
-		s.mu.Unlock()
+		lk, err := s.locks.TryLock(ctx, turnLock(sum.ID))
+		if errors.Is(err, sessions.ErrLocked) {
+			continue
+		}
 		if err != nil {
-			if errors.Is(err, sessions.ErrNotFound) {
-				s.deactivate(sum.ID, "deleted")
-				continue
-			}
 			return err
 		}
-		s.store.Unload(sum.ID)
+		err = s.reapLocked(ctx, sum.ID, cutoff)
+		s.unlock(lk)
+		if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return err
+		}
 	}
+	return nil
+}
+
+// reapLocked completes session id if it is still active and idle since
+// before cutoff. The caller holds its turn lock.
+func (s *Server) reapLocked(ctx context.Context, id string, cutoff time.Time) error {
+	if err := s.store.Refresh(ctx, id); err != nil {
+		return err
+	}
+	rec, err := s.store.Meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Status != sessions.StatusActive || !rec.UpdatedAt.Before(cutoff) {
+		return nil
+	}
+	if err := s.end(ctx, id, sessions.StatusCompleted, reasonIdle, ""); err != nil {
+		return err
+	}
+	s.store.Unload(id)
 	return nil
 }

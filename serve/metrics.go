@@ -94,13 +94,14 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 
 // healthz handles GET /healthz: 200 while the store answers.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := s.store.Backend().List(r.Context(), sessions.ListFilter{Limit: 1}); err != nil {
+	active, err := s.countActive(r.Context())
+	if err != nil {
 		s.log.Error("health check failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable"})
 		return nil
 	}
 	s.mu.Lock()
-	active, running := len(s.active), len(s.running)
+	running := len(s.running)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "activeSessions": active, "runningTurns": running})
 	return nil

@@ -60,6 +60,12 @@ type Config struct {
 	// Heartbeat is the interval of SSE comment lines on a quiet stream
 	// (default DefaultHeartbeat).
 	Heartbeat time.Duration
+	// PollInterval is how often the server looks for what other
+	// processes sharing a durable store did (default
+	// DefaultPollInterval): events they wrote, for the SSE streams of
+	// this server; interrupts of this server's turns (a cancel or delete
+	// sent to another replica); turns a dead process left behind.
+	PollInterval time.Duration
 	// NewID mints session ids (default: UUIDv7).
 	NewID func() string
 	// Logger receives one line per session change and failure (default:
@@ -76,19 +82,19 @@ type Server struct {
 	mux     *http.ServeMux
 	hub     *hub
 	metrics *metrics
+	locks   sessions.Locker
 
 	// turnCtx is the parent of every turn's context; cancelling it
 	// cancels every running turn (shutdown after the grace period).
 	turnCtx    context.Context
 	cancelAll  context.CancelCauseFunc
 	stopReaper func()
+	stopPoller func()
 	stopWatch  []func()
 
 	mu       sync.Mutex
-	active   map[string]bool  // served sessions with status active
-	creating int              // creations between the limit check and the store
-	running  map[string]*turn // running turns by session id
-	reaping  map[string]bool  // sessions the idle reaper is completing: no turn may start
+	running  map[string]*turn // this process's running turns by session id
+	starting int              // turns between the MaxRunning check and their registration
 	draining bool             // shutting down: no new turns
 	turns    sync.WaitGroup
 }
@@ -124,6 +130,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Heartbeat == 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
@@ -135,19 +144,26 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: %s must be >= 1, got %d", name, v)
 		}
 	}
-	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 {
-		return nil, errors.New("serve: idle timeout, heartbeat and body limit must not be negative")
+	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 || cfg.PollInterval < 0 {
+		return nil, errors.New("serve: idle timeout, heartbeat, poll interval and body limit must not be negative")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, active: map[string]bool{}, running: map[string]*turn{}, reaping: map[string]bool{}}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)
 	s.turnCtx, s.cancelAll = context.WithCancelCause(context.Background())
-	if err := s.loadActive(context.Background()); err != nil {
+	locks, err := newLocker(cfg.Store, cfg.PollInterval)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	s.locks = locks
+	if err := s.healActive(context.Background()); err != nil {
+		locks.Close()
 		return nil, fmt.Errorf("serve: reading the session store: %w", err)
 	}
 	s.stopWatch = []func(){s.store.Observe(s.observe), s.store.ObserveLogged(s.observeLogged)}
 	s.routes()
 	s.stopReaper = s.startReaper()
+	s.stopPoller = s.startPoller()
 	return s, nil
 }
 
@@ -208,31 +224,46 @@ func (s *Server) Close() {
 	s.cancelAll(errShutdown)
 	s.turns.Wait()
 	s.stopReaper()
+	s.stopPoller()
 	for _, stop := range s.stopWatch {
 		stop()
 	}
 	s.hub.closeAll()
+	if err := s.locks.Close(); err != nil {
+		s.log.Error("releasing locks failed", "err", err)
+	}
 }
 
-// loadActive fills s.active with the stored served sessions whose
-// status is active, healing them.
-func (s *Server) loadActive(ctx context.Context) error {
+// healActive heals the stored served sessions whose status is active
+// and whose turn lock is free: a turn that a stopped server did not
+// finish may have left tool calls without results, which it closes, so
+// that every read shows a valid transcript. (A session whose turn lock
+// is held has a turn running in another process.) It counts the active
+// sessions for the metrics.
+func (s *Server) healActive(ctx context.Context) error {
 	list, _, err := s.store.Backend().List(ctx, sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}})
 	if err != nil {
 		return err
 	}
+	n := 0
 	for _, sum := range list {
 		if strOf(sum.Metadata, metaAgent) == "" {
 			continue
 		}
-		// A turn the previous server did not finish (it was killed) may
-		// have left tool calls without results: close them now, so that
-		// every read shows a valid transcript.
-		if err := s.store.Heal(ctx, sum.ID, "interrupted"); err != nil && !errors.Is(err, sessions.ErrNotFound) {
+		n++
+		lk, err := s.locks.TryLock(ctx, turnLock(sum.ID))
+		if errors.Is(err, sessions.ErrLocked) {
+			continue
+		}
+		if err != nil {
 			return err
 		}
-		s.active[sum.ID] = true
+		err = s.store.Heal(ctx, sum.ID, "interrupted")
+		s.unlock(lk)
+		if err != nil && !errors.Is(err, sessions.ErrNotFound) {
+			return err
+		}
 	}
-	s.metrics.sessionsActive.Set(float64(len(s.active)))
+	s.metrics.sessionsActive.Set(float64(n))
 	return nil
 }

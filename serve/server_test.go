@@ -358,32 +358,32 @@ func TestIdleCleanup(t *testing.T) {
 }
 
 // TestPromptRacesIdleReaper pins the pieces that close the race between a
-// prompt and the idle reaper: a session the reaper is completing refuses
-// turns, and a turn registered but refused afterwards (the prompt's
-// second status check) is released without a trace.
+// prompt and the idle reaper: a session the reaper is completing (it
+// holds the session's turn lock) refuses turns, and a turn registered
+// but refused afterwards (the prompt's second status check) is released
+// without a trace.
 func TestPromptRacesIdleReaper(t *testing.T) {
 	ts := newTestServer(t, Config{})
 	id := ts.create(nil)
 
-	ts.srv.mu.Lock()
-	ts.srv.reaping[id] = true
-	ts.srv.mu.Unlock()
-	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"}), http.StatusConflict, "not_active")
-	ts.srv.mu.Lock()
-	delete(ts.srv.reaping, id)
-	ts.srv.mu.Unlock()
+	lk, err := ts.srv.locks.TryLock(context.Background(), turnLock(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"}), http.StatusConflict, "turn_running")
+	lk.Unlock(context.Background())
 
 	// The reaper completed the session after the prompt's first status
 	// check: the turn registered afterwards is released.
 	if err := ts.srv.end(context.Background(), id, sessions.StatusCompleted, reasonIdle, ""); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ts.srv.startTurn(id)
+	tr, err := ts.srv.startTurn(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.srv.releaseTurn(id, tr)
-	if ts.srv.isRunning(id) {
+	if ts.srv.runningAnywhere(context.Background(), []string{id})[id] {
 		t.Fatal("a released turn still counts as running")
 	}
 	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "late"}), http.StatusConflict, "not_active")

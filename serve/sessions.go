@@ -52,24 +52,14 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	} else if e := checkID(id); e != nil {
 		return e
 	}
-	if err := s.reserveSession(); err != nil {
-		return err
-	}
-	err = s.store.Create(r.Context(), id, info)
-	s.mu.Lock()
-	s.creating--
-	if err == nil {
-		s.active[id] = true
-	}
-	s.metrics.sessionsActive.Set(float64(len(s.active)))
-	s.mu.Unlock()
+	n, err := s.createCounted(r.Context(), id, info)
 	if errors.Is(err, sessions.ErrExists) {
 		return errorf(http.StatusConflict, "exists", "session '%s' already exists", id)
 	}
 	if err != nil {
 		return err
 	}
-	s.log.Info("session created", "id", id, "agent", name, "active", s.activeCount())
+	s.log.Info("session created", "id", id, "agent", name, "active", n)
 	rec, err := s.store.Meta(r.Context(), id)
 	if err != nil {
 		return err
@@ -104,25 +94,49 @@ func (s *Server) agentNames() []string {
 	return names
 }
 
-// reserveSession counts a session being created against MaxSessions, or
-// refuses with 429.
-func (s *Server) reserveSession() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n := len(s.active) + s.creating; n >= s.cfg.MaxSessions {
+// createCounted creates session id if fewer than MaxSessions served
+// sessions are active, or refuses with 429. It holds the create lock
+// while it counts and creates, so that replicas sharing the store never
+// exceed the limit together. It returns the active count after.
+func (s *Server) createCounted(ctx context.Context, id string, info sessions.Info) (int, error) {
+	lk, err := s.waitLock(ctx, lockCreate, "")
+	if err != nil {
+		return 0, err
+	}
+	defer s.unlock(lk)
+	n, err := s.countActive(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if n >= s.cfg.MaxSessions {
 		s.log.Info("session refused: limit reached", "active", n, "max", s.cfg.MaxSessions)
-		return &apiError{status: http.StatusTooManyRequests, code: "too_many_sessions", retryAfter: 60,
+		return 0, &apiError{status: http.StatusTooManyRequests, code: "too_many_sessions", retryAfter: 60,
 			message: "the server already has " + strconv.Itoa(n) + " active sessions, its limit (--max-sessions " + strconv.Itoa(s.cfg.MaxSessions) +
 				"); wait for one to end (completed, cancelled, idle timeout or error), or end one with DELETE /api/sessions/{id}, and retry in 60 seconds"}
 	}
-	s.creating++
-	return nil
+	if err := s.store.Create(ctx, id, info); err != nil {
+		return 0, err
+	}
+	s.metrics.sessionsActive.Set(float64(n + 1))
+	return n + 1, nil
 }
 
-func (s *Server) activeCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.active)
+// countActive counts the served sessions (those created through the
+// API, which have an agent) that are active in the store, whichever
+// process created them, and sets the metric.
+func (s *Server) countActive(ctx context.Context) (int, error) {
+	list, _, err := s.store.Backend().List(ctx, sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list {
+		if strOf(list[i].Metadata, metaAgent) != "" {
+			n++
+		}
+	}
+	s.metrics.sessionsActive.Set(float64(n))
+	return n, nil
 }
 
 // listResponse is the body of GET /api/sessions.
@@ -183,8 +197,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		list, total = f.Page(kept), len(kept)
 	}
 	out := listResponse{Sessions: make([]sessionJSON, len(list)), Total: total, Limit: limit, Offset: offset}
+	ids := make([]string, len(list))
 	for i := range list {
-		out.Sessions[i] = toSessionJSON(&list[i], s.isRunning(list[i].ID))
+		ids[i] = list[i].ID
+	}
+	running := s.runningAnywhere(r.Context(), ids)
+	for i := range list {
+		out.Sessions[i] = toSessionJSON(&list[i], running[list[i].ID])
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -221,12 +240,17 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(summaryOf(rec, len(rec.Messages)), s.isRunning(id)), toMessagesJSON(rec)})
+	running := s.runningAnywhere(r.Context(), []string{id})[id]
+	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(summaryOf(rec, len(rec.Messages)), running), toMessagesJSON(rec)})
 	return nil
 }
 
-// snapshot returns the session's full state, or a 404.
+// snapshot returns the session's full state, or a 404. Like meta, it
+// reads what the store holds, whichever process wrote it.
 func (s *Server) snapshot(ctx context.Context, id string) (*sessions.Record, error) {
+	if err := s.store.Refresh(ctx, id); err != nil {
+		return nil, err
+	}
 	rec, err := s.store.Snapshot(ctx, id)
 	if errors.Is(err, sessions.ErrNotFound) {
 		return nil, errNotFound(id)
@@ -234,8 +258,13 @@ func (s *Server) snapshot(ctx context.Context, id string) (*sessions.Record, err
 	return rec, err
 }
 
-// meta returns the session's state without messages, or a 404.
+// meta returns the session's state without messages, or a 404. It
+// first drops the store's live copy of the session if another process
+// wrote the session since.
 func (s *Server) meta(ctx context.Context, id string) (*sessions.Record, error) {
+	if err := s.store.Refresh(ctx, id); err != nil {
+		return nil, err
+	}
 	rec, err := s.store.Meta(ctx, id)
 	if errors.Is(err, sessions.ErrNotFound) {
 		return nil, errNotFound(id)
@@ -260,11 +289,20 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusBadRequest, "bad_query", "query parameter purge must be true or false, got %q", truncate(v, 40))
 	}
 	ctx := r.Context()
+	if _, err := s.meta(ctx, id); err != nil {
+		return err
+	}
+	// The turn lock stops the running turn, wherever it runs, and keeps
+	// new turns and the idle reaper away while the session ends.
+	lk, err := s.waitLock(ctx, turnLock(id), reasonDelete)
+	if err != nil {
+		return err
+	}
+	defer s.unlock(lk)
 	rec, err := s.meta(ctx, id)
 	if err != nil {
 		return err
 	}
-	s.stopTurn(id, errDeleted, true)
 	if purge {
 		err := s.store.Delete(ctx, id)
 		switch {
@@ -275,7 +313,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			return err
 		}
-		s.deactivate(id, "purged")
+		s.ended(ctx, id, "purged")
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
@@ -300,7 +338,8 @@ var errDeleted = errors.New("the session was cancelled")
 
 // end moves an active session to a final status: it heals open tool
 // calls, appends a system message saying why (note), records reason in
-// a status event, and stops counting the session as active.
+// a status event, and stops counting the session as active. The caller
+// holds the session's turn lock.
 func (s *Server) end(ctx context.Context, id string, status sessions.Status, reason, note string) error {
 	if err := s.store.Heal(ctx, id, string(status)); err != nil {
 		return err
@@ -318,21 +357,19 @@ func (s *Server) end(ctx context.Context, id string, status sessions.Status, rea
 	if _, err := s.store.Apply(ctx, id, ch); err != nil {
 		return err
 	}
-	s.deactivate(id, reason)
+	s.ended(ctx, id, reason)
 	return nil
 }
 
-// deactivate stops counting a session as active.
-func (s *Server) deactivate(id, reason string) {
-	s.mu.Lock()
-	_, was := s.active[id]
-	delete(s.active, id)
-	n := len(s.active)
-	s.metrics.sessionsActive.Set(float64(n))
-	s.mu.Unlock()
-	if was {
-		s.log.Info("session ended", "id", id, "reason", reason, "active", n)
+// ended logs a session's leaving the active ones, with the active
+// count after.
+func (s *Server) ended(ctx context.Context, id, reason string) {
+	n, err := s.countActive(ctx)
+	if err != nil {
+		s.log.Info("session ended", "id", id, "reason", reason)
+		return
 	}
+	s.log.Info("session ended", "id", id, "reason", reason, "active", n)
 }
 
 // agentInfo is one entry of GET /api/agents.

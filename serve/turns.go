@@ -17,6 +17,7 @@ type turn struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the turn has ended
+	lock   sessions.Lock // the session's turn lock, held while the turn runs
 
 	once   sync.Once
 	stored chan struct{} // closed when the prompt's user message is logged
@@ -89,13 +90,14 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	case !ok:
 		return errorf(http.StatusConflict, "no_agent", "session '%s' uses agent '%s', which this server does not run", id, name)
 	}
-	t, err := s.startTurn(id)
+	t, err := s.startTurn(ctx, id)
 	if err != nil {
 		return err
 	}
-	// The idle reaper may have completed the session between the status
-	// check above and the turn's registration: check again now that the
-	// registered turn keeps the reaper away.
+	// The session may have changed between the status check above and
+	// the turn lock (the idle reaper completed it, a delete, a turn in
+	// another process): check again now that the lock keeps them away,
+	// reading what the store holds.
 	if rec, err := s.meta(ctx, id); err != nil || rec.Status != sessions.StatusActive {
 		s.releaseTurn(id, t)
 		if err != nil {
@@ -142,44 +144,83 @@ func (s *Server) userTurns(ctx context.Context, id string, index int) (int, erro
 	return n, nil
 }
 
-// startTurn registers a turn of session id, or refuses it: 409 while a
-// turn of the session runs, 429 while MaxRunning turns run, 503 while
-// the server shuts down.
-func (s *Server) startTurn(id string) (*turn, error) {
+// startTurn takes the session's turn lock and registers a turn, or
+// refuses it: 409 while a turn of the session runs (in this process or
+// another sharing the store) or the session is otherwise busy, 429 while
+// MaxRunning turns run in this process, 503 while the server shuts down.
+func (s *Server) startTurn(ctx context.Context, id string) (*turn, error) {
+	s.mu.Lock()
+	switch n := len(s.running) + s.starting; {
+	case s.draining:
+		s.mu.Unlock()
+		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+	case s.running[id] != nil:
+		s.mu.Unlock()
+		return nil, errTurnRunning(id)
+	case n >= s.cfg.MaxRunning:
+		s.mu.Unlock()
+		return nil, &apiError{status: http.StatusTooManyRequests, code: "too_many_turns", retryAfter: retryRunning,
+			message: strconv.Itoa(n) + " turns are running, the server's limit (--max-running " + strconv.Itoa(s.cfg.MaxRunning) + "); retry in " + strconv.Itoa(retryRunning) + " seconds"}
+	}
+	s.starting++
+	s.mu.Unlock()
+	lk, err := s.locks.TryLock(ctx, turnLock(id))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.starting--
 	switch {
+	case errors.Is(err, sessions.ErrLocked):
+		return nil, errTurnRunning(id)
+	case err != nil:
+		return nil, err
 	case s.draining:
+		lk.Unlock(context.WithoutCancel(ctx))
 		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
-	case s.reaping[id]:
-		return nil, errorf(http.StatusConflict, "not_active", "session '%s' is being completed after its idle timeout and accepts no prompts", id)
-	case s.running[id] != nil:
-		return nil, errorf(http.StatusConflict, "turn_running", "a turn of session '%s' is already running (cancel it with POST /api/sessions/%s/cancel)", id, id)
-	case len(s.running) >= s.cfg.MaxRunning:
-		return nil, &apiError{status: http.StatusTooManyRequests, code: "too_many_turns", retryAfter: retryRunning,
-			message: strconv.Itoa(len(s.running)) + " turns are running, the server's limit (--max-running " + strconv.Itoa(s.cfg.MaxRunning) + "); retry in " + strconv.Itoa(retryRunning) + " seconds"}
 	}
-	ctx, cancel := context.WithCancelCause(s.turnCtx)
+	tctx, cancel := context.WithCancelCause(s.turnCtx)
 	if d := s.cfg.TurnTimeout; d > 0 {
-		tctx, tcancel := context.WithTimeoutCause(ctx, d, fmt.Errorf("the turn exceeded its time limit of %s", d))
+		tctx2, tcancel := context.WithTimeoutCause(tctx, d, fmt.Errorf("the turn exceeded its time limit of %s", d))
 		parent := cancel
-		ctx, cancel = tctx, func(cause error) { parent(cause); tcancel() }
+		tctx, cancel = tctx2, func(cause error) { parent(cause); tcancel() }
 	}
-	t := &turn{ctx: ctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{})}
+	t := &turn{ctx: tctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{}), lock: lk}
 	s.running[id] = t
 	s.turns.Add(1)
 	s.metrics.turnsRunning.Inc()
+	// Another request (here or in another process) may ask for the lock:
+	// a cancel or a delete. The turn stops, and gives the lock up when it
+	// has ended.
+	go func() {
+		select {
+		case <-lk.Interrupted():
+			t.cancel(interruptCause(lk.Reason()))
+		case <-t.done:
+		}
+	}()
 	return t, nil
+}
+
+// errTurnRunning is the 409 of a prompt to a session whose turn lock is
+// held.
+func errTurnRunning(id string) error {
+	return errorf(http.StatusConflict, "turn_running", "a turn of session '%s' is already running (cancel it with POST /api/sessions/%s/cancel)", id, id)
 }
 
 // releaseTurn unregisters a turn that startTurn registered but that
 // never ran.
 func (s *Server) releaseTurn(id string, t *turn) {
+	s.metrics.turnsRunning.Dec()
+	s.finishTurn(id, t)
+}
+
+// finishTurn unregisters a turn that has ended (and was counted as
+// such) and gives its lock up.
+func (s *Server) finishTurn(id string, t *turn) {
+	t.cancel(nil)
+	s.unlock(t.lock)
 	s.mu.Lock()
 	delete(s.running, id)
 	s.mu.Unlock()
-	s.metrics.turnsRunning.Dec()
-	t.cancel(nil)
 	close(t.done)
 	s.turns.Done()
 }
@@ -223,35 +264,7 @@ func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
 		}
 	}
 	s.metrics.turnDone(outcome, time.Since(start))
-	s.mu.Lock()
-	delete(s.running, id)
-	s.mu.Unlock()
-	t.cancel(nil)
-	close(t.done)
-	s.turns.Done()
-}
-
-// stopTurn cancels the running turn of session id, if any, with cause;
-// with wait it returns once the turn has ended (healed). It reports
-// whether a turn was running.
-func (s *Server) stopTurn(id string, cause error, wait bool) bool {
-	s.mu.Lock()
-	t := s.running[id]
-	s.mu.Unlock()
-	if t == nil {
-		return false
-	}
-	t.cancel(cause)
-	if wait {
-		<-t.done
-	}
-	return true
-}
-
-func (s *Server) isRunning(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.running[id] != nil
+	s.finishTurn(id, t)
 }
 
 // errCancelRequested is the cancellation cause of POST .../cancel.
@@ -268,7 +281,11 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.meta(r.Context(), id); err != nil {
 		return err
 	}
-	if !s.stopTurn(id, errCancelRequested, false) {
+	held, err := s.locks.Interrupt(r.Context(), turnLock(id), reasonCancel)
+	if err != nil {
+		return err
+	}
+	if !held {
 		return errorf(http.StatusConflict, "no_turn", "no turn of session '%s' is running", id)
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"sessionId": id, "cancelled": true})

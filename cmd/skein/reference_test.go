@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,8 +40,30 @@ func cliReference(t *testing.T) string {
 	for _, c := range []string{"ls", "show"} {
 		section("skein runs "+c, "runs", c)
 	}
-	b.WriteString(cliFooter)
+	fmt.Fprintf(&b, cliFooter, envRows())
 	return b.String()
+}
+
+// envRows are the rows of the environment table for the flags whose
+// default an environment variable gives (the rows of the flag tables
+// with an env), sorted by variable.
+func envRows() string {
+	var rows []string
+	for _, t := range flagTables() {
+		for _, d := range t.defs {
+			if d.env == "" {
+				continue
+			}
+			unset := ""
+			if d.def != "" {
+				unset = fmt.Sprintf("; unset: `%s`", d.def)
+			}
+			rows = append(rows, fmt.Sprintf("| `%s` | the default of `--%s` (%s)%s: %s%s |\n",
+				d.env, d.name, t.commands, envUnitName(d.envUnit), d.usage, unset))
+		}
+	}
+	slices.Sort(rows)
+	return strings.Join(rows, "")
 }
 
 const cliFooter = `
@@ -60,18 +83,25 @@ error prints the Starlark traceback, innermost call last, on stderr.
 
 | variable | meaning |
 |---|---|
-| ` + "`SKEIN_STORE`" + ` | the session database when ` + "`--store`" + ` is not given (default ` + "`.skein/sessions.db`" + `; ` + "`memory`" + ` for none) |
-| ` + "`SKEIN_PROVIDER`" + ` | the default provider when ` + "`--provider`" + ` is not given |
-| ` + "`SKEIN_SESSION_CAP`" + ` | live sessions kept in memory (LRU) when ` + "`--session-cap`" + ` is not given (default 128) |
-| ` + "`SKEIN_DURABILITY`" + ` | what a commit survives when ` + "`--durability`" + ` is not given: ` + "`process`" + ` or ` + "`full`" + ` |
-| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` when ` + "`--token-file`" + ` is not given |
+%s| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` when ` + "`--token-file`" + ` is not given |
 | ` + "`SKEIN_OLLAMA_BASE_URL`" + ` | the Ollama server (default ` + "`http://localhost:11434/v1`" + `) |
 | provider keys and base URLs | ` + "`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`" + ` and the others of [providers.md](providers.md); read from the environment only, never logged |
+
+A variable that does not parse as its flag's value (` + "`SKEIN_SESSION_CAP=many`" + `) is a usage
+error. ` + "`skein test`" + ` ignores ` + "`SKEIN_PROVIDER`" + ` and provider keys: tests are hermetic.
 `
 
 // TestCLIReference keeps docs/cli.md in step with the commands' flags.
 func TestCLIReference(t *testing.T) {
-	for _, k := range []string{"SKEIN_STORE", "SKEIN_PROVIDER", "SKEIN_SESSION_CAP", "SKEIN_DURABILITY", "SKEIN_SERVE_TOKEN", "SKEIN_OLLAMA_BASE_URL"} {
+	envs := []string{"SKEIN_SERVE_TOKEN", "SKEIN_OLLAMA_BASE_URL"}
+	for _, t := range flagTables() {
+		for _, d := range t.defs {
+			if d.env != "" {
+				envs = append(envs, d.env)
+			}
+		}
+	}
+	for _, k := range envs {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

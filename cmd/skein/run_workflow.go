@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/skein-dev/skein/builtins"
@@ -21,15 +23,22 @@ type workflowFlags struct {
 }
 
 func (f *workflowFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.task, "task", "", "workflow files: the run's task (required)")
-	fs.StringVar(&f.runID, "run-id", "", "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)")
-	fs.IntVar(&f.maxSteps, "max-stages", workflow.DefaultMaxSteps, "workflow files: the most stages the run runs (workflow_execute's max_steps)")
-	fs.BoolVar(&f.json, "json", false, "workflow files: print the whole result as JSON instead of the final output")
+	registerFlags(fs, f.flags())
+}
+
+// flags is the table of the workflow flags of skein run.
+func (f *workflowFlags) flags() []flagDef {
+	return []flagDef{
+		{name: "task", value: &f.task, usage: "workflow files: the run's task (required)"},
+		{name: "run-id", value: &f.runID, usage: "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)"},
+		{name: "max-stages", value: &f.maxSteps, def: strconv.Itoa(workflow.DefaultMaxSteps), usage: "workflow files: the most stages the run runs (workflow_execute's max_steps)"},
+		{name: "json", value: &f.json, usage: "workflow files: print the whole result as JSON instead of the final output"},
+	}
 }
 
 // set reports whether any workflow flag was given.
 func (f *workflowFlags) set(fs *flag.FlagSet) bool {
-	return flagSet(fs, "task") || flagSet(fs, "run-id") || flagSet(fs, "max-stages") || flagSet(fs, "json")
+	return slices.ContainsFunc(f.flags(), func(d flagDef) bool { return flagSet(fs, d.name) })
 }
 
 // isWorkflowFile reports whether `skein run` treats file as a workflow.
@@ -42,22 +51,22 @@ func isWorkflowFile(file string) bool {
 // workflow file, runs it (resuming --run-id if that run is unfinished)
 // and prints the final output, or the result as JSON. It exits 1 when
 // the file is invalid or the run does not complete.
-func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
+func runWorkflow(std stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	const cmd = "skein run"
 	if !flagSetNonEmpty(wf.task) {
-		return usageError(io, cmd, "a workflow file needs --task TEXT")
+		return usageError(std, cmd, "a workflow file needs --task TEXT")
 	}
 	if wf.maxSteps < 1 {
-		return usageError(io, cmd, fmt.Sprintf("--max-stages must be >= 1, got %d", wf.maxSteps))
+		return usageError(std, cmd, fmt.Sprintf("--max-stages must be >= 1, got %d", wf.maxSteps))
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file)})
+	st, closeVM, err := vf.newState(std, vmConfig{root: filepath.Dir(file)})
 	if err != nil {
-		return failState(io, cmd, err)
+		return failState(std, cmd, err)
 	}
 	g, err := builtins.LoadGraph(st, file, nil)
 	if err != nil {
 		closeVM()
-		fmt.Fprintf(io.err, "%s: %s\n", cmd, err)
+		fmt.Fprintf(std.err, "%s: %s\n", cmd, err)
 		return exitFailed
 	}
 	ctx, stopRun := runContext(vf.timeout)
@@ -70,20 +79,20 @@ func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	stopRun()
 	closeErr := closeVM()
 	if err != nil {
-		return scriptFailed(io, vf, err)
+		return scriptFailed(std, vf, err)
 	}
 	if wf.json {
-		enc := json.NewEncoder(io.out)
+		enc := json.NewEncoder(std.out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(run.Map()); err != nil {
-			fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+			fmt.Fprintf(std.err, "%s: %v\n", cmd, err)
 			return exitFailed
 		}
 	} else if run.Status == workflow.StatusCompleted {
-		fmt.Fprintln(io.out, run.Output)
+		fmt.Fprintln(std.out, run.Output)
 	}
 	if closeErr != nil {
-		fmt.Fprintf(io.err, "%s: %v\n", cmd, closeErr)
+		fmt.Fprintf(std.err, "%s: %v\n", cmd, closeErr)
 		return exitFailed
 	}
 	if run.Status != workflow.StatusCompleted {
@@ -94,7 +103,7 @@ func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 		if run.Next != "" {
 			msg += fmt.Sprintf(" (resume it with --run-id %s)", run.ID)
 		}
-		fmt.Fprintln(io.err, msg)
+		fmt.Fprintln(std.err, msg)
 		return exitFailed
 	}
 	return exitOK

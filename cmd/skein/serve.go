@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,98 +32,107 @@ type serveFlags struct {
 	tokenFile   string
 	grace       time.Duration
 	maxBody     int64
+	poll        time.Duration
+}
+
+// flags is the table of serve's own flags.
+func (f *serveFlags) flags() []flagDef {
+	return []flagDef{
+		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)"},
+		{name: "agent", value: &f.agents, usage: "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem"},
+		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
+		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once (0: 4 per core)"},
+		{name: "idle-timeout", value: &f.idleTimeout, def: serve.DefaultIdleTimeout.String(), env: "AGENT_SESSION_IDLE_TIMEOUT", envUnit: time.Minute,
+			usage: "complete a session after this long without activity"},
+		{name: "token-file", value: &f.tokenFile, usage: "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)"},
+		{name: "grace", value: &f.grace, def: (30 * time.Second).String(), usage: "on SIGTERM, how long running turns may finish before they are cancelled"},
+		{name: "max-body", value: &f.maxBody, def: strconv.FormatInt(serve.DefaultMaxBodyBytes, 10), usage: "largest request body in bytes"},
+		{name: "poll-interval", value: &f.poll, def: serve.DefaultPollInterval.String(),
+			usage: "how often to look for what other processes sharing the store did (events for SSE streams, cancels of this server's turns, turns a stopped process left behind)"},
+	}
 }
 
 // serveCommand implements `skein serve`: the session API over HTTP.
-func serveCommand(args []string, io stdio) int {
+func serveCommand(args []string, std stdio) int {
 	fs := newFlagSet("serve")
 	var vf vmFlags
 	vf.register(fs)
 	vf.registerStore(fs)
 	var f serveFlags
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:7600", "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
-	fs.Var(&f.agents, "agent", "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem")
-	fs.IntVar(&f.maxSessions, "max-sessions", envInt("AGENT_SESSION_MAX_ACTIVE", serve.DefaultMaxSessions), "active sessions allowed at once; env AGENT_SESSION_MAX_ACTIVE")
-	fs.IntVar(&f.maxRunning, "max-running", 0, "turns allowed to run at once (0: 4 per core)")
-	idle := serve.DefaultIdleTimeout
-	if v := envInt("AGENT_SESSION_IDLE_TIMEOUT", 0); v > 0 {
-		idle = time.Duration(v) * time.Minute
-	}
-	fs.DurationVar(&f.idleTimeout, "idle-timeout", idle, "complete a session after this long without activity; env AGENT_SESSION_IDLE_TIMEOUT in minutes")
-	fs.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)")
-	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running turns may finish before they are cancelled")
-	fs.Int64Var(&f.maxBody, "max-body", serve.DefaultMaxBodyBytes, "largest request body in bytes")
-	if code, stop := parseFlags(fs, serveUsage, args, io); stop {
+	envErr := registerFlags(fs, f.flags())
+	if code, stop := parseFlags(fs, serveUsage, args, std); stop {
 		return code
 	}
-	if err := vf.check(); err != nil {
-		return usageError(io, fs.Name(), err.Error())
+	if err := cmp.Or(envErr, vf.check()); err != nil {
+		return usageError(std, fs.Name(), err.Error())
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
 	case len(f.agents) == 0:
-		return usageError(io, fs.Name(), "no agent: give at least one --agent FILE.star")
+		return usageError(std, fs.Name(), "no agent: give at least one --agent FILE.star")
 	case f.maxSessions < 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
+		return usageError(std, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
 	case f.maxRunning < 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("--max-running must be >= 0, got %d", f.maxRunning))
+		return usageError(std, fs.Name(), fmt.Sprintf("--max-running must be >= 0, got %d", f.maxRunning))
 	case f.idleTimeout <= 0:
-		return usageError(io, fs.Name(), "--idle-timeout must be positive")
+		return usageError(std, fs.Name(), "--idle-timeout must be positive")
 	case f.grace < 0:
-		return usageError(io, fs.Name(), "--grace must not be negative")
+		return usageError(std, fs.Name(), "--grace must not be negative")
 	case f.maxBody < 1:
-		return usageError(io, fs.Name(), "--max-body must be >= 1")
+		return usageError(std, fs.Name(), "--max-body must be >= 1")
+	case f.poll <= 0:
+		return usageError(std, fs.Name(), "--poll-interval must be positive")
 	}
 	token, generated, err := serveToken(f.tokenFile)
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error())
+		return usageError(std, fs.Name(), err.Error())
 	}
 	if generated && !loopback(f.addr) {
-		return usageError(io, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
+		return usageError(std, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return failState(io, fs.Name(), err)
+		return failState(std, fs.Name(), err)
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: cwd, openStore: true})
+	st, closeVM, err := vf.newState(std, vmConfig{root: cwd, openStore: true})
 	if err != nil {
-		return failState(io, fs.Name(), err)
+		return failState(std, fs.Name(), err)
 	}
 	defer closeVM()
 	agents := map[string]serve.Agent{}
 	for _, file := range f.agents {
 		h, err := st.LoadHandler(file)
 		if err != nil {
-			fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+			fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 			return exitUsage
 		}
 		if _, dup := agents[h.Name()]; dup {
-			return usageError(io, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
+			return usageError(std, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
 		}
 		agents[h.Name()] = h
 	}
-	logger := slog.New(slog.NewTextHandler(io.err, nil))
+	logger := slog.New(slog.NewTextHandler(std.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		srv.Close()
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(io.out, "skein serve: listening on %s (agents: %s)\n", url, strings.Join(agentList(agents), ", "))
+	fmt.Fprintf(std.out, "skein serve: listening on %s (agents: %s)\n", url, strings.Join(agentList(agents), ", "))
 	if generated {
 		// The generated token is printed once, here, and nowhere else.
-		fmt.Fprintf(io.out, "skein serve: token %s\nskein serve: viewer %s/?token=%s\n", token, url, token)
+		fmt.Fprintf(std.out, "skein serve: token %s\nskein serve: viewer %s/?token=%s\n", token, url, token)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -132,7 +142,7 @@ func serveCommand(args []string, io stdio) int {
 	select {
 	case err := <-errc:
 		srv.Close()
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String(), "grace", f.grace)
@@ -161,14 +171,6 @@ func agentList(agents map[string]serve.Agent) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// envInt returns the integer value of the environment variable, or def.
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
 }
 
 // serveToken returns the token: from file, else SKEIN_SERVE_TOKEN, else

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/sqlite"
@@ -23,28 +22,32 @@ type storeFlag struct {
 	path       string
 	durability string
 	registered bool
+	envErr     error // see registerFlags
 }
 
-// register adds --store to fs, defaulting to $SKEIN_STORE, else
-// defaultStore.
+// register adds --store and --durability to fs.
 func (f *storeFlag) register(fs *flag.FlagSet) {
-	def := os.Getenv("SKEIN_STORE")
-	if def == "" {
-		def = defaultStore
-	}
 	f.registered = true
-	fs.StringVar(&f.path, "store", def, "session database (SQLite), created by the first session stored, or \"memory\" for sessions that end with the process; env SKEIN_STORE")
-	durability := os.Getenv("SKEIN_DURABILITY")
-	if durability == "" {
-		durability = string(sessions.DurabilityProcess)
+	f.envErr = registerFlags(fs, f.flags())
+}
+
+// flags is the table of --store and --durability.
+func (f *storeFlag) flags() []flagDef {
+	return []flagDef{
+		{name: "store", value: &f.path, def: defaultStore, env: "SKEIN_STORE",
+			usage: "session database (SQLite), created by the first session stored, or \"memory\" for sessions that end with the process"},
+		{name: "durability", value: &f.durability, def: string(sessions.DurabilityProcess), env: "SKEIN_DURABILITY",
+			usage: "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit)"},
 	}
-	fs.StringVar(&f.durability, "durability", durability, "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit); env SKEIN_DURABILITY")
 }
 
 // check validates the flag's value, returning a usage message.
 func (f *storeFlag) check() error {
 	if !f.registered {
 		return nil
+	}
+	if f.envErr != nil {
+		return f.envErr
 	}
 	if f.path == "" {
 		return errors.New("--store must name a database file or be \"memory\"")
@@ -71,6 +74,20 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 		return nil, err
 	}
 	b, err := sqlite.OpenLazy(f.path, sqlite.WithDurability(d))
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
+// openReadOnly opens the store's existing database for reading only
+// (see sqlite.ReadOnly); a database of an older schema is opened for
+// writing once, to migrate it.
+func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
+	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
+	if errors.Is(err, sqlite.ErrNeedsMigration) {
+		return f.openNow()
+	}
 	if err != nil {
 		return nil, &storeError{err}
 	}
@@ -107,13 +124,13 @@ func (e *storeError) Unwrap() error { return e.err }
 // failState reports an error of vmFlags.newState for command cmd on one
 // line and returns the exit code: 1 when the session store cannot be
 // opened, 2 for the others (flag values and files, usage errors).
-func failState(io stdio, cmd string, err error) int {
+func failState(std stdio, cmd string, err error) int {
 	var se *storeError
 	if errors.As(err, &se) {
-		fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+		fmt.Fprintf(std.err, "%s: %v\n", cmd, err)
 		return exitFailed
 	}
-	return usageError(io, cmd, err.Error())
+	return usageError(std, cmd, err.Error())
 }
 
 // hint returns advice for a script error caused by the durable store, or

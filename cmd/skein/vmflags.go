@@ -49,6 +49,7 @@ type vmFlags struct {
 	maxCost    float64
 	prices     *llm.Prices // the table, --prices over the built-in one (set by check)
 	budget     *llm.Budget // every call of the run counts here (set by check)
+	envErr     error       // an environment variable the flags could not take (reported by check)
 }
 
 // listFlag is a comma-separated list flag that may be repeated:
@@ -70,27 +71,33 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// register adds the flags of vmFlags to fs.
 func (f *vmFlags) register(fs *flag.FlagSet) {
-	defaultCap := sessions.DefaultCap
-	if v, err := strconv.Atoi(os.Getenv("SKEIN_SESSION_CAP")); err == nil && v > 0 {
-		defaultCap = v
+	f.envErr = registerFlags(fs, f.flags())
+}
+
+// flags is the table of the flags shared by run, repl, test and serve.
+func (f *vmFlags) flags() []flagDef {
+	return []flagDef{
+		{name: "session-cap", value: &f.sessionCap, def: strconv.Itoa(sessions.DefaultCap), env: "SKEIN_SESSION_CAP",
+			usage: "live sessions kept in memory (LRU)"},
+		{name: "max-steps", value: &f.maxSteps, usage: "bound on Starlark execution steps per thread (0: none)"},
+		{name: "timeout", value: &f.timeout, usage: "cancel the run after this long, e.g. 30s (0: none)"},
+		{name: "max-turns", value: &f.maxTurns, def: strconv.Itoa(vm.DefaultMaxTurns), usage: "default hard cap on agent_loop turns per session"},
+		{name: "provider", value: &f.provider, env: "SKEIN_PROVIDER", usage: "default model provider: mock, openai, anthropic, ollama, ..."},
+		{name: "model", value: &f.model, usage: "default model id"},
+		{name: "llm-replay", value: &f.replay, usage: "answer model calls from this JSONL fixture only (offline, deterministic)"},
+		{name: "llm-replay-mode", value: &f.replayMode, def: string(mock.ReplayStrict),
+			usage: "strict: each request must match the one its fixture line recorded (a diff says what changed); order: answer in order, ignoring the requests"},
+		{name: "llm-record", value: &f.record, usage: "record every real model call to this JSONL fixture for --llm-replay (its directory is created)"},
+		{name: "workspace", value: &f.workspace, usage: "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)"},
+		{name: "fs-scope", value: &f.fsScope, def: "sandboxed", usage: "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full"},
+		{name: "prices", value: &f.pricesFile, usage: "a JSON price table whose models override or add to the built-in one (see docs/providers.md)"},
+		{name: "max-cost-usd", value: &f.maxCost, usage: "stop before any model call that would take the run's cost over this many US dollars (0: no cap)"},
+		{name: "allow-cmd", value: &f.allowCmd, usage: "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)"},
+		{name: "allow-env", value: &f.allowEnv, usage: "environment variables exec.run's env may set: NAME, PREFIX_*, or * (loader and interpreter hooks such as LD_PRELOAD are never allowed); comma-separated, repeatable (default: none)"},
+		{name: "allow-net", value: &f.allowNet, usage: "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)"},
 	}
-	fs.IntVar(&f.sessionCap, "session-cap", defaultCap, "live sessions kept in memory (LRU); env SKEIN_SESSION_CAP")
-	fs.Uint64Var(&f.maxSteps, "max-steps", 0, "bound on Starlark execution steps per thread (0: none)")
-	fs.DurationVar(&f.timeout, "timeout", 0, "cancel the run after this long, e.g. 30s (0: none)")
-	fs.IntVar(&f.maxTurns, "max-turns", vm.DefaultMaxTurns, "default hard cap on agent_loop turns per session")
-	fs.StringVar(&f.provider, "provider", os.Getenv("SKEIN_PROVIDER"), "default model provider: mock, openai, anthropic, ollama, ...; env SKEIN_PROVIDER")
-	fs.StringVar(&f.model, "model", "", "default model id")
-	fs.StringVar(&f.replay, "llm-replay", "", "answer model calls from this JSONL fixture only (offline, deterministic)")
-	fs.StringVar(&f.replayMode, "llm-replay-mode", string(mock.ReplayStrict), "strict: each request must match the one its fixture line recorded (a diff says what changed); order: answer in order, ignoring the requests")
-	fs.StringVar(&f.record, "llm-record", "", "record every real model call to this JSONL fixture for --llm-replay (its directory is created)")
-	fs.StringVar(&f.workspace, "workspace", "", "workspace root for fs, exec, http and the agent tools (default: the script's directory; the working directory for repl)")
-	fs.StringVar(&f.fsScope, "fs-scope", "sandboxed", "file access: sandboxed (inside the workspace), project (read the git project, write the workspace) or full")
-	fs.StringVar(&f.pricesFile, "prices", "", "a JSON price table whose models override or add to the built-in one (see docs/providers.md)")
-	fs.Float64Var(&f.maxCost, "max-cost-usd", 0, "stop before any model call that would take the run's cost over this many US dollars (0: no cap)")
-	fs.Var(&f.allowCmd, "allow-cmd", "commands exec.run and tools.run_command may run, comma-separated, repeatable (default: none)")
-	fs.Var(&f.allowEnv, "allow-env", "environment variables exec.run's env may set: NAME, PREFIX_*, or * (loader and interpreter hooks such as LD_PRELOAD are never allowed); comma-separated, repeatable (default: none)")
-	fs.Var(&f.allowNet, "allow-net", "hosts http and tools.http_get may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)")
 }
 
 // registerStore adds --store to fs: the commands whose sessions outlive
@@ -102,11 +109,15 @@ func (f *vmFlags) registerStore(fs *flag.FlagSet) {
 
 // registerEventLog adds --event-log to fs (skein run).
 func (f *vmFlags) registerEventLog(fs *flag.FlagSet) {
-	fs.StringVar(&f.eventLog, "event-log", "", "write a forensic log per session into this directory as the run goes: <id>.jsonl, one record per event, the footer at the end")
+	registerFlags(fs, []flagDef{{name: "event-log", value: &f.eventLog,
+		usage: "write a forensic log per session into this directory as the run goes: <id>.jsonl, one record per event, the footer at the end"}})
 }
 
 // check validates flag values, returning a usage message.
 func (f *vmFlags) check() error {
+	if f.envErr != nil {
+		return f.envErr
+	}
 	if err := f.store.check(); err != nil {
 		return err
 	}
@@ -209,7 +220,7 @@ type vmConfig struct {
 
 // newState builds a VM from the flags. The returned close function
 // flushes the --llm-record file and releases the store.
-func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error) {
+func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, error) {
 	clock, ids := c.clock, c.ids
 	if clock == nil {
 		clock = time.Now
@@ -293,7 +304,7 @@ func (f *vmFlags) newState(io stdio, c vmConfig) (*vm.State, func() error, error
 		closers = append(closers, func() error { return errors.Join(rec.Err(), file.Close()) })
 	}
 	st, err := builtins.NewState(vm.Options{
-		Store: store, Clock: clock, NewID: ids, Stdout: io.out, Stderr: io.err,
+		Store: store, Clock: clock, NewID: ids, Stdout: std.out, Stderr: std.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
 		Workspace: policy,
 	})

@@ -1,17 +1,13 @@
 package anthropic_test
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/anthropic"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/llm/internal/wiretest"
 )
 
 // BenchmarkStream1000Deltas measures the client's cost of one streamed
@@ -28,32 +24,7 @@ func BenchmarkStream1000Deltas(b *testing.B) {
 	body.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	body.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":1000}}\n\n")
 	body.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	stream := body.String()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, stream)
-	}))
-	defer srv.Close()
-	p, err := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: "sk-ant-test-not-a-real-key"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	n := 0
-	req := &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "count"}}, Stream: true,
-		OnDelta: func(llm.Delta) { n++ }}
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := p.Complete(context.Background(), req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if resp.Usage.OutputTokens != deltas {
-			b.Fatalf("usage %+v", resp.Usage)
-		}
-	}
-	if n != deltas*b.N {
-		b.Fatalf("%d deltas for %d replies", n, b.N)
-	}
-	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*deltas), "µs/delta")
+	wiretest.BenchStream(b, body.String(), deltas, "claude-sonnet-4-5", func(base string) (llm.Provider, error) {
+		return anthropic.New(anthropic.Config{BaseURL: base, APIKey: "sk-ant-test-not-a-real-key"})
+	})
 }

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
@@ -157,37 +156,41 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var turns []turn
+	// The last turn gets the cache breakpoint on its last block that can
+	// carry one, so its messages are encoded again, with it; the turns
+	// before it are merged from the cached forms.
+	last := len(forms)
+	if !req.NoCache {
+		last = lastTurn(forms)
+	}
+	size := 0
+	for _, f := range forms {
+		size += len(f.blocks) + 32
+	}
+	turns := wire.NewTurns("content", size)
+	var role string
+	var blocks []any
 	for i, f := range forms {
 		switch {
 		case f.system:
 			if f.text != "" {
 				system = append(system, f.text)
 			}
-		case len(f.blocks) == 0:
-		case len(turns) > 0 && turns[len(turns)-1].role == f.role:
-			t := &turns[len(turns)-1]
-			t.blocks, t.msgs = append(t.blocks, f.blocks), append(t.msgs, i)
-		default:
-			turns = append(turns, turn{role: f.role, blocks: [][]byte{f.blocks}, msgs: []int{i}})
+		case i < last:
+			turns.Add(f.role, f.blocks)
+		case len(f.blocks) > 0:
+			r, b := encodeMessage(&req.Messages[i])
+			role, blocks = r, append(blocks, b...)
 		}
 	}
-	items := make([][]byte, len(turns))
-	for i, t := range turns {
-		items[i] = t.encode()
-	}
-	if n := len(turns); n > 0 && !req.NoCache {
-		// The breakpoint goes on the last turn's last block that can
-		// carry one: that turn is encoded again, with it.
-		var blocks []any
-		for _, i := range turns[n-1].msgs {
-			_, b := encodeMessage(&req.Messages[i])
-			blocks = append(blocks, b...)
-		}
+	items := [][]byte{turns.Bytes()}
+	if blocks != nil {
 		markLast(blocks)
-		if items[n-1], err = json.Marshal(message{Role: turns[n-1].role, Content: blocks}); err != nil {
+		data, err := wire.Marshal(message{Role: role, Content: blocks})
+		if err != nil {
 			return nil, err
 		}
+		items = append(items, data)
 	}
 	if s := strings.Join(system, "\n\n"); s != "" {
 		out.System = s
@@ -195,11 +198,9 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 			out.System = []textBlock{{Type: "text", Text: s, CacheControl: ephemeral}}
 		}
 	}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if schema == nil {
-			schema = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		schema := wire.Parameters(t)
 		out.Tools = append(out.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	if !req.NoCache {
@@ -241,51 +242,35 @@ type form struct {
 	blocks []byte
 }
 
-func encodeForm(m *sessions.Message) (form, error) {
+func encodeForm(msgs []sessions.Message, i int) (form, error) {
+	m := &msgs[i]
 	if m.Role == sessions.RoleSystem {
 		return form{system: true, text: m.TextContent()}, nil
 	}
 	role, blocks := encodeMessage(m)
-	f := form{role: role}
-	for i, b := range blocks {
-		data, err := json.Marshal(b)
-		if err != nil {
-			return form{}, err
-		}
-		if i > 0 {
-			f.blocks = append(f.blocks, ',')
-		}
-		f.blocks = append(f.blocks, data...)
+	data, err := wire.Join(blocks)
+	if err != nil {
+		return form{}, err
 	}
-	return f, nil
+	return form{role: role, blocks: data}, nil
 }
 
-// turn is one message of the request: consecutive messages of one role,
-// by their indexes in the request, and their forms' blocks.
-type turn struct {
-	role   string
-	blocks [][]byte
-	msgs   []int
-}
-
-// encode returns the turn's JSON: {"role":...,"content":[blocks]}.
-func (t turn) encode() []byte {
-	role, _ := json.Marshal(t.role) // a string always encodes
-	n := len(role) + 24
-	for _, b := range t.blocks {
-		n += len(b) + 1
-	}
-	out := make([]byte, 0, n)
-	out = append(out, `{"role":`...)
-	out = append(out, role...)
-	out = append(out, `,"content":[`...)
-	for i, b := range t.blocks {
-		if i > 0 {
-			out = append(out, ',')
+// lastTurn returns the index of the first form of the last turn: the
+// forms from there on that have blocks all have the role of the last
+// one (system forms and forms without blocks do not end a turn).
+func lastTurn(forms []form) int {
+	role, start := "", len(forms)
+	for i := len(forms) - 1; i >= 0; i-- {
+		f := forms[i]
+		if f.system || len(f.blocks) == 0 {
+			continue
 		}
-		out = append(out, b...)
+		if role != "" && f.role != role {
+			break
+		}
+		role, start = f.role, i
 	}
-	return append(out, "]}"...)
+	return start
 }
 
 // encodeMessage returns the role and the content blocks of a user,

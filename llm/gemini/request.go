@@ -1,18 +1,18 @@
 package gemini
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
 // The request body of generateContent and streamGenerateContent.
 type request struct {
-	SystemInstruction *content          `json:"systemInstruction,omitempty"`
-	Contents          []content         `json:"contents"`
+	SystemInstruction json.RawMessage   `json:"systemInstruction,omitempty"` // a content of text parts
+	Contents          []content         `json:"contents,omitempty"`          // not set when encoding (see encodeRequest)
 	Tools             []tools           `json:"tools,omitempty"`
 	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
@@ -118,39 +118,43 @@ func textPart(s string) part { return part{Text: &s} }
 //   - temperature, MaxTokens (maxOutputTokens) and stop sequences go in
 //     generationConfig, and Thinking as thinkingConfig {thinkingBudget,
 //     includeThoughts: true}.
+//
+// Each message's parts depend on the message (and, for a tool result
+// without a name, on the call before it), so their JSON is kept in
+// req.Cache between the calls of a conversation (llm.WireForms); contents
+// are merged from them when the request is assembled, which copies them
+// and encodes only the new messages.
 func encodeRequest(req *llm.Request) ([]byte, error) {
-	out := request{Contents: make([]content, 0, len(req.Messages))}
-	var system []part
-	if req.System != "" {
-		system = append(system, textPart(req.System))
+	var out request
+	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeForm)
+	if err != nil {
+		return nil, err
 	}
-	callNames := map[string]string{}
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		if m.Role == sessions.RoleSystem {
-			if s := m.TextContent(); s != "" {
-				system = append(system, textPart(s))
+	var system [][]byte
+	if req.System != "" {
+		data, err := wire.Marshal(textPart(req.System))
+		if err != nil {
+			return nil, err
+		}
+		system = append(system, data)
+	}
+	size := 0
+	for _, f := range forms {
+		size += len(f.parts) + 32
+	}
+	turns := wire.NewTurns("parts", size)
+	for _, f := range forms {
+		if f.system {
+			if len(f.parts) > 0 {
+				system = append(system, f.parts)
 			}
 			continue
 		}
-		for _, c := range m.ToolCalls {
-			callNames[c.ID] = c.Name
-		}
-		c, err := encodeMessage(m, callNames)
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %v", i, err)
-		}
-		if len(c.Parts) == 0 {
-			continue
-		}
-		if n := len(out.Contents); n > 0 && out.Contents[n-1].Role == c.Role {
-			out.Contents[n-1].Parts = append(out.Contents[n-1].Parts, c.Parts...)
-			continue
-		}
-		out.Contents = append(out.Contents, c)
+		turns.Add(f.role, f.parts)
 	}
 	if len(system) > 0 {
-		out.SystemInstruction = &content{Parts: system}
+		// {"parts":[...]}, copied from the cached forms.
+		out.SystemInstruction = wire.Object("parts", system)
 	}
 	if len(req.Tools) > 0 {
 		decls := make([]functionDeclaration, 0, len(req.Tools))
@@ -177,22 +181,56 @@ func encodeRequest(req *llm.Request) ([]byte, error) {
 	if g.Temperature != nil || g.MaxOutputTokens > 0 || len(g.StopSequences) > 0 || g.ThinkingConfig != nil {
 		out.GenerationConfig = &g
 	}
-	// Kept parts are sent exactly as they came: no HTML escaping.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return wire.Body(out, "contents", [][]byte{turns.Bytes()})
 }
 
-func encodeMessage(m *sessions.Message, callNames map[string]string) (content, error) {
+// wireProtocol names this package's message forms in an llm.WireCache.
+const wireProtocol = "gemini"
+
+// form is the wire form of one message: the role of the content it
+// belongs to, or system for a system message (whose text part goes in
+// the systemInstruction), and its parts' JSON, joined by commas (empty
+// when the message has no part to send).
+type form struct {
+	system bool
+	role   string
+	parts  []byte
+}
+
+func encodeForm(msgs []sessions.Message, i int) (form, error) {
+	m := &msgs[i]
+	if m.Role == sessions.RoleSystem {
+		f := form{system: true}
+		if text := m.TextContent(); text != "" {
+			data, err := wire.Marshal(textPart(text))
+			if err != nil {
+				return form{}, err
+			}
+			f.parts = data
+		}
+		return f, nil
+	}
+	c, err := encodeMessage(msgs, i)
+	if err != nil {
+		return form{}, err
+	}
+	parts, err := wire.Join(c.Parts)
+	if err != nil {
+		return form{}, err
+	}
+	return form{role: c.Role, parts: parts}, nil
+}
+
+// encodeMessage returns the content of message i, a user, assistant or
+// tool message. A tool result without a name is named after the call it
+// answers, found in the messages before it.
+func encodeMessage(msgs []sessions.Message, i int) (content, error) {
+	m := &msgs[i]
 	switch m.Role {
 	case sessions.RoleTool:
 		name := m.Name
 		if name == "" {
-			name = callNames[m.ToolCallID]
+			name = callName(msgs[:i], m.ToolCallID)
 		}
 		key := "result"
 		if m.IsError {
@@ -222,6 +260,20 @@ func encodeMessage(m *sessions.Message, callNames map[string]string) (content, e
 	return c, nil
 }
 
+// callName returns the name of the last tool call with id in msgs ("" if
+// none): the tool a result without a name answers.
+func callName(msgs []sessions.Message, id string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		calls := msgs[i].ToolCalls
+		for j := len(calls) - 1; j >= 0; j-- {
+			if calls[j].ID == id {
+				return calls[j].Name
+			}
+		}
+	}
+	return ""
+}
+
 func encodeAssistant(m *sessions.Message) (content, error) {
 	c := content{Role: "model"}
 	for _, b := range m.Blocks {
@@ -242,16 +294,13 @@ func encodeAssistant(m *sessions.Message) (content, error) {
 	if text := m.TextContent(); text != "" {
 		c.Parts = append(c.Parts, textPart(text))
 	}
-	for _, call := range m.ToolCalls {
-		args := call.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		data, err := json.Marshal(args)
+	for i := range m.ToolCalls {
+		call := &m.ToolCalls[i]
+		args, err := wire.EncodeArguments(call)
 		if err != nil {
-			return c, fmt.Errorf("tool call %q arguments: %v", call.ID, err)
+			return c, err
 		}
-		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{Name: call.Name, Args: data}})
+		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{Name: call.Name, Args: json.RawMessage(args)}})
 	}
 	return c, nil
 }

@@ -1,12 +1,12 @@
 package openairesponses
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -14,7 +14,7 @@ import (
 type request struct {
 	Model           string     `json:"model"`
 	Instructions    string     `json:"instructions,omitempty"`
-	Input           []any      `json:"input"`
+	Input           []any      `json:"input,omitempty"` // not set when encoding (see encodeRequest)
 	Tools           []tool     `json:"tools,omitempty"`
 	ToolChoice      any        `json:"tool_choice,omitempty"`
 	Temperature     *float64   `json:"temperature,omitempty"`
@@ -94,6 +94,10 @@ var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
 //     Thinking, or to a model that reasons by default, asks for the
 //     encrypted reasoning (include reasoning.encrypted_content);
 //   - store is always false: skein keeps the transcript.
+//
+// Each message's items depend on the message alone, so their JSON is kept
+// in req.Cache between the calls of a conversation (llm.WireForms): a
+// request encodes only the messages that are new and copies the others.
 func encodeRequest(req *llm.Request) ([]byte, error) {
 	out := request{
 		Model:           req.Model,
@@ -101,20 +105,14 @@ func encodeRequest(req *llm.Request) ([]byte, error) {
 		Temperature:     req.Temperature,
 		MaxOutputTokens: req.MaxTokens,
 		Stream:          req.Stream,
-		Input:           make([]any, 0, len(req.Messages)),
 	}
-	for i := range req.Messages {
-		items, err := encodeMessage(&req.Messages[i])
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %v", i, err)
-		}
-		out.Input = append(out.Input, items...)
+	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeItems)
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		params := wire.Parameters(t)
 		out.Tools = append(out.Tools, tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	if len(req.Tools) > 0 {
@@ -132,14 +130,21 @@ func encodeRequest(req *llm.Request) ([]byte, error) {
 	if req.Thinking != nil || reasoningModel.MatchString(req.Model) {
 		out.Include = []string{"reasoning.encrypted_content"}
 	}
-	// Kept items are sent exactly as they came: no HTML escaping.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	return wire.Body(out, "input", forms)
+}
+
+// wireProtocol names this package's message forms in an llm.WireCache.
+const wireProtocol = "openai-responses"
+
+// encodeItems returns the input items of message i as JSON, joined by
+// commas (nil when the message has none). Kept items go out exactly as
+// they came (no HTML escaping).
+func encodeItems(msgs []sessions.Message, i int) ([]byte, error) {
+	items, err := encodeMessage(&msgs[i])
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return wire.Join(items)
 }
 
 func encodeMessage(m *sessions.Message) ([]any, error) {
@@ -187,16 +192,13 @@ func encodeAssistant(m *sessions.Message) ([]any, error) {
 	if text := m.TextContent(); text != "" {
 		items = append(items, inputMessage{Role: sessions.RoleAssistant, Content: text})
 	}
-	for _, c := range m.ToolCalls {
-		args := c.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		b, err := json.Marshal(args)
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		args, err := wire.EncodeArguments(c)
 		if err != nil {
-			return nil, fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+			return nil, err
 		}
-		items = append(items, functionCall{Type: "function_call", CallID: c.ID, Name: c.Name, Arguments: string(b)})
+		items = append(items, functionCall{Type: "function_call", CallID: c.ID, Name: c.Name, Arguments: args})
 	}
 	return items, nil
 }

@@ -141,6 +141,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"TwoHandlesRace", testTwoHandlesRace},
 		{"RunsReopen", testRunsReopen},
 		{"OpenRace", testOpenRace},
+		{"OpenReopened", testOpenReopened},
 		{"MessageIDsReopen", testMessageIDsReopen},
 	}
 	for _, tc := range tests {

@@ -25,6 +25,13 @@
 // store until the file exists, so a process that stores nothing leaves no
 // file and pays nothing to open one.
 //
+// A file or directory that cannot be written fails Open with ErrReadOnly,
+// saying which of the two it is (SQLite says only "unable to open database
+// file"). ReadOnly opens a database for reading only (the CLI's sessions
+// ls, show and export, and runs): nothing is created or migrated, and a
+// read-only file or directory can be read; when SQLite cannot create the
+// -shm file there and no -wal file exists, the file is opened immutable.
+//
 // # Durability
 //
 // WithDurability picks what a commit survives. DurabilityProcess (the
@@ -38,7 +45,7 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 7)
+// # Schema (version 8)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -48,10 +55,12 @@
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	          crc: sessions.Checksum of body (version 6)
-//	          body holds the message's id and created_at (version 7)
+//	          body holds the message's id and created_at (version 8)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
+//	locks     name holder host pid expires interrupt     key name
+//	          cross-process locks (version 7, see NewLocker)
 //
 // messages and events are WITHOUT ROWID tables (version 5): rows are
 // stored in key order in one b-tree, so an append changes one page of
@@ -74,17 +83,21 @@
 // appended; every load of message rows verifies it and fails with
 // sessions.ErrCorrupt naming the session and the message's index instead
 // of returning the altered message. Rows written before version 6 had no
-// checksum; migration 7 computes them.
+// checksum; migration 8 computes them.
 //
 // # Message ids
 //
 // A message's ID and CreatedAt are in its body, like its other fields:
-// appending one costs no statement and no column more. Migration 7 (a Go
+// appending one costs no statement and no column more. Migration 8 (a Go
 // step, identifyMessages) rewrites the rows of earlier versions with an
 // id derived from the row's (sid, pos), so a fork's shared rows keep one
 // id, and the time of the "message" event that appended the row.
 //
 // # Messages are append-only; a session's messages are a view
+//
+// The layout below, how a Write's changes move the view, and the stored
+// forms of records, events and messages are shared with package postgres
+// (sessions/internal/rowstore); this package holds the SQLite statements.
 //
 // Each session appends its own messages to the messages table at
 // positions 0, 1, 2, ... and never rewrites or deletes one while the

@@ -88,7 +88,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 }
 
 // TestMigrateMessageIDs opens a database of schema version 6, whose
-// message rows have no ids, and checks that migration 7 gives each row an
+// message rows have no ids, and checks that migration 8 gives each row an
 // id derived from its position and the time of the event that appended
 // it (else the previous row's), keeps the checksums valid (computing one
 // for a row that had none), and leaves a damaged row for the load to

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
 // applicationID marks a SQLite file as a skein session database
@@ -16,16 +17,16 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
-var migrationSteps = map[int]func(context.Context, *sql.Tx) error{7: identifyMessages}
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{8: identifyMessages}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -215,13 +216,29 @@ const migration6 = `
 ALTER TABLE messages ADD COLUMN crc INTEGER;
 `
 
-// migration7 gives every message row an id and a time (sessions.Message's
-// ID and CreatedAt), which rows of version 7 carry in their body: its SQL
+// migration7 adds the cross-process locks (sessions.Locker, see
+// locks.go): one row per held lock, naming its holder (a token per
+// lock), the holder's process (host and pid, to tell whether it is
+// alive), when its lease ends, and the reason another holder asked for
+// it with, if one did.
+const migration7 = `
+CREATE TABLE locks (
+	name      TEXT    PRIMARY KEY,
+	holder    TEXT    NOT NULL,
+	host      TEXT    NOT NULL,
+	pid       INTEGER NOT NULL,
+	expires   INTEGER NOT NULL,
+	interrupt TEXT
+) STRICT, WITHOUT ROWID;
+`
+
+// migration8 gives every message row an id and a time (sessions.Message's
+// ID and CreatedAt), which rows of version 8 carry in their body: its SQL
 // does nothing, and identifyMessages rewrites the rows of earlier
 // versions.
-const migration7 = `SELECT 1;`
+const migration8 = `SELECT 1;`
 
-// identifyMessages is migration 7's step. A row whose body has no id gets
+// identifyMessages is migration 8's step. A row whose body has no id gets
 // sessions.DerivedMessageID of its time and its position (sid, pos), so
 // the rows a fork shares keep one id for the parent and the fork. Its time
 // is that of the "message" event that appended it (version 2 on), else
@@ -253,7 +270,7 @@ func identifyMessages(ctx context.Context, tx *sql.Tx) error {
 	}
 	rows.Close()
 	for _, s := range list {
-		if err := identifySession(ctx, tx, s.sid, decodeTime(s.created)); err != nil {
+		if err := identifySession(ctx, tx, s.sid, rowstore.DecodeTime(s.created)); err != nil {
 			return fmt.Errorf("session row %d: %w", s.sid, err)
 		}
 	}
@@ -273,7 +290,7 @@ func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Ti
 			rows.Close()
 			return err
 		}
-		times[pos] = decodeTime(t)
+		times[pos] = rowstore.DecodeTime(t)
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -320,12 +337,12 @@ func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Ti
 			continue
 		}
 		m.ID, m.CreatedAt = sessions.DerivedMessageID(at, fmt.Sprintf("sqlite/%d/%d", sid, r.pos)), at
-		body, err := encodeMessage(&m)
+		body, err := rowstore.EncodeMessage(&m)
 		if err != nil {
 			return fmt.Errorf("message row %d: %w", r.pos, err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, crc = ? WHERE sid = ? AND pos = ?`,
-			body.json, int64(body.sum), sid, r.pos); err != nil {
+			body.JSON, int64(body.Sum), sid, r.pos); err != nil {
 			return err
 		}
 	}

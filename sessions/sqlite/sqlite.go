@@ -28,6 +28,7 @@ type Backend struct {
 	db         *sql.DB
 	path       string
 	durability sessions.Durability
+	readOnly   bool
 	stmts      statements
 	// wmu serialises this Backend's write transactions, so they queue in
 	// Go rather than poll SQLite's lock. Other Backends and processes on
@@ -65,17 +66,11 @@ func Open(path string, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
+	if b.readOnly {
+		return openReadOnly(b, abs)
 	}
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-	switch {
-	case err == nil:
-		if err := f.Close(); err != nil {
-			return nil, fmt.Errorf("sqlite: %w", err)
-		}
-	case !errors.Is(err, fs.ErrExist):
-		return nil, fmt.Errorf("sqlite: %w", err)
+	if err := create(abs); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", readOnlyCause(abs, err))
 	}
 	db, err := sql.Open("sqlite", dsn(abs, synchronous))
 	if err != nil {
@@ -84,9 +79,25 @@ func Open(path string, opts ...Option) (*Backend, error) {
 	b.db, b.path = db, abs
 	if err := b.init(context.Background()); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, readOnlyCause(abs, err))
 	}
 	return b, nil
+}
+
+// create creates the database file at path (mode 0600) and its directory
+// (0700) unless they exist.
+func create(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	}
+	return err
 }
 
 // configure checks path and applies opts to an unopened Backend,
@@ -119,6 +130,20 @@ func dsn(path, synchronous string) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
 	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// readOnlyDSN is dsn for a read-only connection; immutable also tells
+// SQLite that nothing can change the file (see openReadOnly).
+func readOnlyDSN(path string, immutable bool) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), OmitHost: true}
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Set("mode", "ro")
+	if immutable {
+		q.Set("immutable", "1")
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -193,8 +218,17 @@ func walMode(ctx context.Context, db *sql.DB) error {
 // isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
 func isBusy(err error) bool {
 	const sqliteBusy = 5
+	return resultCode(err) == sqliteBusy
+}
+
+// resultCode is SQLite's primary result code of err, or -1 when err is
+// not SQLite's.
+func resultCode(err error) int {
 	var coded interface{ Code() int }
-	return errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy
+	if !errors.As(err, &coded) {
+		return -1
+	}
+	return coded.Code() & 0xff
 }
 
 // Path returns the database file's absolute path.
@@ -205,6 +239,9 @@ func (b *Backend) Durable() bool { return true }
 
 // Close closes the database. Calling it again does nothing.
 func (b *Backend) Close() error {
+	if b.db == nil {
+		return nil
+	}
 	err := b.stmts.close()
 	return errors.Join(err, b.db.Close())
 }

@@ -85,8 +85,8 @@ func TestStore(t *testing.T) {
 	}
 	// Resuming a closed session reactivates it and keeps writing at its
 	// stored version.
-	if created, err := s.Open(ctx, "main", 0); err != nil || created {
-		t.Fatalf("Open(main) = %v, %v", created, err)
+	if o, err := s.Open(ctx, "main", 0); err != nil || o.Created {
+		t.Fatalf("Open(main) = %+v, %v", o, err)
 	}
 	if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "again"}}}); err != nil {
 		t.Fatal(err)
@@ -170,5 +170,60 @@ func TestStoreResumesWithoutLog(t *testing.T) {
 	_, err = fourth.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "late"}}})
 	if !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("write through a stale copy: %v, want a conflict", err)
+	}
+}
+
+// TestStoreRefresh: a store's live copy of a session another process
+// wrote since is stale; Refresh drops it, so the next read shows the
+// other process's write, and keeps a copy that is current.
+func TestStoreRefresh(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	ctx := t.Context()
+	newStore := func() *sessions.Store {
+		s, err := sessions.NewStore(openClosed(t, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newStore(), newStore()
+	if err := a.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	user := &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}}}
+	if _, err := a.Apply(ctx, "s", user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "from b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.Length(ctx, "s"); n != 1 {
+		t.Fatalf("a's live copy has %d messages before Refresh, want the stale 1", n)
+	}
+	if err := a.Refresh(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.Length(ctx, "s"); n != 2 {
+		t.Fatalf("after Refresh a sees %d messages, want 2", n)
+	}
+	// a writes again from the reloaded copy: no conflict.
+	if _, err := a.Apply(ctx, "s", user); err != nil {
+		t.Fatalf("write after Refresh: %v", err)
+	}
+	// A current copy stays live (its staged change is kept).
+	if _, err := a.Stage(ctx, "s", user); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Refresh(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := a.Length(ctx, "s"); n != 4 {
+		t.Fatalf("Refresh dropped a current copy: %d messages, want 4", n)
+	}
+	if err := a.Commit(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := b.Backend().Load(ctx, "s"); err != nil || len(rec.Messages) != 4 {
+		t.Fatalf("stored after commit: %v", err)
 	}
 }

@@ -8,45 +8,173 @@ import (
 // Body returns a JSON request body: the members of fields (a struct or
 // map that encoding/json encodes as an object, without key) and key, an
 // array whose elements are the items of lists, in order, already encoded
-// (several lists spare the caller joining them). The items are copied,
-// not encoded again, so a request built from cached message forms
+// (several lists spare the caller joining them; an empty item stands for
+// none, as a message with nothing to send). The items are copied, not
+// encoded again, so a request built from cached message forms
 // (llm.WireForms) costs one copy of their bytes.
 func Body(fields any, key string, lists ...[][]byte) ([]byte, error) {
-	head, err := json.Marshal(fields)
+	head, err := Marshal(fields)
 	if err != nil {
 		return nil, err
 	}
-	qkey, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
+	b := openArray(len(head), key, lists...)
+	if rest := bytes.TrimSpace(head[1:]); len(rest) > 1 { // head is {...}
+		b = append(b, ',')
+		return append(b, rest...), nil
 	}
-	n := len(head) + len(qkey) + 4
+	return append(b, '}'), nil
+}
+
+// openArray returns {key:[items of lists]} without its closing brace,
+// with room for extra more bytes.
+func openArray(extra int, key string, lists ...[][]byte) []byte {
+	n := extra + len(key) + 8
 	for _, items := range lists {
 		for _, it := range items {
 			n += len(it) + 1
 		}
 	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteByte('{')
-	b.Write(qkey)
-	b.WriteString(":[")
-	first := true
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	b = appendString(b, key)
+	b = append(b, ":["...)
+	empty := true
 	for _, items := range lists {
-		for _, it := range items {
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			b.Write(it)
+		if !empty && hasItem(items) {
+			b = append(b, ',')
+		}
+		b = appendItems(b, items)
+		empty = empty && !hasItem(items)
+	}
+	return append(b, ']')
+}
+
+// Marshal is json.Marshal without HTML escaping: what a client keeps of a
+// reply (Responses output items, Gemini parts) goes back byte for byte,
+// and text goes out as it was given.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Join returns the JSON of each of vs (Marshal), separated by commas:
+// the elements of an array, without its brackets. No values give nil.
+func Join[T any](vs []T) ([]byte, error) {
+	var out []byte
+	for i, v := range vs {
+		data, err := Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, data...)
+	}
+	return out, nil
+}
+
+// Turns assembles the turns of a conversation from the cached forms of
+// its messages straight into one buffer: the items of consecutive
+// messages of one role join one turn, {"role":role,key:[items]}. Bytes
+// returns the turns joined by commas, one item for Body, so that a request
+// of any length allocates a constant number of times.
+type Turns struct {
+	key  string
+	buf  []byte
+	role string
+	open bool
+}
+
+// NewTurns returns a builder of turns whose items are under key, with
+// room for size bytes of items.
+func NewTurns(key string, size int) *Turns {
+	return &Turns{key: key, buf: make([]byte, 0, size+size/8+64)}
+}
+
+// Add appends item (the encoded content of one message; empty: none) to
+// the current turn when it has role, else to a new turn.
+func (t *Turns) Add(role string, item []byte) {
+	if len(item) == 0 {
+		return
+	}
+	if t.open && role == t.role {
+		t.buf = append(t.buf, ',')
+		t.buf = append(t.buf, item...)
+		return
+	}
+	t.close()
+	if len(t.buf) > 0 {
+		t.buf = append(t.buf, ',')
+	}
+	t.buf = append(t.buf, `{"role":`...)
+	t.buf = appendString(t.buf, role)
+	t.buf = append(t.buf, ',')
+	t.buf = appendString(t.buf, t.key)
+	t.buf = append(t.buf, ":["...)
+	t.buf = append(t.buf, item...)
+	t.open, t.role = true, role
+}
+
+// Bytes closes the last turn and returns the turns, joined by commas.
+func (t *Turns) Bytes() []byte {
+	t.close()
+	return t.buf
+}
+
+func (t *Turns) close() {
+	if t.open {
+		t.buf = append(t.buf, "]}"...)
+		t.open = false
+	}
+}
+
+// appendString appends s as a JSON string: as it is between quotes when
+// it needs no escaping (roles and keys do not), else encoded.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := Marshal(s) // a string always encodes
+			return append(b, q...)
 		}
 	}
-	b.WriteByte(']')
-	if rest := bytes.TrimSpace(head[1:]); len(rest) > 1 { // head is {...}
-		b.WriteByte(',')
-		b.Write(rest)
-	} else {
-		b.WriteByte('}')
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// Object returns {key:[items]}, the items (already encoded, empty ones
+// left out) copied in order.
+func Object(key string, items [][]byte) []byte {
+	return append(openArray(1, key, items), '}')
+}
+
+// appendItems appends the non-empty items, separated by commas.
+func appendItems(b []byte, items [][]byte) []byte {
+	first := true
+	for _, it := range items {
+		if len(it) == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, it...)
 	}
-	return b.Bytes(), nil
+	return b
+}
+
+func hasItem(items [][]byte) bool {
+	for _, it := range items {
+		if len(it) > 0 {
+			return true
+		}
+	}
+	return false
 }

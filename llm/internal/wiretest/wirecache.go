@@ -3,7 +3,9 @@ package wiretest
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
@@ -11,9 +13,11 @@ import (
 
 // conversation returns n messages of an agent conversation with every
 // kind of message a provider encodes: user text, an assistant calling two
-// tools, their results (one failed), content blocks with an image, a
-// system message in the middle, an empty assistant message, and text
-// answers.
+// tools, their results (one failed, one without the tool's name), content
+// blocks with an image, a system message in the middle, an empty
+// assistant message, thinking kept by each protocol (Anthropic's signed
+// blocks, Gemini's parts, Responses' output items, with characters HTML
+// escaping would change), and text answers.
 func conversation(n int) []sessions.Message {
 	var out []sessions.Message
 	for i := 0; len(out) < n; i++ {
@@ -24,12 +28,16 @@ func conversation(n int) []sessions.Message {
 				{ID: a, Name: "read", Arguments: map[string]any{"path": "a.txt", "n": int64(i)}},
 				{ID: b, Name: "run", Arguments: map[string]any{"argv": []any{"go", "test"}}}}},
 			sessions.Message{Role: sessions.RoleTool, ToolCallID: a, Name: "read", Text: "contents"},
-			sessions.Message{Role: sessions.RoleTool, ToolCallID: b, Name: "run", Text: "exit 1", IsError: true},
+			sessions.Message{Role: sessions.RoleTool, ToolCallID: b, Text: "exit 1", IsError: true},
 			sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: "see"},
 				{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 			sessions.Message{Role: sessions.RoleSystem, Text: "be brief"},
 			sessions.Message{Role: sessions.RoleAssistant},
-			sessions.Message{Role: sessions.RoleAssistant, Text: fmt.Sprintf("answer %d", i)},
+			sessions.Message{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
+				{Type: sessions.BlockThinking, Thinking: "so <b> & c", Signature: "sig<&>"},
+				{Type: sessions.BlockThinking, Origin: "gemini", Data: `[{"text":"a <b>","thoughtSignature":"s<&>"}]`},
+				{Type: sessions.BlockThinking, Origin: "openai_responses", Data: `[{"type":"reasoning","encrypted_content":"x<&>"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a <b>"}]}]`},
+				{Type: sessions.BlockText, Text: fmt.Sprintf("answer %d <&>", i)}}},
 		)
 	}
 	return out[:n]
@@ -68,4 +76,83 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
 			}
 		}
 	}
+}
+
+// BenchRequestBuild measures what building a request body (encode) costs
+// as a conversation grows, with and without an llm.WireCache: an agent
+// loop's step, one message appended to a conversation of about 10 and of
+// about 1,000 messages (each run of 10 steps starts from a cache filled by
+// one call, outside the measure). It reports, side by side in one run,
+// the µs and allocations of one build at each size and the ratio of the
+// large to the small, with the cache (flat: O(new messages) plus a copy)
+// and without (O(all messages)).
+func BenchRequestBuild(b *testing.B, encode func(*llm.Request) ([]byte, error)) {
+	const steps = 10
+	sizes := []int{10, 1000}
+	all := conversation(sizes[len(sizes)-1] + steps)
+	request := func(msgs []sessions.Message, cache *llm.WireCache) *llm.Request {
+		return &llm.Request{Model: "m", System: "you are a test", Messages: msgs, MaxTokens: 100,
+			Tools: []llm.ToolSpec{{Name: "read", Parameters: map[string]any{"type": "object"}}}, Cache: cache}
+	}
+	type config struct {
+		size   int
+		cached bool
+		cache  *llm.WireCache
+		step   int
+		ns     time.Duration
+		allocs uint64
+	}
+	var configs []*config
+	for _, cached := range []bool{true, false} {
+		for _, n := range sizes {
+			configs = append(configs, &config{size: n, cached: cached})
+		}
+	}
+	build := func(c *config) {
+		if c.step == steps {
+			c.step = 0
+		}
+		if c.cached && c.step == 0 {
+			c.cache = &llm.WireCache{}
+			if _, err := encode(request(all[:c.size-1], c.cache)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		req := request(all[:c.size+c.step], c.cache)
+		c.step++
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		_, err := encode(req)
+		c.ns += time.Since(start)
+		runtime.ReadMemStats(&after)
+		c.allocs += after.Mallocs - before.Mallocs
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		for _, c := range configs {
+			build(c)
+		}
+	}
+	per := func(c *config) (us, allocs float64) {
+		return float64(c.ns.Nanoseconds()) / 1e3 / float64(b.N), float64(c.allocs) / float64(b.N)
+	}
+	for _, c := range configs {
+		us, allocs := per(c)
+		kind := "cached"
+		if !c.cached {
+			kind = "uncached"
+		}
+		b.ReportMetric(us, fmt.Sprintf("µs/build-%s-%d", kind, c.size))
+		b.ReportMetric(allocs, fmt.Sprintf("allocs/build-%s-%d", kind, c.size))
+	}
+	small, large := configs[0], configs[1]
+	usSmall, _ := per(small)
+	usLarge, _ := per(large)
+	b.ReportMetric(usLarge/usSmall, "x-cached-1000/10")
+	usSmall, _ = per(configs[2])
+	usLarge, _ = per(configs[3])
+	b.ReportMetric(usLarge/usSmall, "x-uncached-1000/10")
 }

@@ -1,7 +1,13 @@
 // Package wiretest is the test kit of the HTTP provider clients: a
 // loopback server that answers with scripted replies and records the
-// requests it gets, and golden-file comparison of request bodies. It is
-// imported by tests only.
+// requests it gets, golden-file comparison of request bodies, and the
+// conformance suite every wire protocol's client runs (Run): each client
+// gives a small adapter (Protocol) with fixture replies in its protocol's
+// real wire format, and gets every shared case (plain, streamed, tool
+// calls, parallel calls, the thinking round trip, every error category
+// with retry-after, cancellation, timeouts, the key kept out of errors).
+// It also checks and benchmarks request building from llm.WireCache. It
+// is imported by tests only.
 package wiretest
 
 import (

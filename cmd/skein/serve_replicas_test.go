@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sseEvent is one stored event read from an SSE stream.
+type sseEvent struct {
+	seq  int64
+	typ  string
+	role string
+}
+
+// events opens the session's SSE stream after lastID and sends its
+// stored events (text_delta frames carry no id and are skipped); the
+// channel closes when the stream ends. The stream ends with the test.
+func (p *serveProcess) events(id, lastID string) <-chan sseEvent {
+	p.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	p.t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/api/sessions/"+id+"/events", nil)
+	req.Header.Set("Authorization", "Bearer tok")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		p.t.Fatalf("events: %d", resp.StatusCode)
+	}
+	out := make(chan sseEvent, 1000)
+	ready := make(chan struct{})
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var e sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == ": ready":
+				close(ready)
+			case strings.HasPrefix(line, "id: "):
+				e.seq, _ = strconv.ParseInt(line[4:], 10, 64)
+			case strings.HasPrefix(line, "data: ") && e.seq > 0:
+				var m map[string]any
+				json.Unmarshal([]byte(line[6:]), &m)
+				e.typ, _ = m["type"].(string)
+				e.role, _ = m["role"].(string)
+			case line == "" && e.seq > 0:
+				out <- e
+				e = sseEvent{}
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(time.Minute):
+		p.t.Fatal("the stream did not start")
+	}
+	return out
+}
+
+// collect reads events from c until one satisfies stop, failing after a
+// minute; it checks that seqs follow each other from after on.
+func collect(t *testing.T, c <-chan sseEvent, after int64, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case e, ok := <-c:
+			if !ok {
+				t.Fatalf("the stream ended after %v", got)
+			}
+			if e.seq != after+1 {
+				t.Fatalf("event seq %d after %d: a gap or a duplicate (%v)", e.seq, after, got)
+			}
+			after = e.seq
+			got = append(got, e)
+			if stop(e) {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no closing event within a minute: %v", got)
+		}
+	}
+}
+
+// waitRunning waits until the session's running flag, as p sees it, is
+// want.
+func (p *serveProcess) waitRunning(id string, want bool) map[string]any {
+	p.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s := p.call("GET", "/api/sessions/"+id, "", 200)
+		if s["running"] == want {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("session %s: running is not %v after a minute", id, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServeReplicas runs two skein serve processes on one session
+// database: an SSE stream on one sees the events of a turn that runs on
+// the other, and resumes there with Last-Event-ID; a second turn is
+// refused across them; the active-session limit counts both; a replica
+// killed mid-turn releases its turn and the other heals the session and
+// runs its next turn.
+func TestServeReplicas(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--max-sessions", "2", "--poll-interval", "50ms"}
+	p := startServe(t, dir, args...)
+	q := startServe(t, dir, args...)
+
+	p.call("POST", "/api/sessions", `{"id": "s"}`, 201)
+	q.call("POST", "/api/sessions", `{"id": "t"}`, 201)
+	p.call("POST", "/api/sessions", `{}`, 429)
+	q.call("POST", "/api/sessions", `{}`, 429)
+
+	// A turn on p, streamed on q.
+	stream := q.events("s", "")
+	p.call("POST", "/api/sessions/s/prompt", `{"text": "0.1"}`, 202)
+	n := 0
+	got := collect(t, stream, 0, func(e sseEvent) bool {
+		if e.typ == "message" {
+			n++
+		}
+		return n == 4
+	})
+	var msgs []string
+	for _, e := range got {
+		if e.typ == "message" {
+			msgs = append(msgs, e.role)
+		}
+	}
+	if strings.Join(msgs, ",") != "user,assistant,tool,assistant" {
+		t.Fatalf("messages streamed on q: %v", got)
+	}
+	last := got[len(got)-1].seq
+	p.waitRunning("s", false)
+
+	// A turn on q, resumed on p from q's last event; p refuses a second
+	// turn while it runs.
+	resumed := p.events("s", strconv.FormatInt(last, 10))
+	q.call("POST", "/api/sessions/s/prompt", `{"text": "60"}`, 202)
+	p.waitToolCall("s")
+	p.call("POST", "/api/sessions/s/prompt", `{"text": "0"}`, 409)
+	collect(t, resumed, last, func(e sseEvent) bool { return e.typ == "message" && e.role == "assistant" })
+
+	// Kill q mid-turn: p heals the session and takes its next prompt.
+	q.cmd.Process.Signal(syscall.SIGKILL)
+	<-q.done
+	s := p.waitRunning("s", false)
+	deadline := time.Now().Add(time.Minute)
+	for roles(s) != "user,assistant,tool,assistant,user,assistant,tool!" {
+		if time.Now().After(deadline) {
+			t.Fatalf("after q was killed: %s %s", s["status"], roles(s))
+		}
+		time.Sleep(20 * time.Millisecond)
+		s = p.call("GET", "/api/sessions/s", "", 200)
+	}
+	if s["status"] != "active" {
+		t.Fatalf("status %v after the kill", s["status"])
+	}
+	p.call("POST", "/api/sessions/s/prompt", `{"text": "0"}`, 202)
+	s = p.waitRunning("s", false)
+	if roles(s) != "user,assistant,tool,assistant,user,assistant,tool!,user,assistant,tool,assistant" {
+		t.Fatalf("after the next turn: %s", roles(s))
+	}
+}

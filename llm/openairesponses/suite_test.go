@@ -1,0 +1,46 @@
+package openairesponses_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wiretest"
+	"github.com/skein-dev/skein/llm/openairesponses"
+)
+
+// TestConformance runs the client through the cases every protocol
+// shares (llm/internal/wiretest).
+func TestConformance(t *testing.T) { wiretest.Run(t, protocol) }
+
+// protocol is the client's adapter to the shared cases.
+var protocol = wiretest.Protocol{
+	Name: "openai_responses", Model: "gpt-4.1", Key: testKey,
+	New: func(base, key string, timeout time.Duration) (llm.Provider, error) {
+		return openairesponses.New(openairesponses.Config{BaseURL: base + "/v1", APIKey: key, Timeout: timeout})
+	},
+	Plain: wiretest.Case{File: "text_response.json", Text: "It will be sunny in Paris, 21 °C.", Model: "o4-mini-2025-04-16",
+		Usage: llm.Usage{InputTokens: 2006, OutputTokens: 274, CacheReadTokens: 1920, ReasoningTokens: 256}},
+	Stream:   wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 19, OutputTokens: 6}},
+	ToolCall: wiretest.Case{File: "tool_call_stream.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 81, OutputTokens: 20}},
+	Parallel: wiretest.Case{File: "parallel_tools.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 60, OutputTokens: 55}},
+	Thinking: wiretest.Case{File: "reasoning_stream.sse", Model: "o4-mini-2025-04-16", Usage: llm.Usage{InputTokens: 120, OutputTokens: 210, CacheReadTokens: 64, ReasoningTokens: 192},
+		Kept: []string{`"encrypted_content":"gAAAAABoIPOGkLs4tU0gkE9xZ5kiE5xJ7sZp3N+nXqY/Q2o=<&>"`}},
+	Errors: map[llm.Category]wiretest.Reply{
+		llm.RateLimit:      wiretest.JSON(429, `{"error":{"message":"Rate limit reached for gpt-4.1 on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`),
+		llm.Overloaded:     wiretest.JSON(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}`),
+		llm.ServerError:    wiretest.JSON(500, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`),
+		llm.Timeout:        wiretest.Reply{Status: 504},
+		llm.Auth:           wiretest.JSON(401, `{"error":{"message":"Incorrect API key provided: sk-test-****-key.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`),
+		llm.InvalidRequest: wiretest.JSON(400, `{"error":{"message":"Unsupported parameter: 'temperature' is not supported with this model.","type":"invalid_request_error","param":"temperature","code":"unsupported_parameter"}}`),
+		llm.ContextLength:  wiretest.JSON(400, `{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`),
+	},
+	MidStream: "midstream_error.sse", MidStreamCategory: llm.ServerError,
+	Truncated: "truncated.sse",
+	KeyEchoed: func(key string) []wiretest.Reply {
+		return []wiretest.Reply{
+			wiretest.JSON(401, `{"error":{"message":"Incorrect API key provided: `+key+`","type":"invalid_request_error","code":"invalid_api_key"}}`),
+			wiretest.SSE("event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"bad key " + key + "\"}\n\n"),
+		}
+	},
+}

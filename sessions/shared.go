@@ -1,0 +1,106 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The interfaces of this file are implemented by durable backends that
+// several processes may use at once (a SQLite file on one machine, a
+// PostgreSQL database shared by many). They let the processes that serve
+// one store (replicas of `skein serve`) agree on who works on a session
+// and see each other's writes.
+
+// EventReader is implemented by durable backends that read a session's
+// event log from a given seq on: a live event stream catches up with
+// what other processes wrote without reloading the whole log.
+type EventReader interface {
+	// EventsAfter returns the session's events with seq > after, oldest
+	// first: at most limit of them, or all when limit is 0
+	// (ErrNotFound).
+	EventsAfter(ctx context.Context, id string, after int64, limit int) ([]Event, error)
+	// LastSeqs returns the seq of the newest event of each of ids that
+	// is stored (0 for an empty log); unknown ids are left out.
+	LastSeqs(ctx context.Context, ids []string) (map[string]int64, error)
+}
+
+// LockerBackend is implemented by durable backends that several
+// processes share: it returns the backend's cross-process locks.
+type LockerBackend interface {
+	// NewLocker returns a Locker over the backend. poll is how often a
+	// holder checks whether another process asked for its locks (see
+	// Locker.Interrupt); the Locker's Close releases what it holds.
+	NewLocker(poll time.Duration) (Locker, error)
+}
+
+// ErrLocked is Locker.TryLock's refusal of a lock another holder has.
+var ErrLocked = errors.New("locked by another holder")
+
+// Locker hands out named locks, each held by at most one holder at a
+// time across every process using the backend (two holders in one
+// process exclude each other too). A lock whose holder dies without
+// releasing it is released for it: at once when the backend can tell
+// the holder is gone, else when the holder's lease runs out.
+type Locker interface {
+	// TryLock takes the lock called name, or fails at once with
+	// ErrLocked.
+	TryLock(ctx context.Context, name string) (Lock, error)
+	// Interrupt asks the holder of the lock called name to give it up,
+	// telling it reason; it reports whether the lock was held. The
+	// holder learns of it through Lock.Interrupted, within the Locker's
+	// poll interval when it is another process.
+	Interrupt(ctx context.Context, name, reason string) (bool, error)
+	// Held returns which of names are held.
+	Held(ctx context.Context, names []string) (map[string]bool, error)
+	// Abandoned returns the names of the locks whose holders died
+	// holding them (what they were doing may need repair), at most
+	// limit of them. Taking such a lock with TryLock clears it.
+	Abandoned(ctx context.Context, limit int) ([]string, error)
+	// Close releases every lock this Locker holds and stops its
+	// background work.
+	Close() error
+}
+
+// Lock is one held lock.
+type Lock interface {
+	// Interrupted is closed when another holder asked for the lock
+	// (Locker.Interrupt) or when it was lost (its lease ran out, the
+	// connection holding it broke); Reason then says why.
+	Interrupted() <-chan struct{}
+	// Reason is the reason given to Interrupt, or why the lock was lost;
+	// "" until Interrupted is closed.
+	Reason() string
+	// Unlock releases the lock. Calling it again does nothing.
+	Unlock(ctx context.Context) error
+}
+
+// ReasonLockLost is Lock.Reason of a lock lost without an Interrupt.
+const ReasonLockLost = "lock lost"
+
+// EventsAfter returns the session's events with seq > after, oldest
+// first, from backend: through EventReader when backend is one, else
+// from the whole log.
+func EventsAfter(ctx context.Context, backend Backend, id string, after int64) ([]Event, error) {
+	if r, ok := backend.(EventReader); ok {
+		return r.EventsAfter(ctx, id, after, 0)
+	}
+	var events []Event
+	if pl, ok := backend.(PartialLoader); ok {
+		var err error
+		if events, err = pl.LoadEvents(ctx, id); err != nil {
+			return nil, IDError(id, err)
+		}
+	} else {
+		rec, err := backend.Load(ctx, id)
+		if err != nil {
+			return nil, IDError(id, err)
+		}
+		events = rec.Events
+	}
+	i := 0
+	for i < len(events) && events[i].Seq <= after {
+		i++
+	}
+	return events[i:], nil
+}

@@ -1,0 +1,198 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/sessionstest"
+)
+
+// testPoll is the lock poll interval of the tests.
+const testPoll = 10 * time.Millisecond
+
+// TestLocker runs the conformance tests with two Backends on one file,
+// as two processes would have.
+func TestLocker(t *testing.T) {
+	sessionstest.RunLockerTests(t, func(t *testing.T) (sessions.Locker, sessions.Locker) {
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		return newTestLocker(t, openClosed(t, path)), newTestLocker(t, openClosed(t, path))
+	})
+}
+
+func newTestLocker(t *testing.T, b *Backend) sessions.Locker {
+	t.Helper()
+	l, err := b.NewLocker(testPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// deadPID returns the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no process to wait for: %v", err)
+	}
+	return cmd.ProcessState.Pid()
+}
+
+// TestLockOfDeadHolder pins how a lock outlives its holder: a lock of a
+// process of this machine that no longer exists is free at once (and
+// listed as abandoned until it is taken); a lock of another machine's
+// process is held until its lease runs out.
+func TestLockOfDeadHolder(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no process check on windows: locks outlive their holder by the lease")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	b := openClosed(t, path)
+	l := newTestLocker(t, b)
+	db := rawDB(t, path)
+	future, past := time.Now().Add(time.Hour).UnixNano(), time.Now().Add(-time.Second).UnixNano()
+	for _, row := range []struct {
+		name, host string
+		pid        int
+		expires    int64
+	}{
+		{"dead", processHost(), deadPID(t), future},
+		{"elsewhere", "another machine", 1, future},
+		{"expired", "another machine", 1, past},
+	} {
+		if _, err := db.Exec(`INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?)`,
+			row.name, "token-"+row.name, row.host, row.pid, row.expires); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := l.Held(ctx, []string{"dead", "elsewhere", "expired"})
+	if err != nil || len(held) != 1 || !held["elsewhere"] {
+		t.Fatalf("Held: %v, %v", held, err)
+	}
+	names, err := l.Abandoned(ctx, 0)
+	if err != nil || len(names) != 2 || names[0] != "dead" || names[1] != "expired" {
+		t.Fatalf("Abandoned: %v, %v", names, err)
+	}
+	if ok, err := l.Interrupt(ctx, "dead", "why"); ok || err != nil {
+		t.Fatalf("Interrupt of an abandoned lock: %v, %v", ok, err)
+	}
+	if _, err := l.TryLock(ctx, "elsewhere"); !errors.Is(err, sessions.ErrLocked) {
+		t.Fatalf("TryLock of a lock held elsewhere: %v", err)
+	}
+	lk, err := l.TryLock(ctx, "dead")
+	if err != nil {
+		t.Fatalf("TryLock of an abandoned lock: %v", err)
+	}
+	if names, err := l.Abandoned(ctx, 0); err != nil || len(names) != 1 || names[0] != "expired" {
+		t.Fatalf("Abandoned after taking one: %v, %v", names, err)
+	}
+	lk.Unlock(ctx)
+}
+
+// TestLockLost pins that a holder whose lock was taken from it (its
+// lease ran out while it stalled) is told so.
+func TestLockLost(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	l := newTestLocker(t, openClosed(t, path))
+	lk, err := l.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawDB(t, path).Exec(`UPDATE locks SET holder = 'thief'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lk.Interrupted():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lost lock was not reported")
+	}
+	if lk.Reason() != sessions.ReasonLockLost {
+		t.Fatalf("Reason %q", lk.Reason())
+	}
+}
+
+// TestEventsAfter checks the event reader against the whole log.
+func TestEventsAfter(t *testing.T) {
+	ctx := context.Background()
+	b := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if _, err := store.Apply(ctx, "a", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m"}},
+			Events: []sessions.Event{sessions.NewEvent("note", map[string]any{"i": int64(i)})}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := b.LoadEvents(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []int64{0, 3, int64(len(all)), 100} {
+		got, err := b.EventsAfter(ctx, "a", after, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all[min(int(after), len(all)):]
+		if len(got) != len(want) {
+			t.Fatalf("after %d: %d events, want %d", after, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Seq != want[i].Seq || got[i].Type != want[i].Type || !got[i].Time.Equal(want[i].Time) ||
+				got[i].SessionID != "a" || len(got[i].Data) != len(want[i].Data) {
+				t.Fatalf("after %d: event %d is %+v, want %+v", after, i, got[i], want[i])
+			}
+		}
+	}
+	if got, err := b.EventsAfter(ctx, "a", 2, 3); err != nil || len(got) != 3 || got[0].Seq != 3 {
+		t.Fatalf("limit 3: %v, %v", got, err)
+	}
+	if _, err := b.EventsAfter(ctx, "nope", 0, 0); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	seqs, err := b.LastSeqs(ctx, []string{"a", "b", "nope"})
+	if err != nil || len(seqs) != 2 || seqs["a"] != all[len(all)-1].Seq || seqs["b"] != 0 {
+		t.Fatalf("LastSeqs: %v, %v", seqs, err)
+	}
+}
+
+// TestLazyLocker runs the conformance tests with two Lazy backends on a
+// file that does not exist yet: answers create nothing, the first lock
+// creates the file.
+func TestLazyLocker(t *testing.T) {
+	sessionstest.RunLockerTests(t, func(t *testing.T) (sessions.Locker, sessions.Locker) {
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		newLazy := func() sessions.Locker {
+			l, err := OpenLazy(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+			lk, err := l.NewLocker(testPoll)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lk
+		}
+		a, b := newLazy(), newLazy()
+		if held, err := a.Held(context.Background(), []string{"x"}); err != nil || len(held) != 0 || fileExists(path) {
+			t.Fatalf("Held before any lock: %v, %v (file made: %v)", held, err, fileExists(path))
+		}
+		return a, b
+	})
+}
