@@ -253,22 +253,15 @@ func identifyMessages(ctx context.Context, tx *sql.Tx) error {
 		created int64
 	}
 	var list []session
-	rows, err := tx.QueryContext(ctx, `SELECT sid, created_at FROM sessions ORDER BY sid`)
+	err := eachRow(ctx, tx, `SELECT sid, created_at FROM sessions ORDER BY sid`, nil, func(rows *sql.Rows) error {
+		var s session
+		err := rows.Scan(&s.sid, &s.created)
+		list = append(list, s)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var s session
-		if err := rows.Scan(&s.sid, &s.created); err != nil {
-			rows.Close()
-			return err
-		}
-		list = append(list, s)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows.Close()
 	for _, s := range list {
 		if err := identifySession(ctx, tx, s.sid, rowstore.DecodeTime(s.created)); err != nil {
 			return fmt.Errorf("session row %d: %w", s.sid, err)
@@ -277,47 +270,49 @@ func identifyMessages(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// identifySession is identifyMessages for the rows of one session.
-func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Time) error {
-	times := map[int64]time.Time{}
-	rows, err := tx.QueryContext(ctx, `SELECT pos, time FROM events WHERE sid = ? AND pos IS NOT NULL`, sid)
+// eachRow runs query with args in tx and calls scan for each row, in
+// order; the rows are closed before it returns.
+func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
+	defer rows.Close()
 	for rows.Next() {
-		var pos, t int64
-		if err := rows.Scan(&pos, &t); err != nil {
-			rows.Close()
+		if err := scan(rows); err != nil {
 			return err
 		}
-		times[pos] = rowstore.DecodeTime(t)
 	}
-	if err := rows.Err(); err != nil {
+	return rows.Err()
+}
+
+// identifySession is identifyMessages for the rows of one session.
+func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Time) error {
+	times := map[int64]time.Time{}
+	err := eachRow(ctx, tx, `SELECT pos, time FROM events WHERE sid = ? AND pos IS NOT NULL`, []any{sid}, func(rows *sql.Rows) error {
+		var pos, t int64
+		err := rows.Scan(&pos, &t)
+		times[pos] = rowstore.DecodeTime(t)
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	rows.Close()
 	type row struct {
 		pos  int64
 		body string
 		crc  sql.NullInt64
 	}
 	var msgs []row
-	rows, err = tx.QueryContext(ctx, `SELECT pos, body, crc FROM messages WHERE sid = ? ORDER BY pos`, sid)
+	err = eachRow(ctx, tx, `SELECT pos, body, crc FROM messages WHERE sid = ? ORDER BY pos`, []any{sid}, func(rows *sql.Rows) error {
+		var r row
+		err := rows.Scan(&r.pos, &r.body, &r.crc)
+		msgs = append(msgs, r)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.pos, &r.body, &r.crc); err != nil {
-			rows.Close()
-			return err
-		}
-		msgs = append(msgs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows.Close()
 	at := created.UTC()
 	for _, r := range msgs {
 		if t, ok := times[r.pos]; ok {
