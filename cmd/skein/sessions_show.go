@@ -22,11 +22,8 @@ func sessionsShow(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("show", &store)
 	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results) or debug (plus every event)")
-	ids, code, stop := parseInterleaved(fs, args, std)
+	id, code, stop := parseOne(fs, args, "session ID", std)
 	if stop {
-		return code
-	}
-	if code, bad := oneID(fs.Name(), ids, std); bad {
 		return code
 	}
 	switch *view {
@@ -39,9 +36,9 @@ func sessionsShow(args []string, std stdio) int {
 		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
-	rec, err := b.Load(context.Background(), ids[0])
+	rec, err := b.Load(context.Background(), id)
 	if err != nil {
-		return fail(std, fs.Name(), sessionError(&store, ids[0], err))
+		return fail(std, fs.Name(), sessionError(&store, id, err))
 	}
 	printSession(std.out, rec, *view)
 	return exitOK
