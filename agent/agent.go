@@ -148,7 +148,7 @@ const (
 // meaningful setting, a negative value asks for it.
 type Config struct {
 	Store     *sessions.Store
-	SessionID string // must exist in Store
+	SessionID string // opened by the loop (created if missing, made active)
 	Prompt    string
 	System    string
 	// Chain is the provider (and fallbacks) each model call goes through.
@@ -293,6 +293,8 @@ type loop struct {
 	seqKnown bool
 	// state is the state last announced ("" before the first).
 	state string
+	// session is what opening the session found: its turns and cap.
+	session sessions.Opened
 	// usage is the context size the provider reported for the last call
 	// (input plus output tokens) and usageAt the session length it covers;
 	// see estimate. callLen is the session length sent in the current call.
@@ -344,6 +346,10 @@ func (l *loop) once() error {
 func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Response, *Result, error) {
 	cfg = cfg.withDefaults()
 	l := &loop{cfg: cfg, clock: cfg.Clock, res: &Result{SessionID: cfg.SessionID, CostKnown: true}}
+	var err error
+	if l.session, err = cfg.Store.Open(ctx, cfg.SessionID, 0); err != nil {
+		return nil, l.res, err
+	}
 	if err := l.checkPriced(); err != nil {
 		return nil, l.res, err
 	}
@@ -355,7 +361,7 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		defer cancel()
 	}
 	l.ctx = loopCtx
-	err := body(l)
+	err = body(l)
 	if err == nil {
 		err = l.commit()
 	}
@@ -510,37 +516,29 @@ func (l *loop) setState(state string, call *sessions.ToolCall) error {
 
 // turnCap is the turn cap of this loop: Config.MaxTurns, else the
 // session's own, else the default (0: none).
-func turnCap(cfg Config, meta *sessions.Record) int {
+func turnCap(cfg Config, session sessions.Opened) int {
 	switch {
 	case cfg.MaxTurns < 0:
 		return 0
 	case cfg.MaxTurns > 0:
 		return cfg.MaxTurns
-	case meta.MaxTurns > 0:
-		return meta.MaxTurns
+	case session.MaxTurns > 0:
+		return session.MaxTurns
 	}
 	return cfg.DefaultSessionCap
 }
 
 func (l *loop) run() error {
 	cfg := l.cfg
-	meta, err := cfg.Store.Meta(l.ctx, cfg.SessionID)
-	if err != nil {
-		return err
-	}
-	if limit := turnCap(cfg, meta); limit > 0 && meta.Turns >= limit {
+	if limit := turnCap(cfg, l.session); limit > 0 && l.session.Turns >= limit {
 		// Refused before anything else: the event says so in the log.
-		ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(limit), "turns": int64(meta.Turns)})
+		ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(limit), "turns": int64(l.session.Turns)})
 		if err := l.write(&sessions.Change{Events: []sessions.Event{ev}}); err != nil {
 			return err
 		}
 		return &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
 	}
 	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
-	if meta.Status != sessions.StatusActive {
-		start.Status = sessions.StatusActive
-		start.Events = []sessions.Event{sessions.NewEvent(sessions.EventStatus, map[string]any{"status": string(sessions.StatusActive), "previous": string(meta.Status)})}
-	}
 	if err := l.stage(start); err != nil {
 		return err
 	}

@@ -157,8 +157,9 @@ func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
 }
 
 // engineConfig builds the agent configuration common to both builtins.
-// It opens a named session (creating it if missing) or mints an anonymous
-// one in a private store that is discarded afterwards.
+// Its session is the named one (the loop opens it, creating it if
+// missing) or an anonymous one in a private store that is discarded
+// afterwards.
 func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, system starlark.Value, c *callOptions) (*agent.Config, error) {
 	cfg := &agent.Config{Prompt: prompt, Request: c.request, Clock: st.Clock, ToolErrors: agent.ToolErrorsReport}
 	cfg.Request.Model = c.model
@@ -182,21 +183,15 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	for _, t := range c.tools {
 		cfg.Tools = append(cfg.Tools, t.Bind(thread))
 	}
-	ctx := vm.ContextOf(thread)
+	// The loop opens the session (creating it if missing).
 	if c.sessionID != "" {
 		cfg.Store, cfg.SessionID = st.Store, c.sessionID
-		if _, err := st.Store.Open(ctx, c.sessionID, 0); err != nil {
-			return nil, fail(fn, err)
-		}
 	} else {
 		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithRedactor(st.Store.Redactor()))
 		if err != nil {
 			return nil, err
 		}
 		cfg.Store, cfg.SessionID = store, st.NewID()
-		if _, err := store.Open(ctx, cfg.SessionID, 0); err != nil {
-			return nil, err
-		}
 	}
 	cfg.Hooks.Emit = func(e sessions.Event) error { return deliver(thread, cfg.Store, []sessions.Event{e}) }
 	cfg.Prices = st.LLM.Prices
@@ -369,6 +364,9 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 	named, rest := splitKwargs(kwargs, "prompt", "system", "options")
 	if err := starlark.UnpackArgs(b.Name(), args, named, "prompt", &prompt, "system?", &system, "options?", &positional); err != nil {
 		return "", nil, nil, err
+	}
+	if strings.TrimSpace(prompt) == "" {
+		return "", nil, nil, fmt.Errorf("%s: prompt is empty: the user message needs text", b.Name())
 	}
 	o, err := table.unpack(b.Name(), positional, rest)
 	if err != nil {

@@ -278,11 +278,26 @@ func (s *Store) record(ctx context.Context, sess *Session) (*Record, error) {
 	return sess.record(), nil
 }
 
-// Open resumes id if it is live or stored, or creates it empty. maxTurns
-// > 0 sets the session's turn cap. It reports whether it created the
-// session.
-func (s *Store) Open(ctx context.Context, id string, maxTurns int) (bool, error) {
+// Open resumes id if it is live or stored, or creates it empty; either
+// way the session is active after it. maxTurns > 0 sets the session's
+// turn cap. It reports whether it created the session and what a loop on
+// it needs to know (its turns and cap), so no second read is needed.
+func (s *Store) Open(ctx context.Context, id string, maxTurns int) (Opened, error) {
 	return s.OpenWith(ctx, id, OpenOptions{MaxTurns: maxTurns})
+}
+
+// Opened is what Store.Open did and found.
+type Opened struct {
+	Created  bool // the open created the session
+	Turns    int  // the session's turns so far
+	MaxTurns int  // the session's own turn cap (0: none)
+}
+
+// opened reports on sess after an open.
+func opened(sess *Session, created bool) Opened {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return Opened{Created: created, Turns: sess.rec.Turns, MaxTurns: sess.rec.MaxTurns}
 }
 
 // OpenOptions are the settings of Store.OpenWith.
@@ -308,13 +323,13 @@ func (in Info) empty() bool { return in.Title == nil && in.Metadata == nil }
 func (in Info) check() error { return CheckMetadata(in.Metadata) }
 
 // OpenWith is Open with a title and metadata: set on a new session, merged
-// into a resumed one. It reports whether it created the session. Open is
+// into a resumed one. It reports as Open does. Open is
 // create-or-resume whatever else opens the id at the same time, in this
 // process or another on the same storage: a create that finds the id
 // taken resumes it, and a resume that loses a write race starts over.
-func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool, error) {
+func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (Opened, error) {
 	if err := opts.Info.check(); err != nil {
-		return false, err
+		return Opened{}, err
 	}
 	for attempt := 1; ; attempt++ {
 		created, err := s.openOnce(ctx, id, opts)
@@ -326,7 +341,7 @@ func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (bool
 }
 
 // openOnce is one attempt of OpenWith.
-func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (bool, error) {
+func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Opened, error) {
 	sess, err := s.get(ctx, id)
 	if err == nil {
 		sess.mu.Lock()
@@ -339,22 +354,24 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (bool
 			ch.Events = append(ch.Events, Event{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}})
 		}
 		if ch.MaxTurns > 0 || ch.Status != "" || len(ch.Events) > 0 {
-			_, err = s.apply(ctx, sess, ch, version, false)
+			if _, err = s.apply(ctx, sess, ch, version, false); err != nil {
+				return Opened{}, err
+			}
 		}
-		return false, err
+		return opened(sess, false), nil
 	}
 	if !errors.Is(err, ErrNotFound) {
-		return false, err
+		return Opened{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.lru.Get(id); ok {
-		return false, nil // created concurrently
+	if sess, ok := s.lru.Get(id); ok {
+		return opened(sess, false), nil // created concurrently
 	}
 	if err := s.create(ctx, id, opts.MaxTurns, opts.Info); err != nil {
-		return false, err
+		return Opened{}, err
 	}
-	return true, nil
+	return Opened{Created: true, MaxTurns: opts.MaxTurns}, nil
 }
 
 // create stores a new session and makes it live. The caller holds s.mu.

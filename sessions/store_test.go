@@ -240,3 +240,22 @@ func TestStoreForkConflictDropsStaleSource(t *testing.T) {
 		t.Fatalf("fork after reloading has %d messages, want 1", n)
 	}
 }
+
+// TestOpenReports: Open says whether it created the session and gives
+// the turns and cap a loop needs, so the loop reads nothing else before
+// it starts (sessionstest's OpenReopened checks a session reloaded from
+// a durable backend).
+func TestOpenReports(t *testing.T) {
+	b := NewMemoryBackend()
+	s := newTestStore(t, b, 8)
+	o, err := s.Open(ctx, "a", 4)
+	if err != nil || o != (Opened{Created: true, MaxTurns: 4}) {
+		t.Fatalf("first open = %+v, %v", o, err)
+	}
+	if _, err := s.Apply(ctx, "a", &Change{AddTurns: 3, Status: StatusCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = s.Open(ctx, "a", 0); err != nil || o != (Opened{Turns: 3, MaxTurns: 4}) {
+		t.Fatalf("resume = %+v, %v", o, err)
+	}
+}

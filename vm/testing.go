@@ -37,6 +37,7 @@ type TestResult struct {
 	File       string
 	Name       string
 	Status     TestStatus
+	Started    time.Time // when the test started (zero for a file that could not be loaded)
 	Duration   time.Duration
 	Output     string    // what the test printed
 	Failures   []Failure // failed assertions, in the order they failed
@@ -165,6 +166,7 @@ func (r *TestRunner) Run(file string, src []byte, name string) (res TestResult) 
 	res = TestResult{File: file, Name: name}
 	var out bytes.Buffer
 	start := time.Now()
+	res.Started = start
 	defer func() {
 		res.Duration = time.Since(start)
 		res.Output = out.String()

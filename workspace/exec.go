@@ -88,34 +88,7 @@ type RunResult struct {
 // The fs scope does not confine what an allowed command does once
 // started; the working directory check is about intent, not a sandbox.
 func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunResult, error) {
-	if err := p.check(); err != nil {
-		return nil, err
-	}
-	if len(argv) == 0 || argv[0] == "" {
-		return nil, errors.New("empty command")
-	}
-	if err := p.allowCmd(argv[0]); err != nil {
-		return nil, err
-	}
-	dir := p.root
-	if opts.Dir != "" {
-		t, err := p.resolve(opts.Dir, accessWrite)
-		if err != nil {
-			return nil, err
-		}
-		if !t.exists {
-			return nil, ioError("working directory", t, fs.ErrNotExist)
-		}
-		if fi, err := os.Stat(t.abs); err != nil || !fi.IsDir() {
-			return nil, fmt.Errorf("working directory %q is not a directory", opts.Dir)
-		}
-		dir = t.abs
-	}
-	path, err := p.lookCmd(argv[0], dir)
-	if err != nil {
-		return nil, err
-	}
-	env, err := p.commandEnv(opts.Env, opts.SecretEnv)
+	cmd, err := p.command(argv, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -130,93 +103,32 @@ func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunR
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%q not started: %w", argv[0], err)
 	}
-
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Dir = dir
-	cmd.Env = env
-	setProcessGroup(cmd)
-
 	// Own the pipes rather than letting exec copy through them, so that
 	// Wait returns when the command exits even if a child holds them.
-	outR, outW, err := os.Pipe()
+	pp, err := openPipes(cmd, opts.Stdin != "")
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = outW, errW
-	var inR, inW *os.File
-	if opts.Stdin != "" {
-		if inR, inW, err = os.Pipe(); err != nil {
-			outR.Close()
-			outW.Close()
-			errR.Close()
-			errW.Close()
-			return nil, err
-		}
-		cmd.Stdin = inR
-	}
+	defer pp.close()
 	err = cmd.Start()
-	outW.Close()
-	errW.Close()
-	if inR != nil {
-		inR.Close()
-	}
+	pp.closeChildEnds() // the command has its copies
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		if inW != nil {
-			inW.Close()
-		}
 		return nil, fmt.Errorf("start %q: %w", argv[0], errorCause(err))
 	}
-
 	stdout, stderr := &capped{max: maxOut}, &capped{max: maxOut}
-	var copies sync.WaitGroup
-	copies.Go(func() { io.Copy(stdout, outR) })
-	copies.Go(func() { io.Copy(stderr, errR) })
-	if inW != nil {
-		go func() {
-			io.WriteString(inW, opts.Stdin) // EPIPE if the command does not read it all
-			inW.Close()
-		}()
-	}
+	copied := pp.copy(stdout, stderr, opts.Stdin)
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var werr error
-	killed := false
-	select {
-	case werr = <-waited:
-	case <-runCtx.Done():
-		killGroup(cmd)
-		killed = true
-		werr = <-waited
-	}
+	killed, werr := waitOrKill(ctx, cmd, timeout)
 	// Kill what the command left running in its group. (The leader is
 	// reaped by now; its id names the group until the group is empty.)
 	killGroup(cmd)
-	if inW != nil {
-		inW.Close()
-	}
-	copied := make(chan struct{})
-	go func() { copies.Wait(); close(copied) }()
+	closeFiles(pp.inW) // a writer blocked on a full pipe gives up
 	select {
 	case <-copied:
 	case <-time.After(outputGrace):
-		outR.Close()
-		errR.Close()
+		pp.close() // a process that left the group holds the pipes: stop reading
 		<-copied
 	}
-	outR.Close()
-	errR.Close()
 
 	res := &RunResult{
 		Stdout:    stdout.String(),
@@ -236,6 +148,142 @@ func (p *Policy) Run(ctx context.Context, argv []string, opts RunOptions) (*RunR
 		res.TimedOut = true
 	}
 	return res, nil
+}
+
+// command checks argv and the working directory and environment of opts
+// against the policy and returns the command to start (its streams not
+// yet set).
+func (p *Policy) command(argv []string, opts RunOptions) (*exec.Cmd, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("empty command")
+	}
+	if err := p.allowCmd(argv[0]); err != nil {
+		return nil, err
+	}
+	dir, err := p.workDir(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	path, err := p.lookCmd(argv[0], dir)
+	if err != nil {
+		return nil, err
+	}
+	env, err := p.commandEnv(opts.Env, opts.SecretEnv)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Dir = dir
+	cmd.Env = env
+	setProcessGroup(cmd)
+	return cmd, nil
+}
+
+// workDir resolves RunOptions.Dir: Root for "", else a directory in
+// write scope.
+func (p *Policy) workDir(dir string) (string, error) {
+	if dir == "" {
+		return p.root, nil
+	}
+	t, err := p.resolve(dir, accessWrite)
+	if err != nil {
+		return "", err
+	}
+	if !t.exists {
+		return "", ioError("working directory", t, fs.ErrNotExist)
+	}
+	if fi, err := os.Stat(t.abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("working directory %q is not a directory", dir)
+	}
+	return t.abs, nil
+}
+
+// pipes are a command's standard streams: the ends Run reads and writes
+// (outR, errR, inW) and the ends the command gets (outW, errW, inR). inR
+// and inW are nil when the command has no input.
+type pipes struct {
+	outR, outW, errR, errW, inR, inW *os.File
+}
+
+// openPipes makes the pipes of cmd and sets its streams to them.
+func openPipes(cmd *exec.Cmd, stdin bool) (*pipes, error) {
+	pp := &pipes{}
+	var err error
+	if pp.outR, pp.outW, err = os.Pipe(); err == nil {
+		if pp.errR, pp.errW, err = os.Pipe(); err == nil && stdin {
+			pp.inR, pp.inW, err = os.Pipe()
+		}
+	}
+	if err != nil {
+		pp.close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = pp.outW, pp.errW
+	if pp.inR != nil {
+		cmd.Stdin = pp.inR
+	}
+	return pp, nil
+}
+
+// closeChildEnds closes the command's ends, once it has started (or
+// failed to), so that reading its output ends when the command and its
+// children are gone.
+func (pp *pipes) closeChildEnds() {
+	closeFiles(pp.outW, pp.errW, pp.inR)
+}
+
+// close closes every end: the one cleanup, deferred by Run, and how Run
+// stops reading output that a process outside the group keeps open.
+// Closing an end twice does nothing.
+func (pp *pipes) close() {
+	closeFiles(pp.outR, pp.outW, pp.errR, pp.errW, pp.inR, pp.inW)
+}
+
+// closeFiles closes the files that are not nil.
+func closeFiles(files ...*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// copy reads the command's output into stdout and stderr and writes
+// stdin to its input, in the background; the channel is closed when
+// both outputs have ended.
+func (pp *pipes) copy(stdout, stderr io.Writer, stdin string) <-chan struct{} {
+	var copies sync.WaitGroup
+	copies.Go(func() { io.Copy(stdout, pp.outR) })
+	copies.Go(func() { io.Copy(stderr, pp.errR) })
+	if pp.inW != nil {
+		go func() {
+			io.WriteString(pp.inW, stdin) // EPIPE if the command does not read it all
+			pp.inW.Close()
+		}()
+	}
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	return copied
+}
+
+// waitOrKill waits for the started cmd to exit, killing its process
+// group when ctx is done or timeout expires (killed is then true).
+func waitOrKill(ctx context.Context, cmd *exec.Cmd, timeout time.Duration) (killed bool, err error) {
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	select {
+	case err = <-waited:
+		return false, err
+	case <-runCtx.Done():
+		killGroup(cmd)
+		return true, <-waited
+	}
 }
 
 func hasPathSep(name string) bool {

@@ -29,7 +29,7 @@ type command struct {
 	name    string
 	usage   string // argument synopsis after "skein <name>"
 	summary string
-	run     func(args []string, io stdio) int
+	run     func(args []string, std stdio) int
 }
 
 func commands() map[string]command {
@@ -50,9 +50,9 @@ func commands() map[string]command {
 }
 
 // skein is the CLI's entry point; it returns the exit code.
-func skein(args []string, io stdio) int {
+func skein(args []string, std stdio) int {
 	if len(args) == 0 {
-		printUsage(io.err)
+		printUsage(std.err)
 		return exitUsage
 	}
 	name, rest := args[0], args[1:]
@@ -60,20 +60,20 @@ func skein(args []string, io stdio) int {
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			if c, ok := commands()[rest[0]]; ok {
-				return c.run([]string{"-h"}, io)
+				return c.run([]string{"-h"}, std)
 			}
-			fmt.Fprintf(io.err, "skein help: unknown command %q\n", rest[0])
+			fmt.Fprintf(std.err, "skein help: unknown command %q\n", rest[0])
 			return exitUsage
 		}
-		printUsage(io.out)
+		printUsage(std.out)
 		return exitOK
 	}
 	c, ok := commands()[name]
 	if !ok {
-		fmt.Fprintf(io.err, "skein: unknown command %q (run 'skein help' for the list)\n", name)
+		fmt.Fprintf(std.err, "skein: unknown command %q (run 'skein help' for the list)\n", name)
 		return exitUsage
 	}
-	return c.run(rest, io)
+	return c.run(rest, std)
 }
 
 func printUsage(w io.Writer) {
@@ -106,16 +106,16 @@ func newFlagSet(c string) *flag.FlagSet {
 // parseFlags parses args into fs. It returns (code, true) when the
 // command must stop: after -h (usage printed, exit 0) or a bad flag (one
 // line on stderr, exit 2).
-func parseFlags(fs *flag.FlagSet, usage string, args []string, io stdio) (int, bool) {
+func parseFlags(fs *flag.FlagSet, usage string, args []string, std stdio) (int, bool) {
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(io.out, "Usage: %s %s\n\nFlags:\n", fs.Name(), usage)
-		fs.SetOutput(io.out)
+		fmt.Fprintf(std.out, "Usage: %s %s\n\nFlags:\n", fs.Name(), usage)
+		fs.SetOutput(std.out)
 		fs.PrintDefaults()
 		return exitOK, true
 	}
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error()+flagHint(fs, err)), true
+		return usageError(std, fs.Name(), err.Error()+flagHint(fs, err)), true
 	}
 	return 0, false
 }
@@ -136,7 +136,7 @@ func flagHint(fs *flag.FlagSet, err error) string {
 }
 
 // usageError prints a one-line usage error and returns exitUsage.
-func usageError(io stdio, cmd, msg string) int {
-	fmt.Fprintf(io.err, "%s: %s (see '%s -h')\n", cmd, printable(strings.TrimSpace(msg)), cmd)
+func usageError(std stdio, cmd, msg string) int {
+	fmt.Fprintf(std.err, "%s: %s (see '%s -h')\n", cmd, printable(strings.TrimSpace(msg)), cmd)
 	return exitUsage
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/diff"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -29,6 +30,19 @@ func TestScripts(t *testing.T) {
 			// and its content matches REGEXP, e.g. for a background
 			// command to say it has started; a fixed sleep is flaky on a
 			// loaded machine
+			// cmpnotime stdout|stderr|FILE GOLDEN: cmp, with every
+			// duration in seconds (0.012s, 1.50s) written N.NNs first,
+			// for reports that say how long things took
+			"cmpnotime": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: cmpnotime stdout|stderr|FILE GOLDEN")
+				}
+				got := ts.ReadFile(args[0])
+				got = regexp.MustCompile(`\b\d+\.\d+s\b`).ReplaceAllString(got, "N.NNs")
+				if want := ts.ReadFile(args[1]); got != want {
+					ts.Fatalf("%s (durations masked) and %s differ:\n%s", args[0], args[1], diff.Diff(args[1], []byte(want), args[0], []byte(got)))
+				}
+			},
 			"waitfile": func(ts *testscript.TestScript, neg bool, args []string) {
 				if neg || len(args) != 2 {
 					ts.Fatalf("usage: waitfile FILE REGEXP")

@@ -156,27 +156,27 @@ func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *i
 }
 
 // meta runs a meta command and reports whether the REPL must exit.
-func meta(line string, st *vm.State, io stdio) (quit bool) {
+func meta(line string, st *vm.State, std stdio) (quit bool) {
 	cmd, args, _ := strings.Cut(line, " ")
 	if cmd == ":export" {
-		replExport(strings.Fields(args), st, io)
+		replExport(strings.Fields(args), st, std)
 		return false
 	}
 	switch line {
 	case ":help":
-		fmt.Fprint(io.out, replHelp)
+		fmt.Fprint(std.out, replHelp)
 	case ":sessions":
-		printSessions(io.out, st.Store.Live())
+		printSessions(std.out, st.Store.Live())
 	case ":quit", ":q", ":exit":
 		return true
 	default:
-		fmt.Fprintf(io.err, "skein repl: unknown command %s (type :help for the list)\n", line)
+		fmt.Fprintf(std.err, "skein repl: unknown command %s (type :help for the list)\n", line)
 	}
 	return false
 }
 
 // replExport implements :export NAME [ID] [--with-test].
-func replExport(args []string, st *vm.State, io stdio) {
+func replExport(args []string, st *vm.State, std stdio) {
 	const usage = "skein repl: usage: :export NAME [ID] [--with-test]"
 	withTest := false
 	var rest []string
@@ -188,7 +188,7 @@ func replExport(args []string, st *vm.State, io stdio) {
 		}
 	}
 	if len(rest) == 0 || len(rest) > 2 {
-		fmt.Fprintln(io.err, usage)
+		fmt.Fprintln(std.err, usage)
 		return
 	}
 	var id string
@@ -197,15 +197,15 @@ func replExport(args []string, st *vm.State, io stdio) {
 	} else if live := st.Store.Live(); len(live) > 0 {
 		id = live[0].ID
 	} else {
-		fmt.Fprintln(io.err, "skein repl: :export: no live session (open one, or name a stored one: :export NAME ID)")
+		fmt.Fprintln(std.err, "skein repl: :export: no live session (open one, or name a stored one: :export NAME ID)")
 		return
 	}
 	rec, err := st.Store.Snapshot(context.Background(), id)
 	if err != nil {
-		fmt.Fprintf(io.err, "skein repl: :export: %v\n", err)
+		fmt.Fprintf(std.err, "skein repl: :export: %v\n", err)
 		return
 	}
-	exportStar(io, "skein repl: :export", rec, rest[0]+".star", withTest)
+	exportStar(std, "skein repl: :export", rec, rest[0]+".star", withTest)
 }
 
 // printSessions lists live sessions, most recently used first.
@@ -298,14 +298,14 @@ func isTerminal(f any) bool {
 
 // newLineEditor returns the readline instance of an interactive REPL:
 // history in the user's config directory, completion from the REPL.
-func newLineEditor(repl *vm.REPL, io stdio) (*readline.Instance, error) {
+func newLineEditor(repl *vm.REPL, std stdio) (*readline.Instance, error) {
 	return readline.NewEx(&readline.Config{
 		Prompt:            primaryPrompt,
 		HistoryFile:       historyFile(),
 		HistorySearchFold: true,
 		AutoComplete:      completer{repl},
-		Stdout:            io.out.(*os.File),
-		Stderr:            io.err,
+		Stdout:            std.out.(*os.File),
+		Stderr:            std.err,
 		InterruptPrompt:   "^C",
 		EOFPrompt:         "\n",
 	})

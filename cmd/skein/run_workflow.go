@@ -51,22 +51,22 @@ func isWorkflowFile(file string) bool {
 // workflow file, runs it (resuming --run-id if that run is unfinished)
 // and prints the final output, or the result as JSON. It exits 1 when
 // the file is invalid or the run does not complete.
-func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
+func runWorkflow(std stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	const cmd = "skein run"
 	if !flagSetNonEmpty(wf.task) {
-		return usageError(io, cmd, "a workflow file needs --task TEXT")
+		return usageError(std, cmd, "a workflow file needs --task TEXT")
 	}
 	if wf.maxSteps < 1 {
-		return usageError(io, cmd, fmt.Sprintf("--max-stages must be >= 1, got %d", wf.maxSteps))
+		return usageError(std, cmd, fmt.Sprintf("--max-stages must be >= 1, got %d", wf.maxSteps))
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: filepath.Dir(file)})
+	st, closeVM, err := vf.newState(std, vmConfig{root: filepath.Dir(file)})
 	if err != nil {
-		return failState(io, cmd, err)
+		return failState(std, cmd, err)
 	}
 	g, err := builtins.LoadGraph(st, file, nil)
 	if err != nil {
 		closeVM()
-		fmt.Fprintf(io.err, "%s: %s\n", cmd, err)
+		fmt.Fprintf(std.err, "%s: %s\n", cmd, err)
 		return exitFailed
 	}
 	ctx, stopRun := runContext(vf.timeout)
@@ -79,20 +79,20 @@ func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	stopRun()
 	closeErr := closeVM()
 	if err != nil {
-		return scriptFailed(io, vf, err)
+		return scriptFailed(std, vf, err)
 	}
 	if wf.json {
-		enc := json.NewEncoder(io.out)
+		enc := json.NewEncoder(std.out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(run.Map()); err != nil {
-			fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+			fmt.Fprintf(std.err, "%s: %v\n", cmd, err)
 			return exitFailed
 		}
 	} else if run.Status == workflow.StatusCompleted {
-		fmt.Fprintln(io.out, run.Output)
+		fmt.Fprintln(std.out, run.Output)
 	}
 	if closeErr != nil {
-		fmt.Fprintf(io.err, "%s: %v\n", cmd, closeErr)
+		fmt.Fprintf(std.err, "%s: %v\n", cmd, closeErr)
 		return exitFailed
 	}
 	if run.Status != workflow.StatusCompleted {
@@ -103,7 +103,7 @@ func runWorkflow(io stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 		if run.Next != "" {
 			msg += fmt.Sprintf(" (resume it with --run-id %s)", run.ID)
 		}
-		fmt.Fprintln(io.err, msg)
+		fmt.Fprintln(std.err, msg)
 		return exitFailed
 	}
 	return exitOK

@@ -23,29 +23,29 @@ func runsCommands() []sessionsCommand {
 
 // runsMain implements `skein runs ls|show`: the workflow run records of
 // a database.
-func runsMain(args []string, io stdio) int {
+func runsMain(args []string, std stdio) int {
 	var names []string
 	for _, c := range runsCommands() {
 		names = append(names, c.name)
 	}
 	if len(args) == 0 {
-		return usageError(io, "skein runs", "missing command (one of: "+strings.Join(names, ", ")+")")
+		return usageError(std, "skein runs", "missing command (one of: "+strings.Join(names, ", ")+")")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintf(io.out, "Usage: skein runs %s\n\nCommands:\n", runsUsage)
+		fmt.Fprintf(std.out, "Usage: skein runs %s\n\nCommands:\n", runsUsage)
 		for _, c := range runsCommands() {
-			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
+			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db)\nand opens it read-only.")
+		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db)\nand opens it read-only.")
 		return exitOK
 	}
 	for _, c := range runsCommands() {
 		if c.name == args[0] {
-			return c.run(args[1:], io)
+			return c.run(args[1:], std)
 		}
 	}
-	return usageError(io, "skein runs", fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
+	return usageError(std, "skein runs", fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
 }
 
 // runBackend opens the database of a runs subcommand.
@@ -63,7 +63,7 @@ func runBackend(store *storeFlag) (sessions.RunBackend, func() error, error) {
 }
 
 // runsLs implements `skein runs ls`.
-func runsLs(args []string, io stdio) int {
+func runsLs(args []string, std stdio) int {
 	var store storeFlag
 	fs := newFlagSet("runs ls")
 	store.register(fs)
@@ -72,36 +72,36 @@ func runsLs(args []string, io stdio) int {
 	limit := fs.Int("limit", 20, "runs per page (0: all)")
 	offset := fs.Int("offset", 0, "runs to skip before the page")
 	asJSON := fs.Bool("json", false, `print {"runs": [...], "total", "limit", "offset"} as JSON`)
-	rest, code, stop := parseInterleaved(fs, args, io)
+	rest, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	switch {
 	case len(rest) > 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
 	case *limit < 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("--limit must be >= 0, got %d", *limit))
+		return usageError(std, fs.Name(), fmt.Sprintf("--limit must be >= 0, got %d", *limit))
 	case *offset < 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("--offset must be >= 0, got %d", *offset))
+		return usageError(std, fs.Name(), fmt.Sprintf("--offset must be >= 0, got %d", *offset))
 	}
 	var statuses []string
 	if *status != "" {
 		for _, s := range strings.Split(*status, ",") {
 			s = strings.TrimSpace(s)
 			if !contains(runStatuses(), s) {
-				return usageError(io, fs.Name(), fmt.Sprintf("--status: unknown run status %q (one of: %s)", s, strings.Join(runStatuses(), ", ")))
+				return usageError(std, fs.Name(), fmt.Sprintf("--status: unknown run status %q (one of: %s)", s, strings.Join(runStatuses(), ", ")))
 			}
 			statuses = append(statuses, s)
 		}
 	}
 	rb, closeFn, err := runBackend(&store)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer closeFn()
 	page, total, err := rb.ListRuns(context.Background(), sessions.RunFilter{Statuses: statuses, Workflow: *name, Limit: *limit, Offset: *offset})
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	if *asJSON {
 		type runJSON struct {
@@ -123,17 +123,17 @@ func runsLs(args []string, io stdio) int {
 			out.Runs = append(out.Runs, runJSON{r.ID, r.Workflow, r.Fingerprint, r.Status, r.Steps,
 				r.CreatedAt.UTC().Format(sessions.TimeFormat), r.UpdatedAt.UTC().Format(sessions.TimeFormat)})
 		}
-		return printJSON(io, fs.Name(), out)
+		return printJSON(std, fs.Name(), out)
 	}
 	if len(page) > 0 {
-		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTEPS\tCREATED\tUPDATED")
 		for _, r := range page {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", printable(r.ID), printable(r.Workflow), r.Status, r.Steps, listTime(r.CreatedAt), listTime(r.UpdatedAt))
 		}
 		tw.Flush()
 	}
-	pageSummary(io.out, "run", len(page), total, *offset)
+	pageSummary(std.out, "run", len(page), total, *offset)
 	return exitOK
 }
 
@@ -155,24 +155,24 @@ func contains(list []string, s string) bool {
 }
 
 // runsShow implements `skein runs show RUN_ID`.
-func runsShow(args []string, io stdio) int {
+func runsShow(args []string, std stdio) int {
 	var store storeFlag
 	fs := newFlagSet("runs show")
 	store.register(fs)
 	asJSON := fs.Bool("json", false, "print the run as workflow_execute returns it, as JSON")
-	ids, code, stop := parseInterleaved(fs, args, io)
+	ids, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	switch {
 	case len(ids) == 0:
-		return usageError(io, fs.Name(), "missing RUN_ID")
+		return usageError(std, fs.Name(), "missing RUN_ID")
 	case len(ids) > 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("takes one RUN_ID, got %d", len(ids)))
+		return usageError(std, fs.Name(), fmt.Sprintf("takes one RUN_ID, got %d", len(ids)))
 	}
 	rb, closeFn, err := runBackend(&store)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer closeFn()
 	run, err := workflow.Load(context.Background(), rb, ids[0])
@@ -180,17 +180,17 @@ func runsShow(args []string, io stdio) int {
 		err = fmt.Errorf("unknown run id '%s' in %s", ids[0], store.path)
 	}
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	if *asJSON {
-		return printJSON(io, fs.Name(), run.Map())
+		return printJSON(std, fs.Name(), run.Map())
 	}
-	printRun(io, run)
+	printRun(std, run)
 	return exitOK
 }
 
-func printRun(io stdio, r *workflow.Run) {
-	w := io.out
+func printRun(std stdio, r *workflow.Run) {
+	w := std.out
 	fmt.Fprintf(w, "run %s\n", printable(r.ID))
 	field := func(name, format string, args ...any) {
 		fmt.Fprintf(w, "  %-11s %s\n", name, fmt.Sprintf(format, args...))
@@ -241,11 +241,11 @@ func clipLine(s string, n int) string {
 	return s
 }
 
-func printJSON(io stdio, cmd string, v any) int {
-	enc := json.NewEncoder(io.out)
+func printJSON(std stdio, cmd string, v any) int {
+	enc := json.NewEncoder(std.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fail(io, cmd, err)
+		return fail(std, cmd, err)
 	}
 	return exitOK
 }

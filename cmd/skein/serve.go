@@ -53,86 +53,86 @@ func (f *serveFlags) flags() []flagDef {
 }
 
 // serveCommand implements `skein serve`: the session API over HTTP.
-func serveCommand(args []string, io stdio) int {
+func serveCommand(args []string, std stdio) int {
 	fs := newFlagSet("serve")
 	var vf vmFlags
 	vf.register(fs)
 	vf.registerStore(fs)
 	var f serveFlags
 	envErr := registerFlags(fs, f.flags())
-	if code, stop := parseFlags(fs, serveUsage, args, io); stop {
+	if code, stop := parseFlags(fs, serveUsage, args, std); stop {
 		return code
 	}
 	if err := cmp.Or(envErr, vf.check()); err != nil {
-		return usageError(io, fs.Name(), err.Error())
+		return usageError(std, fs.Name(), err.Error())
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
 	case len(f.agents) == 0:
-		return usageError(io, fs.Name(), "no agent: give at least one --agent FILE.star")
+		return usageError(std, fs.Name(), "no agent: give at least one --agent FILE.star")
 	case f.maxSessions < 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
+		return usageError(std, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
 	case f.maxRunning < 0:
-		return usageError(io, fs.Name(), fmt.Sprintf("--max-running must be >= 0, got %d", f.maxRunning))
+		return usageError(std, fs.Name(), fmt.Sprintf("--max-running must be >= 0, got %d", f.maxRunning))
 	case f.idleTimeout <= 0:
-		return usageError(io, fs.Name(), "--idle-timeout must be positive")
+		return usageError(std, fs.Name(), "--idle-timeout must be positive")
 	case f.grace < 0:
-		return usageError(io, fs.Name(), "--grace must not be negative")
+		return usageError(std, fs.Name(), "--grace must not be negative")
 	case f.maxBody < 1:
-		return usageError(io, fs.Name(), "--max-body must be >= 1")
+		return usageError(std, fs.Name(), "--max-body must be >= 1")
 	case f.poll <= 0:
-		return usageError(io, fs.Name(), "--poll-interval must be positive")
+		return usageError(std, fs.Name(), "--poll-interval must be positive")
 	}
 	token, generated, err := serveToken(f.tokenFile)
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error())
+		return usageError(std, fs.Name(), err.Error())
 	}
 	if generated && !loopback(f.addr) {
-		return usageError(io, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
+		return usageError(std, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
-		return failState(io, fs.Name(), err)
+		return failState(std, fs.Name(), err)
 	}
-	st, closeVM, err := vf.newState(io, vmConfig{root: cwd, openStore: true})
+	st, closeVM, err := vf.newState(std, vmConfig{root: cwd, openStore: true})
 	if err != nil {
-		return failState(io, fs.Name(), err)
+		return failState(std, fs.Name(), err)
 	}
 	defer closeVM()
 	agents := map[string]serve.Agent{}
 	for _, file := range f.agents {
 		h, err := st.LoadHandler(file)
 		if err != nil {
-			fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+			fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 			return exitUsage
 		}
 		if _, dup := agents[h.Name()]; dup {
-			return usageError(io, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
+			return usageError(std, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
 		}
 		agents[h.Name()] = h
 	}
-	logger := slog.New(slog.NewTextHandler(io.err, nil))
+	logger := slog.New(slog.NewTextHandler(std.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
 		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		srv.Close()
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(io.out, "skein serve: listening on %s (agents: %s)\n", url, strings.Join(agentList(agents), ", "))
+	fmt.Fprintf(std.out, "skein serve: listening on %s (agents: %s)\n", url, strings.Join(agentList(agents), ", "))
 	if generated {
 		// The generated token is printed once, here, and nowhere else.
-		fmt.Fprintf(io.out, "skein serve: token %s\nskein serve: viewer %s/?token=%s\n", token, url, token)
+		fmt.Fprintf(std.out, "skein serve: token %s\nskein serve: viewer %s/?token=%s\n", token, url, token)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -142,7 +142,7 @@ func serveCommand(args []string, io stdio) int {
 	select {
 	case err := <-errc:
 		srv.Close()
-		fmt.Fprintf(io.err, "%s: %v\n", fs.Name(), err)
+		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String(), "grace", f.grace)

@@ -15,7 +15,7 @@ const sessionsUsage = "<command> [flags] [arguments]"
 // sessionsCommand is one subcommand of `skein sessions`.
 type sessionsCommand struct {
 	name, usage, summary string
-	run                  func(args []string, io stdio) int
+	run                  func(args []string, std stdio) int
 }
 
 func sessionsCommands() []sessionsCommand {
@@ -31,26 +31,26 @@ func sessionsCommands() []sessionsCommand {
 
 // sessionsMain implements `skein sessions <command>`: the stored sessions
 // of a database, outside any pipeline.
-func sessionsMain(args []string, io stdio) int {
+func sessionsMain(args []string, std stdio) int {
 	if len(args) == 0 {
-		return usageError(io, "skein sessions", "missing command (one of: "+sessionsNames()+")")
+		return usageError(std, "skein sessions", "missing command (one of: "+sessionsNames()+")")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintf(io.out, "Usage: skein sessions %s\n\nCommands:\n", sessionsUsage)
+		fmt.Fprintf(std.out, "Usage: skein sessions %s\n\nCommands:\n", sessionsUsage)
 		for _, c := range sessionsCommands() {
-			fmt.Fprintf(io.out, "  %-7s %s\n", c.name, c.summary)
+			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(io.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
-		fmt.Fprintln(io.out, "Run 'skein sessions <command> -h' for a command's flags.")
+		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
+		fmt.Fprintln(std.out, "Run 'skein sessions <command> -h' for a command's flags.")
 		return exitOK
 	}
 	for _, c := range sessionsCommands() {
 		if c.name == args[0] {
-			return c.run(args[1:], io)
+			return c.run(args[1:], std)
 		}
 	}
-	return usageError(io, "skein sessions", fmt.Sprintf("unknown command %q (one of: %s)", args[0], sessionsNames()))
+	return usageError(std, "skein sessions", fmt.Sprintf("unknown command %q (one of: %s)", args[0], sessionsNames()))
 }
 
 func sessionsNames() string {
@@ -85,10 +85,10 @@ func usageOf(name string) string {
 // parseInterleaved parses args like parseFlags but also accepts flags
 // after the positional arguments (`rm ID --recursive`), which it
 // returns. "--" ends the flags.
-func parseInterleaved(fs *flag.FlagSet, args []string, io stdio) ([]string, int, bool) {
+func parseInterleaved(fs *flag.FlagSet, args []string, std stdio) ([]string, int, bool) {
 	var positional []string
 	for {
-		if code, stop := parseFlags(fs, usageOf(fs.Name()), args, io); stop {
+		if code, stop := parseFlags(fs, usageOf(fs.Name()), args, std); stop {
 			return nil, code, true
 		}
 		rest := fs.Args()
@@ -145,12 +145,12 @@ func (e errUsage) Error() string { return string(e) }
 
 // fail reports err for command cmd on one line and returns its exit code:
 // 2 for an errUsage, 1 for the others.
-func fail(io stdio, cmd string, err error) int {
+func fail(std stdio, cmd string, err error) int {
 	var ue errUsage
 	if errors.As(err, &ue) {
-		return usageError(io, cmd, ue.Error())
+		return usageError(std, cmd, ue.Error())
 	}
-	fmt.Fprintf(io.err, "%s: %s\n", cmd, oneLine(err.Error()))
+	fmt.Fprintf(std.err, "%s: %s\n", cmd, oneLine(err.Error()))
 	return exitFailed
 }
 
@@ -201,12 +201,12 @@ func parseStatuses(flagName, s string) ([]sessions.Status, error) {
 
 // oneID checks that a command that works on one session got exactly one
 // id; when not, it reports the usage error and returns its exit code.
-func oneID(cmd string, ids []string, io stdio) (int, bool) {
+func oneID(cmd string, ids []string, std stdio) (int, bool) {
 	switch {
 	case len(ids) == 0:
-		return usageError(io, cmd, "missing session ID"), true
+		return usageError(std, cmd, "missing session ID"), true
 	case len(ids) > 1:
-		return usageError(io, cmd, fmt.Sprintf("takes one session ID, got %d", len(ids))), true
+		return usageError(std, cmd, fmt.Sprintf("takes one session ID, got %d", len(ids))), true
 	}
 	return 0, false
 }

@@ -26,51 +26,51 @@ const (
 const exportFormats = "jsonl, json, forensic, star or workflow"
 
 // sessionsExport implements `skein sessions export ID`.
-func sessionsExport(args []string, io stdio) int {
+func sessionsExport(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("export", &store)
 	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records), star (a runnable pipeline NAME.star with NAME.llm.jsonl) or workflow (a workflow file, one agent node per completed turn)")
 	output := fs.String("o", "", "write to this file (created user-only) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
 	withTest := fs.Bool("with-test", false, "star: also write NAME_test.star, a skein test of the replay")
-	ids, code, stop := parseInterleaved(fs, args, io)
+	ids, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
-	if code, bad := oneID(fs.Name(), ids, io); bad {
+	if code, bad := oneID(fs.Name(), ids, std); bad {
 		return code
 	}
 	switch *format {
 	case formatJSONL, formatJSON, formatForensic, formatStar, formatWorkflow:
 	default:
-		return usageError(io, fs.Name(), fmt.Sprintf("--format %q: want %s", *format, exportFormats))
+		return usageError(std, fs.Name(), fmt.Sprintf("--format %q: want %s", *format, exportFormats))
 	}
 	if *withTest && *format != formatStar {
-		return usageError(io, fs.Name(), "--with-test is for --format star")
+		return usageError(std, fs.Name(), "--with-test is for --format star")
 	}
 	b, err := storedBackend(&store, storeRead)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	ctx, id := context.Background(), ids[0]
 	rec, err := b.Load(ctx, id)
 	if err != nil {
-		return fail(io, fs.Name(), sessionError(&store, id, err))
+		return fail(std, fs.Name(), sessionError(&store, id, err))
 	}
 	if *format == formatStar {
-		return exportStar(io, fs.Name(), rec, *output, *withTest)
+		return exportStar(std, fs.Name(), rec, *output, *withTest)
 	}
 	var appended map[int64]sessions.Message
 	if hb, ok := b.(sessions.HistoryBackend); ok && *format != formatJSON {
 		if appended, err = hb.LoadAppended(ctx, id); err != nil {
-			return fail(io, fs.Name(), sessionError(&store, id, err))
+			return fail(std, fs.Name(), sessionError(&store, id, err))
 		}
 	}
-	w, done := io.out, func() error { return nil }
+	w, done := std.out, func() error { return nil }
 	if *output != "" {
 		f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
-			return fail(io, fs.Name(), err)
+			return fail(std, fs.Name(), err)
 		}
 		w, done = f, f.Close
 	}
@@ -88,48 +88,48 @@ func sessionsExport(args []string, io stdio) int {
 		err = export.WriteJSONL(w, rec, appended)
 	}
 	if err = errors.Join(err, done()); err != nil {
-		return fail(io, fs.Name(), fmt.Errorf("session '%s': %v", id, err))
+		return fail(std, fs.Name(), fmt.Errorf("session '%s': %v", id, err))
 	}
 	return exitOK
 }
 
 // sessionsImport implements `skein sessions import FILE`.
-func sessionsImport(args []string, io stdio) int {
+func sessionsImport(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("import", &store)
 	newID := fs.String("id", "", "store the session under this id instead of the exported one")
-	files, code, stop := parseInterleaved(fs, args, io)
+	files, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	switch {
 	case len(files) == 0:
-		return usageError(io, fs.Name(), "missing FILE to import (- reads stdin)")
+		return usageError(std, fs.Name(), "missing FILE to import (- reads stdin)")
 	case len(files) > 1:
-		return usageError(io, fs.Name(), fmt.Sprintf("takes one FILE, got %d", len(files)))
+		return usageError(std, fs.Name(), fmt.Sprintf("takes one FILE, got %d", len(files)))
 	}
-	in := io.in
+	in := std.in
 	if name := files[0]; name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return usageError(io, fs.Name(), fmt.Sprintf("cannot read %s: %v", name, underlying(err)))
+			return usageError(std, fs.Name(), fmt.Sprintf("cannot read %s: %v", name, underlying(err)))
 		}
 		defer f.Close()
 		in = f
 	}
 	rec, appended, err := export.ReadExport(in)
 	if err != nil {
-		return fail(io, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
+		return fail(std, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
 	}
 	if *newID != "" {
 		if err := sessions.CheckID(*newID); err != nil {
-			return usageError(io, fs.Name(), fmt.Sprintf("--id: %v", err))
+			return usageError(std, fs.Name(), fmt.Sprintf("--id: %v", err))
 		}
 		export.Rename(rec, *newID)
 	}
 	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	ctx := context.Background()
@@ -139,29 +139,29 @@ func sessionsImport(args []string, io stdio) int {
 		err = b.Create(ctx, rec)
 	}
 	if errors.Is(err, sessions.ErrExists) {
-		return fail(io, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, store.path))
+		return fail(std, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, store.path))
 	}
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
-	fmt.Fprintf(io.out, "imported %s: %s, %s\n", printable(rec.ID), plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
+	fmt.Fprintf(std.out, "imported %s: %s, %s\n", printable(rec.ID), plural(len(rec.Messages), "message"), plural(len(rec.Events), "event"))
 	return exitOK
 }
 
 // exportStar writes rec as a pipeline: path (NAME.star; "" for the
 // default name in the working directory), NAME.llm.jsonl beside it and,
 // with withTest, NAME_test.star. It prints the files it wrote.
-func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTest bool) int {
+func exportStar(std stdio, cmd string, rec *sessions.Record, path string, withTest bool) int {
 	if path == "" {
 		path = sessions.Slug(rec.Title) + ".star"
 	}
 	name, ok := strings.CutSuffix(filepath.Base(path), ".star")
 	if !ok || name == "" {
-		return usageError(io, cmd, fmt.Sprintf("-o %s: a star export is written to NAME.star", path))
+		return usageError(std, cmd, fmt.Sprintf("-o %s: a star export is written to NAME.star", path))
 	}
 	out, err := export.ExportStar(rec, name)
 	if err != nil {
-		return fail(io, cmd, fmt.Errorf("session '%s': %v", rec.ID, err))
+		return fail(std, cmd, fmt.Errorf("session '%s': %v", rec.ID, err))
 	}
 	dir := filepath.Dir(path)
 	files := []struct {
@@ -178,10 +178,10 @@ func exportStar(io stdio, cmd string, rec *sessions.Record, path string, withTes
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
 		if err := os.WriteFile(p, f.data, 0o600); err != nil {
-			return fail(io, cmd, err)
+			return fail(std, cmd, err)
 		}
 		wrote = append(wrote, p)
 	}
-	fmt.Fprintf(io.out, "wrote %s\n", printableList(wrote))
+	fmt.Fprintf(std.out, "wrote %s\n", printableList(wrote))
 	return exitOK
 }

@@ -16,7 +16,7 @@ import (
 
 // sessionsLs implements `skein sessions ls`: a page of the stored
 // sessions, newest first, without their messages.
-func sessionsLs(args []string, io stdio) int {
+func sessionsLs(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("ls", &store)
 	status := fs.String("status", "", "only sessions with one of these statuses, comma-separated (active, cancelled, completed, error)")
@@ -25,43 +25,43 @@ func sessionsLs(args []string, io stdio) int {
 	offset := fs.Int("offset", 0, "sessions to skip before the page")
 	where := fs.String("where", "", "only sessions for which this expr-lang condition holds, over id, title, status, messages, turns, created, updated, parent, metadata (e.g. 'metadata.repo == \"api\" && turns > 3')")
 	asJSON := fs.Bool("json", false, `print {"sessions": [...], "total", "limit", "offset"} as JSON`)
-	rest, code, stop := parseInterleaved(fs, args, io)
+	rest, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	if len(rest) > 0 {
-		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
 	}
 	if *limit < 0 {
-		return usageError(io, fs.Name(), fmt.Sprintf("--limit must be >= 0, got %d", *limit))
+		return usageError(std, fs.Name(), fmt.Sprintf("--limit must be >= 0, got %d", *limit))
 	}
 	if *offset < 0 {
-		return usageError(io, fs.Name(), fmt.Sprintf("--offset must be >= 0, got %d", *offset))
+		return usageError(std, fs.Name(), fmt.Sprintf("--offset must be >= 0, got %d", *offset))
 	}
 	statuses, err := parseStatuses("status", *status)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	var filter *sessions.Where
 	if flagSet(fs, "where") {
 		if filter, err = sessions.CompileWhere(*where); err != nil {
-			return usageError(io, fs.Name(), "--where: "+err.Error())
+			return usageError(std, fs.Name(), "--where: "+err.Error())
 		}
 	}
 	b, err := storedBackend(&store, storeRead)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	page, total, err := sessions.ListWhere(context.Background(), b, sessions.ListFilter{Statuses: statuses, ParentID: *parent, Limit: *limit, Offset: *offset}, filter)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	if *asJSON {
-		return printListJSON(io, page, total, *limit, *offset)
+		return printListJSON(std, page, total, *limit, *offset)
 	}
 	if len(page) > 0 {
-		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tSTATUS\tMESSAGES\tTURNS\tFORKS\tPARENT\tCREATED\tUPDATED\tTITLE")
 		for _, s := range page {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", printable(s.ID), s.Status, s.Length, s.Turns, s.Children,
@@ -70,10 +70,10 @@ func sessionsLs(args []string, io stdio) int {
 		tw.Flush()
 	}
 	if total == 0 && !storeExists(&store) {
-		fmt.Fprintf(io.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", store.path)
+		fmt.Fprintf(std.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", store.path)
 		return exitOK
 	}
-	pageSummary(io.out, "session", len(page), total, *offset)
+	pageSummary(std.out, "session", len(page), total, *offset)
 	return exitOK
 }
 
@@ -109,7 +109,7 @@ type listJSON struct {
 	Metadata map[string]any `json:"metadata"`
 }
 
-func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) int {
+func printListJSON(std stdio, page []sessions.Summary, total, limit, offset int) int {
 	out := struct {
 		Sessions []listJSON `json:"sessions"`
 		Total    int        `json:"total"`
@@ -131,10 +131,10 @@ func printListJSON(io stdio, page []sessions.Summary, total, limit, offset int) 
 		}
 		out.Sessions = append(out.Sessions, j)
 	}
-	enc := json.NewEncoder(io.out)
+	enc := json.NewEncoder(std.out)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
-		return fail(io, "skein sessions ls", err)
+		return fail(std, "skein sessions ls", err)
 	}
 	return exitOK
 }
@@ -150,20 +150,20 @@ func orDash(s string) string {
 }
 
 // sessionsRm implements `skein sessions rm ID...`.
-func sessionsRm(args []string, io stdio) int {
+func sessionsRm(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("rm", &store)
 	recursive := fs.Bool("recursive", false, "also delete the session's forks, and theirs")
-	ids, code, stop := parseInterleaved(fs, args, io)
+	ids, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	if len(ids) == 0 {
-		return usageError(io, fs.Name(), "missing session ID")
+		return usageError(std, fs.Name(), "missing session ID")
 	}
 	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	ctx := context.Background()
@@ -175,46 +175,46 @@ func sessionsRm(args []string, io stdio) int {
 		}
 		switch {
 		case errors.Is(err, sessions.ErrHasChildren):
-			return fail(io, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, printableList(forks)))
+			return fail(std, fs.Name(), fmt.Errorf("session '%s' has forks (%s): delete them first, or use --recursive", id, printableList(forks)))
 		case err != nil:
-			return fail(io, fs.Name(), cycleHint(sessionError(&store, id, err)))
+			return fail(std, fs.Name(), cycleHint(sessionError(&store, id, err)))
 		case len(forks) > 0:
-			fmt.Fprintf(io.out, "removed %s and its forks %s\n", printable(id), printableList(forks))
+			fmt.Fprintf(std.out, "removed %s and its forks %s\n", printable(id), printableList(forks))
 		default:
-			fmt.Fprintf(io.out, "removed %s\n", printable(id))
+			fmt.Fprintf(std.out, "removed %s\n", printable(id))
 		}
 	}
 	return exitOK
 }
 
 // sessionsGC implements `skein sessions gc --older-than DURATION`.
-func sessionsGC(args []string, io stdio) int {
+func sessionsGC(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("gc", &store)
 	olderThan := fs.String("older-than", "", "delete sessions last updated longer ago than this: a Go duration (36h, 90m) or days (30d); required")
 	status := fs.String("status", "", "only sessions with one of these statuses, comma-separated (active, cancelled, completed, error)")
 	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
-	rest, code, stop := parseInterleaved(fs, args, io)
+	rest, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
 	if len(rest) > 0 {
-		return usageError(io, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q", rest[0]))
 	}
 	if *olderThan == "" {
-		return usageError(io, fs.Name(), "--older-than is required (for example --older-than 30d)")
+		return usageError(std, fs.Name(), "--older-than is required (for example --older-than 30d)")
 	}
 	age, err := parseAge(*olderThan)
 	if err != nil {
-		return usageError(io, fs.Name(), err.Error())
+		return usageError(std, fs.Name(), err.Error())
 	}
 	statuses, err := parseStatuses("status", *status)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	b, err := storedBackend(&store, storeWrite)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	filter := sessions.ListFilter{Statuses: statuses, UpdatedBefore: time.Now().Add(-age)}
@@ -225,17 +225,17 @@ func sessionsGC(args []string, io stdio) int {
 	}
 	if c != nil {
 		for _, id := range c.Deleted {
-			fmt.Fprintf(io.out, "%s %s\n", verb, printable(id))
+			fmt.Fprintf(std.out, "%s %s\n", verb, printable(id))
 		}
 	}
 	if err != nil {
-		return fail(io, fs.Name(), cycleHint(err))
+		return fail(std, fs.Name(), cycleHint(err))
 	}
-	fmt.Fprintf(io.out, "%s %s", verb, plural(len(c.Deleted), "session"))
+	fmt.Fprintf(std.out, "%s %s", verb, plural(len(c.Deleted), "session"))
 	if len(c.Kept) > 0 {
-		fmt.Fprintf(io.out, "; kept %s with forks that are not old enough or filtered out: %s", plural(len(c.Kept), "session"), printableList(c.Kept))
+		fmt.Fprintf(std.out, "; kept %s with forks that are not old enough or filtered out: %s", plural(len(c.Kept), "session"), printableList(c.Kept))
 	}
-	fmt.Fprintln(io.out)
+	fmt.Fprintln(std.out)
 	return exitOK
 }
 

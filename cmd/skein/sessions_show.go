@@ -18,32 +18,32 @@ const (
 )
 
 // sessionsShow implements `skein sessions show ID`.
-func sessionsShow(args []string, io stdio) int {
+func sessionsShow(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("show", &store)
 	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results) or debug (plus every event)")
-	ids, code, stop := parseInterleaved(fs, args, io)
+	ids, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
 	}
-	if code, bad := oneID(fs.Name(), ids, io); bad {
+	if code, bad := oneID(fs.Name(), ids, std); bad {
 		return code
 	}
 	switch *view {
 	case viewBasic, viewVerbose, viewDebug:
 	default:
-		return usageError(io, fs.Name(), fmt.Sprintf("--view %q: want basic, verbose or debug", *view))
+		return usageError(std, fs.Name(), fmt.Sprintf("--view %q: want basic, verbose or debug", *view))
 	}
 	b, err := storedBackend(&store, storeRead)
 	if err != nil {
-		return fail(io, fs.Name(), err)
+		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
 	rec, err := b.Load(context.Background(), ids[0])
 	if err != nil {
-		return fail(io, fs.Name(), sessionError(&store, ids[0], err))
+		return fail(std, fs.Name(), sessionError(&store, ids[0], err))
 	}
-	printSession(io.out, rec, *view)
+	printSession(std.out, rec, *view)
 	return exitOK
 }
 

@@ -124,13 +124,13 @@ func (e *storeError) Unwrap() error { return e.err }
 // failState reports an error of vmFlags.newState for command cmd on one
 // line and returns the exit code: 1 when the session store cannot be
 // opened, 2 for the others (flag values and files, usage errors).
-func failState(io stdio, cmd string, err error) int {
+func failState(std stdio, cmd string, err error) int {
 	var se *storeError
 	if errors.As(err, &se) {
-		fmt.Fprintf(io.err, "%s: %v\n", cmd, err)
+		fmt.Fprintf(std.err, "%s: %v\n", cmd, err)
 		return exitFailed
 	}
-	return usageError(io, cmd, err.Error())
+	return usageError(std, cmd, err.Error())
 }
 
 // hint returns advice for a script error caused by the durable store, or

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/llm"
@@ -30,6 +31,7 @@ type testOptions struct {
 	parallel int
 	shard    shard
 	failFast bool
+	count    int // runs of each test
 }
 
 // shard selects the tests of machine index (1-based) out of count; count
@@ -51,11 +53,12 @@ func testCommand(args []string, std stdio) int {
 	registerFlags(fs, []flagDef{
 		{name: "run", value: &runExpr, usage: "run only the tests whose function name matches this regular expression"},
 		{name: "v", value: &opts.verbose, usage: "print every test's name, status, duration and printed output"},
-		{name: "json", value: &opts.json, usage: "print one JSON object per test on stdout (the summary line goes to stderr)"},
+		{name: "json", value: &opts.json, usage: "print the events of the run on stdout in go test -json's format (test2json), for gotestsum, IDEs and CI tools"},
 		{name: "junit", value: &opts.junit, usage: "also write a JUnit XML report to this file"},
 		{name: "parallel", value: &opts.parallel, def: strconv.Itoa(runtime.NumCPU()), usage: "how many tests run at once"},
 		{name: "shard", value: &shardSpec, usage: "run only shard I of N, written I/N with 1 <= I <= N: a stable split of the tests across CI machines"},
 		{name: "fail-fast", value: &opts.failFast, usage: "start no test after the first failure"},
+		{name: "count", value: &opts.count, def: "1", usage: "run each test this many times (each file's tests in turn, then again)"},
 	})
 	if code, stop := parseFlags(fs, testUsage, args, std); stop {
 		return code
@@ -71,6 +74,9 @@ func testCommand(args []string, std stdio) int {
 	}
 	if opts.parallel < 1 {
 		return usageError(std, fs.Name(), fmt.Sprintf("-parallel must be >= 1, got %d", opts.parallel))
+	}
+	if opts.count < 1 {
+		return usageError(std, fs.Name(), fmt.Sprintf("-count must be >= 1, got %d", opts.count))
 	}
 	if runExpr != "" {
 		re, err := regexp.Compile(runExpr)
@@ -110,6 +116,7 @@ func testCommand(args []string, std stdio) int {
 		defer junit.Close()
 	}
 
+	started := time.Now()
 	ctx, stopRun := runContext(0)
 	defer stopRun()
 	suite := loadTestFiles(ctx, files, global, opts.parallel, func(f *testFile) *vm.TestRunner {
@@ -118,15 +125,19 @@ func testCommand(args []string, std stdio) int {
 			return vf.testVM(stdout, root, fx)
 		}}
 	})
-	cases := selectTests(suite, opts.run, only, opts.shard)
+	cases := repeatCases(selectTests(suite, opts.run, only, opts.shard), opts.count)
 
+	// With --json stdout is the event stream alone, and the summary is
+	// not printed (the stream has every result; a tool reading it makes
+	// its own): stderr has only what explains a failed run.
 	summary := std.out
 	var rep reporter
 	if opts.json {
-		rep, summary = newJSONReport(std.out), std.err
+		rep, summary = newJSONReport(std.out), io.Discard
 	} else {
 		rep = &textReport{w: std.out, verbose: opts.verbose, line: newProgressLine(std.out)}
 	}
+	rep = &byFile{reporter: rep}
 	var all []vm.TestResult
 	var t tally
 	notRun := runTests(ctx, cases, opts.parallel, opts.failFast, func(res vm.TestResult) {
@@ -136,6 +147,10 @@ func testCommand(args []string, std stdio) int {
 	}, rep.progress)
 	rep.done()
 
+	notes := summary // what says why tests did not run
+	if opts.json {
+		notes = std.err
+	}
 	noMatch := len(cases) == 0 && (opts.run != nil || len(only) > 0)
 	switch {
 	case noMatch && opts.run != nil:
@@ -147,14 +162,14 @@ func testCommand(args []string, std stdio) int {
 	}
 	switch {
 	case notRun > 0 && ctx.Err() != nil:
-		fmt.Fprintf(summary, "interrupted: %d not run\n", notRun)
+		fmt.Fprintf(notes, "interrupted: %d not run\n", notRun)
 	case notRun > 0:
-		fmt.Fprintf(summary, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
+		fmt.Fprintf(notes, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
 	}
 	if usd, known := vf.budget.Spent(); known && usd > 0 {
 		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.Date)
 	}
-	fmt.Fprintln(summary, t)
+	fmt.Fprintln(summary, t.summary(time.Since(started)))
 	code := exitOK
 	if t.failed > 0 || ctx.Err() != nil || noMatch {
 		code = exitFailed

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skein-dev/skein/vm"
 )
@@ -51,21 +53,51 @@ func skeinTest(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
-// testIDs returns the "file::test" of each --json line, in order.
-func testIDs(t *testing.T, jsonLines string) []string {
+// testIDs returns the "file::test" of each test that finished in a
+// --json stream, in order.
+func testIDs(t *testing.T, stream string) []string {
 	t.Helper()
 	var ids []string
-	for _, line := range strings.Split(strings.TrimSpace(jsonLines), "\n") {
-		if line == "" {
-			continue
+	for _, e := range parseTest2JSON(t, stream) {
+		if e.Test != "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") {
+			ids = append(ids, e.Package+"::"+e.Test)
 		}
-		var r jsonResult
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("bad JSON line %q: %v", line, err)
-		}
-		ids = append(ids, r.File+"::"+r.Test)
 	}
 	return ids
+}
+
+// test2jsonEvent is the event of `go test -json` as cmd/test2json
+// defines it (`go doc cmd/test2json`): the fields its readers use.
+type test2jsonEvent struct {
+	Time        *time.Time
+	Action      string
+	Package     string
+	Test        string
+	Elapsed     *float64
+	Output      *string
+	FailedBuild string
+}
+
+// parseTest2JSON decodes a --json stream strictly: one event per line,
+// no field test2json does not have.
+func parseTest2JSON(t *testing.T, stream string) []test2jsonEvent {
+	t.Helper()
+	var events []test2jsonEvent
+	for _, line := range strings.Split(strings.TrimRight(stream, "\n"), "\n") {
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		var e test2jsonEvent
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("not a test2json event: %q: %v", line, err)
+		}
+		events = append(events, e)
+	}
+	return events
+}
+
+// stripElapsed drops the elapsed time from the summary line.
+func stripElapsed(report string) string {
+	return regexp.MustCompile(` in \d+\.\d\ds\n$`).ReplaceAllString(report, "\n")
 }
 
 func TestJUnitReportParsesAndCountsMatch(t *testing.T) {
@@ -133,7 +165,7 @@ func TestJUnitReportParsesAndCountsMatch(t *testing.T) {
 	}
 	// and they agree with the summary line
 	want := fmt.Sprintf("%d passed, %d failed, %d skipped\n", cases-failures-errs-skipped, failures+errs, skipped)
-	if !strings.HasSuffix(stdout, want) {
+	if !strings.HasSuffix(stripElapsed(stdout), want) {
 		t.Errorf("summary %q, want %q", stdout[strings.LastIndex(strings.TrimRight(stdout, "\n"), "\n")+1:], want)
 	}
 }
@@ -175,7 +207,7 @@ func TestParallelReportsLikeSerial(t *testing.T) {
 	writeTestTree(t, dir, 6, 10)
 	serial, _, code1 := skeinTest(t, "-parallel", "1", dir)
 	parallel, _, code2 := skeinTest(t, "-parallel", "4", dir)
-	if serial != parallel || code1 != code2 {
+	if stripElapsed(serial) != stripElapsed(parallel) || code1 != code2 {
 		t.Fatalf("serial (exit %d):\n%s\nparallel (exit %d):\n%s", code1, serial, code2, parallel)
 	}
 	serialJSON, _, _ := skeinTest(t, "--json", "-parallel", "1", dir)
@@ -205,5 +237,102 @@ func TestProgressLineOnlyOnATerminal(t *testing.T) {
 		"\r\033[Kskein test: 3/3 done, 1 failed" + "\r\033[K"
 	if buf.String() != want {
 		t.Fatalf("got %q\nwant %q", buf.String(), want)
+	}
+}
+
+// TestJSONIsTest2JSON reads `skein test --json` as a reader of `go test
+// -json` would: every line an event with test2json's fields; each file
+// a package that starts before its tests and passes or fails after them
+// with its "ok"/"FAIL" line; each test a "run", output ("=== RUN", the
+// "--- STATUS:" line) and one pass, fail or skip with its Elapsed; the
+// counts those of the text report. -count 3 runs every test three times.
+func TestJSONIsTest2JSON(t *testing.T) {
+	dir := t.TempDir()
+	writeTestTree(t, dir, 3, 7)
+	if err := os.WriteFile(filepath.Join(dir, "broken_test.star"), []byte("x = (\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text, _, _ := skeinTest(t, "-parallel", "1", dir)
+	for _, count := range []int{1, 3} {
+		stream, stderr, code := skeinTest(t, "--json", "-count", fmt.Sprint(count), dir)
+		if code != exitFailed || stderr != "" {
+			t.Fatalf("-count %d: exit %d, stderr %q", count, code, stderr)
+		}
+		type pkgState struct {
+			started, ended bool
+			running        map[string]bool
+			output         []string
+		}
+		pkgs := map[string]*pkgState{}
+		var order []string
+		tally := map[string]int{}
+		for _, e := range parseTest2JSON(t, stream) {
+			if e.Time == nil || e.Time.IsZero() || e.Package == "" {
+				t.Fatalf("event without Time or Package: %+v", e)
+			}
+			p := pkgs[e.Package]
+			if e.Action == "start" {
+				if p != nil {
+					t.Fatalf("package %s started twice", e.Package)
+				}
+				pkgs[e.Package] = &pkgState{started: true, running: map[string]bool{}}
+				order = append(order, e.Package)
+				continue
+			}
+			if p == nil || p.ended {
+				t.Fatalf("%s event of %s outside its start and end", e.Action, e.Package)
+			}
+			if e.Output != nil {
+				p.output = append(p.output, *e.Output)
+			}
+			switch {
+			case e.Action == "run":
+				p.running[e.Test] = true
+			case e.Action == "output":
+				if e.Test != "" && !p.running[e.Test] {
+					t.Fatalf("output of %s::%s before its run", e.Package, e.Test)
+				}
+			case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
+				if e.Elapsed == nil {
+					t.Fatalf("%s without Elapsed: %+v", e.Action, e)
+				}
+				if e.Test == "" {
+					p.ended = true
+					if len(p.running) > 0 {
+						t.Fatalf("package %s ended with tests running", e.Package)
+					}
+					continue
+				}
+				if !p.running[e.Test] {
+					t.Fatalf("%s of %s::%s that is not running", e.Action, e.Package, e.Test)
+				}
+				delete(p.running, e.Test)
+				tally[e.Action]++
+			default:
+				t.Fatalf("unexpected action %q", e.Action)
+			}
+		}
+		if len(order) != 4 || order[0] != filepath.Join(dir, "broken_test.star") {
+			t.Fatalf("-count %d: packages %v, want broken_test.star and the three files", count, order)
+		}
+		for _, name := range order {
+			p := pkgs[name]
+			last := p.output[len(p.output)-1]
+			if !p.ended || !regexp.MustCompile(`^(ok  |FAIL)\t`+regexp.QuoteMeta(name)+`(\t\d+\.\d{3}s| \[load failed\])\n$`).MatchString(last) {
+				t.Errorf("package %s: ended %v, last output %q", name, p.ended, last)
+			}
+		}
+		// 3 files of 7: 4 pass, 1 fails, 1 errors, 1 skips each; the
+		// broken file is a failed package, not a test
+		if tally["pass"] != 12*count || tally["fail"] != 6*count || tally["skip"] != 3*count {
+			t.Errorf("-count %d: %v, want 12/6/3 times %d", count, tally, count)
+		}
+		if !strings.Contains(text, "12 passed, 7 failed, 3 skipped in ") {
+			t.Errorf("the text report counts differently:\n%s", text)
+		}
+		if !strings.Contains(stream, `"Output":"=== RUN   test_03\n"`) || !strings.Contains(stream, `"Output":"--- FAIL: test_03 (`) ||
+			!strings.Contains(stream, `pkg0/f00_test.star:11:14: assert.eq: 1 != 2\n"`) {
+			t.Errorf("the stream lacks go test's lines for a failing test:\n%s", stream)
+		}
 	}
 }

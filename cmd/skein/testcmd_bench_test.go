@@ -38,7 +38,7 @@ func BenchmarkSkeinTest(b *testing.B) {
 			for b.Loop() {
 				var out, errOut bytes.Buffer
 				code := skein([]string{"test", "-parallel", fmt.Sprint(parallel), dir}, stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
-				if code != exitOK || out.String() != fmt.Sprintf("%d passed, 0 failed\n", files*perFile) {
+				if code != exitOK || stripElapsed(out.String()) != fmt.Sprintf("%d passed, 0 failed\n", files*perFile) {
 					b.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
 				}
 			}

@@ -164,6 +164,33 @@ func selectTests(files []*testFile, run *regexp.Regexp, only map[string][]string
 	return mine
 }
 
+// repeatCases runs each file's tests count times (-count): a file's
+// tests in order, then again, file after file, as go test -count does
+// per package, so the results of a file stay together. A file that could
+// not be loaded is reported once.
+func repeatCases(cases []testCase, count int) []testCase {
+	if count <= 1 {
+		return cases
+	}
+	out := make([]testCase, 0, len(cases)*count)
+	for start := 0; start < len(cases); {
+		end := start + 1
+		for end < len(cases) && cases[end].file == cases[start].file {
+			end++
+		}
+		group := cases[start:end]
+		n := count
+		if group[0].name == "" {
+			n = 1
+		}
+		for range n {
+			out = append(out, group...)
+		}
+		start = end
+	}
+	return out
+}
+
 // splitTestIDs takes the FILE::TEST ids that skein test prints out of
 // paths: it returns the paths with each id replaced by its file, and for
 // each such file the tests to run (every other test of it is left out).

@@ -2,58 +2,129 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"math"
+	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/vm"
 )
 
-// jsonReport prints one JSON object per test (--json), one per line, in
-// the order of the tests.
-type jsonReport struct{ enc *json.Encoder }
+// The --json report: the event stream `go test -json` writes (the
+// test2json format, `go doc cmd/test2json`), so that the tools that read
+// Go's (gotestsum, IDEs, CI annotators) read skein's. A test file is a
+// package, named by its path as the text report shows it; a test
+// function is a test. Each file gets a "start" event; each test "run",
+// "output" events (the "=== RUN" line, what it printed, its failures or
+// traceback, the "--- PASS:" line) and "pass", "fail" or "skip" with its
+// Elapsed seconds; then the file "output" events ("PASS" or "FAIL", "ok
+// <file> 0.012s") and its "pass" or "fail". A file that cannot be loaded
+// is a package that fails with the error as its output.
+
+// testEvent is one event of the stream, with test2json's field names
+// and order.
+type testEvent struct {
+	Time    time.Time
+	Action  string
+	Package string   `json:",omitempty"`
+	Test    string   `json:",omitempty"`
+	Elapsed *float64 `json:",omitempty"`
+	Output  string   `json:",omitempty"`
+}
+
+// jsonReport writes the event stream of a run, in test order.
+type jsonReport struct {
+	enc *json.Encoder
+	now func() time.Time
+}
 
 var _ reporter = (*jsonReport)(nil)
 
 func newJSONReport(w io.Writer) *jsonReport {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &jsonReport{enc: enc}
+	return &jsonReport{enc: enc, now: time.Now}
 }
 
-// jsonResult is the JSON form of one test's result.
-type jsonResult struct {
-	File       string        `json:"file"`
-	Test       string        `json:"test"` // "" for a file that could not be loaded
-	Status     string        `json:"status"`
-	DurationMS float64       `json:"duration_ms"`
-	Assertions int           `json:"assertions"`
-	Failures   []jsonFailure `json:"failures,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	SkipReason string        `json:"skip_reason,omitempty"`
-	Warning    string        `json:"warning,omitempty"`
-	Output     string        `json:"output,omitempty"`
+// emit writes one event, at time t (now when zero).
+func (r *jsonReport) emit(t time.Time, action, pkg, test string, elapsed *float64, output string) {
+	if t.IsZero() {
+		t = r.now()
+	}
+	r.enc.Encode(testEvent{Time: t, Action: action, Package: pkg, Test: test, Elapsed: elapsed, Output: output}) // a failing stdout shows in the exit code anyway
 }
 
-type jsonFailure struct {
-	Pos       string `json:"pos"`
-	Assertion string `json:"assertion"`
-	Message   string `json:"message"`
+// lines emits text as output events, one per line, each indented by
+// indent.
+func (r *jsonReport) lines(t time.Time, pkg, test, indent, text string) {
+	text = strings.TrimRight(text, "\n")
+	if text == "" {
+		return
+	}
+	for _, line := range strings.Split(text, "\n") {
+		r.emit(t, "output", pkg, test, nil, indent+line+"\n")
+	}
+}
+
+func (r *jsonReport) fileStart(path string, started time.Time) {
+	r.emit(started, "start", path, "", nil, "")
 }
 
 func (r *jsonReport) result(res vm.TestResult) {
-	j := jsonResult{
-		File: res.File, Test: res.Name, Status: string(res.Status),
-		DurationMS: float64(res.Duration.Microseconds()) / 1000, Assertions: res.Assertions,
-		Error: res.Error, SkipReason: res.SkipReason, Output: res.Output,
+	if res.Name == "" { // a file that could not be loaded
+		r.lines(time.Time{}, res.File, "", "", res.Error)
+		return
 	}
-	for _, f := range res.Failures {
-		j.Failures = append(j.Failures, jsonFailure{Pos: f.Pos, Assertion: f.Assertion, Message: f.Message})
+	end := res.Started.Add(res.Duration)
+	r.emit(res.Started, "run", res.File, res.Name, nil, "")
+	r.emit(res.Started, "output", res.File, res.Name, nil, "=== RUN   "+res.Name+"\n")
+	r.lines(end, res.File, res.Name, "", res.Output)
+	action, status := "pass", "PASS"
+	switch res.Status {
+	case vm.TestFail:
+		action, status = "fail", "FAIL"
+		for _, f := range res.Failures {
+			r.lines(end, res.File, res.Name, "    ", f.String())
+		}
+	case vm.TestError:
+		action, status = "fail", "FAIL"
+		r.lines(end, res.File, res.Name, "    ", res.Error)
+	case vm.TestSkip:
+		action, status = "skip", "SKIP"
+		r.lines(end, res.File, res.Name, "    ", res.SkipReason)
 	}
 	if unasserted(res) {
-		j.Warning = noAssertions
+		r.lines(end, res.File, res.Name, "    ", "WARN: "+noAssertions)
 	}
-	r.enc.Encode(j) // a failing stdout shows in the summary anyway
+	elapsed := roundSeconds(res.Duration, 2) // as go test prints it: (0.00s)
+	r.emit(end, "output", res.File, res.Name, nil, fmt.Sprintf("--- %s: %s (%.2fs)\n", status, res.Name, elapsed))
+	r.emit(end, action, res.File, res.Name, &elapsed, "")
+}
+
+func (r *jsonReport) fileDone(f fileOutcome) {
+	elapsed := roundSeconds(f.elapsed, 3)
+	switch {
+	case f.loadErr:
+		r.emit(time.Time{}, "output", f.path, "", nil, fmt.Sprintf("FAIL\t%s [load failed]\n", f.path))
+		r.emit(time.Time{}, "fail", f.path, "", &elapsed, "")
+	case f.failed:
+		r.emit(time.Time{}, "output", f.path, "", nil, "FAIL\n")
+		r.emit(time.Time{}, "output", f.path, "", nil, fmt.Sprintf("FAIL\t%s\t%.3fs\n", f.path, elapsed))
+		r.emit(time.Time{}, "fail", f.path, "", &elapsed, "")
+	default:
+		r.emit(time.Time{}, "output", f.path, "", nil, "PASS\n")
+		r.emit(time.Time{}, "output", f.path, "", nil, fmt.Sprintf("ok  \t%s\t%.3fs\n", f.path, elapsed))
+		r.emit(time.Time{}, "pass", f.path, "", &elapsed, "")
+	}
 }
 
 func (r *jsonReport) progress(done, total, failed int) {}
 
 func (r *jsonReport) done() {}
+
+// roundSeconds is d in seconds rounded to digits decimals.
+func roundSeconds(d time.Duration, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(d.Seconds()*p) / p
+}

@@ -4,15 +4,66 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/vm"
 )
 
 // reporter prints test results as runTests hands them over, in order.
+// The results of one file come together (see repeatCases): fileStart
+// comes before the first of them and fileDone after the last (byFile
+// calls them).
 type reporter interface {
+	fileStart(path string, started time.Time)
 	result(res vm.TestResult)
+	fileDone(f fileOutcome)
 	progress(done, total, failed int)
 	done()
+}
+
+// fileOutcome is how the tests of one file went.
+type fileOutcome struct {
+	path    string
+	elapsed time.Duration // from the start of its first test to the end of its last
+	failed  bool          // a test failed or errored
+	loadErr bool          // the file could not be loaded: its one result says why
+}
+
+// byFile hands results to a reporter and tells it where the results of
+// each file start and end.
+type byFile struct {
+	reporter
+	cur        *fileOutcome
+	start, end time.Time
+}
+
+func (b *byFile) result(res vm.TestResult) {
+	if b.cur != nil && b.cur.path != res.File {
+		b.endFile()
+	}
+	if b.cur == nil {
+		b.cur = &fileOutcome{path: res.File, loadErr: res.Name == ""}
+		b.start, b.end = res.Started, res.Started
+		b.reporter.fileStart(res.File, res.Started)
+	}
+	if end := res.Started.Add(res.Duration); end.After(b.end) {
+		b.end = end
+	}
+	b.cur.failed = b.cur.failed || failed(res)
+	b.reporter.result(res)
+}
+
+func (b *byFile) endFile() {
+	b.cur.elapsed = b.end.Sub(b.start)
+	b.reporter.fileDone(*b.cur)
+	b.cur = nil
+}
+
+func (b *byFile) done() {
+	if b.cur != nil {
+		b.endFile()
+	}
+	b.reporter.done()
 }
 
 // noAssertions is the warning about a test that passed without asserting.
@@ -77,6 +128,22 @@ func (r *textReport) result(res vm.TestResult) {
 	}
 }
 
+func (r *textReport) fileStart(string, time.Time) {}
+
+// fileDone prints, with -v, a line per file as go test does per package:
+// "ok" or "FAIL", the file and how long its tests took.
+func (r *textReport) fileDone(f fileOutcome) {
+	if !r.verbose || f.loadErr {
+		return
+	}
+	r.line.clear()
+	status := "ok"
+	if f.failed {
+		status = "FAIL"
+	}
+	fmt.Fprintf(r.w, "%-5s %s %.3fs\n", status, f.path, f.elapsed.Seconds())
+}
+
 func (r *textReport) progress(done, total, failed int) { r.line.update(done, total, failed) }
 
 func (r *textReport) done() { r.line.clear() }
@@ -138,12 +205,13 @@ func (t *tally) add(res vm.TestResult) {
 	}
 }
 
-// String is the summary line: "N passed, N failed", and ", N skipped"
-// when any were.
-func (t tally) String() string {
+// summary is the summary line: "N passed, N failed", ", N skipped"
+// when any were, and " in 1.23s", the time the command took to load and
+// run the tests.
+func (t tally) summary(elapsed time.Duration) string {
 	s := fmt.Sprintf("%d passed, %d failed", t.passed, t.failed)
 	if t.skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", t.skipped)
 	}
-	return s
+	return s + fmt.Sprintf(" in %.2fs", elapsed.Seconds())
 }

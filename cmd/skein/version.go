@@ -15,14 +15,14 @@ func version() string {
 	return "devel"
 }
 
-func versionCommand(args []string, io stdio) int {
+func versionCommand(args []string, std stdio) int {
 	fs := newFlagSet("version")
-	if code, stop := parseFlags(fs, "", args, io); stop {
+	if code, stop := parseFlags(fs, "", args, std); stop {
 		return code
 	}
 	if fs.NArg() > 0 {
-		return usageError(io, fs.Name(), "takes no arguments")
+		return usageError(std, fs.Name(), "takes no arguments")
 	}
-	fmt.Fprintf(io.out, "skein %s %s/%s %s\n", version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(std.out, "skein %s %s/%s %s\n", version(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	return exitOK
 }

@@ -13,11 +13,7 @@ package anthropic
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
@@ -88,22 +84,18 @@ func New(cfg Config) (*Provider, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", Name, wire.Scrub(base, cfg.APIKey))
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
+	base, err := wire.Endpoint(Name, base, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	maxTokens := cfg.DefaultMaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
 	return &Provider{
-		url:       strings.TrimRight(base, "/") + "/v1/messages",
+		url:       base + "/v1/messages",
 		key:       cfg.APIKey,
-		client:    client,
+		client:    cfg.HTTPClient,
 		timeout:   cfg.Timeout,
 		maxTokens: maxTokens,
 	}, nil
@@ -117,21 +109,8 @@ func (p *Provider) Name() string { return Name }
 // ctx aborts the call and returns ctx's error; every other failure is an
 // *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	if req.Model == "" {
-		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: "no model given"}
-	}
-	body, err := p.encodeRequest(req)
-	if err != nil {
-		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
-	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/json")
 	h.Set("Anthropic-Version", APIVersion)
-	if req.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
 	if p.key != "" {
 		h.Set("X-Api-Key", p.key)
 	}
@@ -140,11 +119,13 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        p.url,
 		Header:     h,
-		Body:       body,
+		Request:    req,
+		Model:      req.Model,
+		Encode:     p.encodeRequest,
 		Timeout:    p.timeout,
 		Secret:     p.key,
 		Fail:       failure,
-		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadStream: readStream,
 		ReadWhole:  readMessage,
 	})
 }

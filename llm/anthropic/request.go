@@ -198,11 +198,9 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 			out.System = []textBlock{{Type: "text", Text: s, CacheControl: ephemeral}}
 		}
 	}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if schema == nil {
-			schema = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		schema := wire.Parameters(t)
 		out.Tools = append(out.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	if !req.NoCache {

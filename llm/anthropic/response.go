@@ -93,14 +93,11 @@ func readMessage(body io.Reader) (*llm.Response, error) {
 // message_stop is a transient `network` error; an error event is a
 // categorised error.
 func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) {
-	events := wire.NewEventReader(body)
+	events := wire.NewEventReader(body, "message_stop")
 	var r reply
 	var ev streamEvent
 	for {
 		name, data, err := events.Next()
-		if err == io.EOF {
-			return nil, wire.Truncated("message_stop")
-		}
 		if err != nil {
 			return nil, err
 		}

@@ -19,8 +19,6 @@ package gemini
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,15 +77,11 @@ func New(cfg Config) (*Provider, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", Name, wire.Scrub(base, cfg.APIKey))
+	base, err := wire.Endpoint(Name, base, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
-	return &Provider{base: strings.TrimRight(base, "/"), key: cfg.APIKey, client: client, timeout: cfg.Timeout}, nil
+	return &Provider{base: base, key: cfg.APIKey, client: cfg.HTTPClient, timeout: cfg.Timeout}, nil
 }
 
 // Name returns "gemini".
@@ -98,23 +92,13 @@ func (p *Provider) Name() string { return Name }
 // the call and returns ctx's error; every other failure is an *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	model := strings.TrimPrefix(req.Model, "models/")
-	if model == "" {
-		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: "no model given"}
-	}
-	body, err := encodeRequest(req)
-	if err != nil {
-		return nil, &llm.Error{Provider: Name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
-	}
 	target := p.base + "/v1beta/models/" + url.PathEscape(model)
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
 	if req.Stream {
 		target += ":streamGenerateContent?alt=sse"
-		h.Set("Accept", "text/event-stream")
 	} else {
 		target += ":generateContent"
-		h.Set("Accept", "application/json")
 	}
+	h := http.Header{}
 	if p.key != "" {
 		h.Set("x-goog-api-key", p.key)
 	}
@@ -123,11 +107,13 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        target,
 		Header:     h,
-		Body:       body,
+		Request:    req,
+		Model:      model,
+		Encode:     encodeRequest,
 		Timeout:    p.timeout,
 		Secret:     p.key,
 		Fail:       failure,
-		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		ReadStream: readStream,
 		ReadWhole:  readResponse,
 	})
 }

@@ -294,16 +294,13 @@ func encodeAssistant(m *sessions.Message) (content, error) {
 	if text := m.TextContent(); text != "" {
 		c.Parts = append(c.Parts, textPart(text))
 	}
-	for _, call := range m.ToolCalls {
-		args := call.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		data, err := json.Marshal(args)
+	for i := range m.ToolCalls {
+		call := &m.ToolCalls[i]
+		args, err := wire.EncodeArguments(call)
 		if err != nil {
-			return c, fmt.Errorf("tool call %q arguments: %v", call.ID, err)
+			return c, err
 		}
-		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{Name: call.Name, Args: data}})
+		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{Name: call.Name, Args: json.RawMessage(args)}})
 	}
 	return c, nil
 }

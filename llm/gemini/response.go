@@ -71,7 +71,7 @@ func readResponse(body io.Reader) (*llm.Response, error) {
 // as they arrive. A stream that ends before a finish reason is a transient
 // `network` error; an error object in the stream is a categorised error.
 func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) {
-	events := wire.NewEventReader(body)
+	events := wire.NewEventReader(body, "")
 	var r reply
 	for {
 		_, data, err := events.Next()

@@ -8,20 +8,20 @@
 // A Provider maps an llm.Request onto the wire format (request.go), reads
 // the reply as one JSON body or as a stream of server-sent events
 // (response.go), and reports failures as categorised *llm.Error values
-// (errors.go). The API key is sent in the Authorization header only and
-// never appears in an error.
+// in the error format OpenAI shares across its APIs
+// (llm/internal/openaiwire). The API key is sent in the Authorization
+// header (Azure: api-key) only and never appears in an error.
 package openai
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
 )
 
@@ -132,23 +132,19 @@ func New(cfg Config) (*Provider, error) {
 			return nil, fmt.Errorf("%s: a base url is required for an openai-compatible provider", name)
 		}
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", name, wire.Scrub(base, cfg.APIKey))
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
+	base, err := wire.Endpoint(name, base, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	p := &Provider{
 		name:    name,
-		url:     strings.TrimRight(base, "/") + "/chat/completions",
+		url:     base + "/chat/completions",
 		key:     cfg.APIKey,
-		client:  client,
+		client:  cfg.HTTPClient,
 		timeout: cfg.Timeout,
 	}
 	if name == NameAzure {
-		p.azure, p.url, p.apiVersion = true, strings.TrimRight(base, "/"), cfg.APIVersion
+		p.azure, p.url, p.apiVersion = true, base, cfg.APIVersion
 		if p.apiVersion == "" {
 			p.apiVersion = DefaultAzureAPIVersion
 		}
@@ -164,20 +160,7 @@ func (p *Provider) Name() string { return p.name }
 // Cancelling ctx aborts the call and returns ctx's error; every other
 // failure is an *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	if req.Model == "" {
-		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: "no model given"}
-	}
-	body, err := p.encodeRequest(req)
-	if err != nil {
-		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
-	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	if req.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
 	target := p.url
 	switch {
 	case p.azure:
@@ -194,11 +177,13 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        target,
 		Header:     h,
-		Body:       body,
+		Request:    req,
+		Model:      req.Model,
+		Encode:     p.encodeRequest,
 		Timeout:    p.timeout,
 		Secret:     p.key,
-		Fail:       Failure,
-		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		Fail:       openaiwire.Failure,
+		ReadStream: readStream,
 		ReadWhole:  readCompletion,
 	})
 }

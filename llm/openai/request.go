@@ -2,7 +2,6 @@ package openai
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
@@ -120,11 +119,9 @@ func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
 		}
 		system = [][]byte{data}
 	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		params := wire.Parameters(t)
 		out.Tools = append(out.Tools, chatTool{Type: "function", Function: functionSpec{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
 	if len(req.Tools) > 0 {
@@ -181,16 +178,13 @@ func encodeMessage(m *sessions.Message) (chatMessage, error) {
 	if out.Content == "" {
 		out.Content = nil
 	}
-	for _, c := range m.ToolCalls {
-		args := c.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		b, err := json.Marshal(args)
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		args, err := wire.EncodeArguments(c)
 		if err != nil {
-			return out, fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+			return out, err
 		}
-		out.ToolCalls = append(out.ToolCalls, chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: string(b)}})
+		out.ToolCalls = append(out.ToolCalls, chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: args}})
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -19,8 +20,8 @@ type completion struct {
 		Message      replyMessage `json:"message"`
 		FinishReason string       `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Usage *openaiwire.Usage `json:"usage"`
+	Error json.RawMessage   `json:"error"`
 }
 
 // One chunk of a streamed reply. Fields not listed (id, created,
@@ -32,8 +33,8 @@ type chunk struct {
 		Delta        replyMessage `json:"delta"`
 		FinishReason string       `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Usage *openaiwire.Usage `json:"usage"`
+	Error json.RawMessage   `json:"error"`
 }
 
 // replyMessage is a reply's message, or a streamed delta of it.
@@ -57,26 +58,6 @@ type toolCallPart struct {
 		Name      string   `json:"name"`
 		Arguments flexText `json:"arguments"`
 	} `json:"function"`
-}
-
-type usage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-func (u *usage) llm() llm.Usage {
-	return llm.Usage{
-		InputTokens:     u.PromptTokens,
-		OutputTokens:    u.CompletionTokens,
-		CacheReadTokens: u.PromptTokensDetails.CachedTokens,
-		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
-	}
 }
 
 // flexText decodes the text fields servers do not agree on: a string,
@@ -124,8 +105,8 @@ func readCompletion(body io.Reader) (*llm.Response, error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, wire.Malformed("reply", err)
 	}
-	if hasError(c.Error) {
-		return nil, ReplyError(c.Error)
+	if openaiwire.HasError(c.Error) {
+		return nil, openaiwire.ReplyError(c.Error)
 	}
 	if len(c.Choices) == 0 {
 		return nil, &llm.Error{Category: llm.ServerError, Message: "the reply has no choices"}
@@ -133,7 +114,7 @@ func readCompletion(body io.Reader) (*llm.Response, error) {
 	var r reply
 	r.model = c.Model
 	if c.Usage != nil {
-		r.usage = c.Usage.llm()
+		r.usage = c.Usage.LLM()
 	}
 	ch := &c.Choices[0]
 	r.add(&ch.Message, nil)
@@ -146,14 +127,11 @@ func readCompletion(body io.Reader) (*llm.Response, error) {
 // arrive. A stream that ends before [DONE] is a transient `network` error;
 // an error object in the stream is a categorised error.
 func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) {
-	events := wire.NewEventReader(body)
+	events := wire.NewEventReader(body, "[DONE]")
 	var r reply
 	var c chunk
 	for {
 		_, data, err := events.Next()
-		if err == io.EOF {
-			return nil, wire.Truncated("[DONE]")
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -165,14 +143,14 @@ func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) 
 		if err := json.Unmarshal(data, &c); err != nil {
 			return nil, wire.Malformed("stream chunk", err)
 		}
-		if hasError(c.Error) {
-			return nil, ReplyError(c.Error)
+		if openaiwire.HasError(c.Error) {
+			return nil, openaiwire.ReplyError(c.Error)
 		}
 		if r.model == "" {
 			r.model = c.Model
 		}
 		if c.Usage != nil {
-			r.usage = c.Usage.llm()
+			r.usage = c.Usage.LLM()
 		}
 		for i := range c.Choices {
 			ch := &c.Choices[i]

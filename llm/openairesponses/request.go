@@ -110,11 +110,9 @@ func encodeRequest(req *llm.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range req.Tools {
-		params := t.Parameters
-		if params == nil {
-			params = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		params := wire.Parameters(t)
 		out.Tools = append(out.Tools, tool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	if len(req.Tools) > 0 {
@@ -194,16 +192,13 @@ func encodeAssistant(m *sessions.Message) ([]any, error) {
 	if text := m.TextContent(); text != "" {
 		items = append(items, inputMessage{Role: sessions.RoleAssistant, Content: text})
 	}
-	for _, c := range m.ToolCalls {
-		args := c.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		b, err := json.Marshal(args)
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		args, err := wire.EncodeArguments(c)
 		if err != nil {
-			return nil, fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+			return nil, err
 		}
-		items = append(items, functionCall{Type: "function_call", CallID: c.ID, Name: c.Name, Arguments: string(b)})
+		items = append(items, functionCall{Type: "function_call", CallID: c.ID, Name: c.Name, Arguments: args})
 	}
 	return items, nil
 }

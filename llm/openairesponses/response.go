@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -20,31 +20,11 @@ type responseObject struct {
 	Model             string            `json:"model"`
 	Status            string            `json:"status"`
 	Output            []json.RawMessage `json:"output"`
-	Usage             *usage            `json:"usage"`
+	Usage             *openaiwire.Usage `json:"usage"`
 	Error             json.RawMessage   `json:"error"`
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
-}
-
-type usage struct {
-	InputTokens        int `json:"input_tokens"`
-	OutputTokens       int `json:"output_tokens"`
-	InputTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"input_tokens_details"`
-	OutputTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"output_tokens_details"`
-}
-
-func (u *usage) llm() llm.Usage {
-	return llm.Usage{
-		InputTokens:     u.InputTokens,
-		OutputTokens:    u.OutputTokens,
-		CacheReadTokens: u.InputTokensDetails.CachedTokens,
-		ReasoningTokens: u.OutputTokensDetails.ReasoningTokens,
-	}
 }
 
 // outputItem is an output item: a message, a function_call or a reasoning
@@ -108,14 +88,11 @@ func readResponse(body io.Reader) (*llm.Response, error) {
 // `network` error; an error event or response.failed is a categorised
 // error.
 func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) {
-	events := wire.NewEventReader(body)
+	events := wire.NewEventReader(body, "response.completed")
 	var r reply
 	var ev streamEvent
 	for {
 		_, data, err := events.Next()
-		if err == io.EOF {
-			return nil, wire.Truncated("response.completed")
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +153,7 @@ func readStream(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error) 
 		case "error":
 			e := map[string]any{"message": ev.Message, "code": ev.Code}
 			raw, _ := json.Marshal(e)
-			return nil, openai.ReplyError(raw)
+			return nil, openaiwire.ReplyError(raw)
 		}
 	}
 }
@@ -250,7 +227,7 @@ func (r *reply) addItem(i int, raw json.RawMessage) error {
 // the failure of a failed response.
 func (r *reply) finish(o *responseObject) error {
 	if len(o.Error) > 0 && string(o.Error) != "null" {
-		return openai.ReplyError(o.Error)
+		return openaiwire.ReplyError(o.Error)
 	}
 	if o.Status == "failed" {
 		return &llm.Error{Category: llm.ServerError, Message: "the response failed without an error"}
@@ -260,7 +237,7 @@ func (r *reply) finish(o *responseObject) error {
 		r.reason = o.IncompleteDetails.Reason
 	}
 	if o.Usage != nil {
-		r.usage = o.Usage.llm()
+		r.usage = o.Usage.LLM()
 	}
 	return nil
 }

@@ -6,8 +6,8 @@
 // the reply as one Response object or as a stream of semantic server-sent
 // events (response.go), and reports failures as categorised *llm.Error
 // values in the error format OpenAI shares across its APIs
-// (openai.Failure). The API key is sent in the Authorization header only
-// and never appears in an error.
+// (llm/internal/openaiwire). The API key is sent in the Authorization
+// header only and never appears in an error.
 //
 // Nothing is stored on OpenAI's side (store: false): skein keeps the
 // transcript. Reasoning models therefore get their reasoning back as
@@ -18,16 +18,12 @@ package openairesponses
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/llm/openai"
 )
 
 // Name is the provider's name as scripts write it.
@@ -82,19 +78,15 @@ func New(cfg Config) (*Provider, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%s: base url %q is not an http(s) url", name, wire.Scrub(base, cfg.APIKey))
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
+	base, err := wire.Endpoint(name, base, cfg.APIKey)
+	if err != nil {
+		return nil, err
 	}
 	return &Provider{
 		name:    name,
-		url:     strings.TrimRight(base, "/") + "/responses",
+		url:     base + "/responses",
 		key:     cfg.APIKey,
-		client:  client,
+		client:  cfg.HTTPClient,
 		timeout: cfg.Timeout,
 	}, nil
 }
@@ -107,20 +99,7 @@ func (p *Provider) Name() string { return p.name }
 // ctx aborts the call and returns ctx's error; every other failure is an
 // *llm.Error.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	if req.Model == "" {
-		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: "no model given"}
-	}
-	body, err := encodeRequest(req)
-	if err != nil {
-		return nil, &llm.Error{Provider: p.name, Category: llm.InvalidRequest, Message: wire.Scrub(err.Error(), p.key)}
-	}
 	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	if req.Stream {
-		h.Set("Accept", "text/event-stream")
-	} else {
-		h.Set("Accept", "application/json")
-	}
 	if p.key != "" {
 		h.Set("Authorization", "Bearer "+p.key)
 	}
@@ -129,11 +108,13 @@ func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 		Client:     p.client,
 		URL:        p.url,
 		Header:     h,
-		Body:       body,
+		Request:    req,
+		Model:      req.Model,
+		Encode:     encodeRequest,
 		Timeout:    p.timeout,
 		Secret:     p.key,
-		Fail:       openai.Failure,
-		ReadStream: func(body io.Reader) (*llm.Response, error) { return readStream(body, req.OnDelta) },
+		Fail:       openaiwire.Failure,
+		ReadStream: readStream,
 		ReadWhole:  readResponse,
 	})
 }

@@ -50,7 +50,9 @@ func openRace(t *testing.T, hs []*harness) {
 		for i := range openers {
 			wg.Go(func() {
 				<-start
-				created[i], errs[i] = sts[i%len(sts)].OpenWith(hs[0].ctx(), id, sessions.OpenOptions{MaxTurns: 7 + i%2})
+				var o sessions.Opened
+				o, errs[i] = sts[i%len(sts)].OpenWith(hs[0].ctx(), id, sessions.OpenOptions{MaxTurns: 7 + i%2})
+				created[i] = o.Created
 			})
 		}
 		close(start)
@@ -71,5 +73,33 @@ func openRace(t *testing.T, hs []*harness) {
 		if err != nil || rec.Status != sessions.StatusActive {
 			t.Fatalf("round %d: Load = %+v, %v", round, rec, err)
 		}
+	}
+}
+
+// testOpenReopened: Store.Open of a session stored by another Store (as
+// by an earlier process) reports its turns and cap as stored.
+func testOpenReopened(t *testing.T, open opener) {
+	h, closeFirst := open()
+	st, err := sessions.NewStore(h.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := st.Open(h.ctx(), "s", 4); err != nil || o != (sessions.Opened{Created: true, MaxTurns: 4}) {
+		t.Fatalf("first Open = %+v, %v", o, err)
+	}
+	if _, err := st.Apply(h.ctx(), "s", &sessions.Change{AddTurns: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	closeFirst()
+	h2, _ := open()
+	st2, err := sessions.NewStore(h2.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := st2.Open(h2.ctx(), "s", 0); err != nil || o != (sessions.Opened{Turns: 3, MaxTurns: 4}) {
+		t.Fatalf("Open in a new process = %+v, %v (want 3 turns and the cap 4)", o, err)
 	}
 }

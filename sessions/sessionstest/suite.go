@@ -134,6 +134,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"TwoHandlesRace", testTwoHandlesRace},
 		{"RunsReopen", testRunsReopen},
 		{"OpenRace", testOpenRace},
+		{"OpenReopened", testOpenReopened},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

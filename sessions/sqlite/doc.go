@@ -86,6 +86,10 @@
 //
 // # Messages are append-only; a session's messages are a view
 //
+// The layout below, how a Write's changes move the view, and the stored
+// forms of records, events and messages are shared with package postgres
+// (sessions/internal/rowstore); this package holds the SQLite statements.
+//
 // Each session appends its own messages to the messages table at
 // positions 0, 1, 2, ... and never rewrites or deletes one while the
 // session exists. What the session currently holds is a view described by

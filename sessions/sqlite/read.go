@@ -8,6 +8,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
 // querier is what *sql.DB and *sql.Tx share for single-row queries.
@@ -39,7 +40,7 @@ func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error)
 		if err != nil {
 			return err
 		}
-		if r.Events, err = loadEvents(ctx, tx, st.sid, id, 0, 0); err != nil {
+		if r.Events, err = loadEvents(ctx, tx, st.Row, id, 0, 0); err != nil {
 			return sessions.IDError(id, err)
 		}
 		rec = r
@@ -60,7 +61,7 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.sid).Scan(&lastSeq); err != nil {
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.Row).Scan(&lastSeq); err != nil {
 			return sessions.IDError(id, fmt.Errorf("events: %w", err))
 		}
 		rec = r
@@ -114,9 +115,9 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 		}
 		seqs := make([]int64, n)
 		msgs := make([]sessions.Message, n)
-		dec := newDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+		dec := rowstore.NewDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
 		err = readAppended(ctx, tx, sid, seqs, dec)
-		if derr := dec.wait(); err == nil {
+		if derr := dec.Wait(); err == nil {
 			err = derr
 		}
 		if err != nil {
@@ -134,7 +135,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 // readAppended fills seqs with the seqs of session sid's message events
 // that record their message row, in order, handing the rows' bodies to
 // dec.
-func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *decoder) error {
+func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *rowstore.Decoder) error {
 	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body, m.crc FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
 		WHERE e.sid = ? AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
 	if err != nil {
@@ -148,10 +149,10 @@ func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec 
 		if err := rows.Scan(&seqs[i], &body, &sum); err != nil {
 			return err
 		}
-		if err := verify(i, body, sum); err != nil {
+		if err := rowstore.Verify(i, body, nullInt(sum)); err != nil {
 			return err
 		}
-		dec.add(i, body)
+		dec.Add(i, body)
 	}
 	if err := rows.Err(); err != nil {
 		return err
@@ -175,50 +176,37 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 }
 
 // loadTranscript reads session id's row, children and current messages.
-func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *state, error) {
+func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *rowstore.State, error) {
 	rec, st, err := loadRecord(ctx, tx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if rec.Messages, err = loadMessages(ctx, tx, st.sid, st.view, st.length); err != nil {
+	if rec.Messages, err = loadMessages(ctx, tx, st.Row, st.View, st.Length); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
 	return rec, st, nil
 }
 
 // loadRecord reads session id's row and children.
-func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *state, error) {
-	rec := &sessions.Record{ID: id}
-	var st state
-	var status string
-	var created, updated int64
-	var summary, metadata, parentID, title, firstPrompt sql.NullString
-	var branched, base sql.NullInt64
+func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *rowstore.State, error) {
+	var s rowstore.StoredSession
+	var base sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
 			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt
 		FROM sessions WHERE id = ?`, id).
-		Scan(&st.sid, &status, &created, &updated, &summary, &metadata, &parentID,
-			&branched, &rec.Turns, &rec.MaxTurns, &rec.Version, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom, &st.length,
-			&title, &firstPrompt)
+		Scan(&s.State.Row, &s.Status, &s.Created, &s.Updated, &s.Summary, &s.Metadata, &s.ParentID,
+			&s.Branched, &s.Turns, &s.MaxTurns, &s.State.Version, &base, &s.State.View.BaseFrom, &s.State.View.BaseTo,
+			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
 	if err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
-	st.version, st.view.base = rec.Version, base.Int64
-	rec.Status = sessions.Status(status)
-	rec.CreatedAt, rec.UpdatedAt = decodeTime(created), decodeTime(updated)
-	if summary.Valid {
-		rec.Summary = &summary.String
-	}
-	if rec.Metadata, err = decodeObject(metadata); err != nil {
-		return nil, nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
-	}
-	rec.ParentID, rec.Title, rec.FirstPrompt = parentID.String, title.String, firstPrompt.String
-	if branched.Valid {
-		n := int(branched.Int64)
-		rec.BranchedAt = &n
+	s.State.View.Base = base.Int64
+	rec, err := s.Record(id)
+	if err != nil {
+		return nil, nil, err
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT id FROM sessions WHERE parent_id = ? ORDER BY sid`, id)
 	if err != nil {
@@ -235,7 +223,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	if err := rows.Err(); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
-	return rec, &st, nil
+	return rec, &s.State, nil
 }
 
 // loadEvents reads session sid's events with seq > after, oldest first:
@@ -249,13 +237,13 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 		n = min(n, limit)
 	}
 	events := make([]sessions.Event, n)
-	dec := newDecoder("event", n, func(i int, data []byte) (err error) {
+	dec := rowstore.NewDecoder("event", n, func(i int, data []byte) (err error) {
 		events[i].Data, err = jsonvalue.DecodeObject(data)
 		return err
 	})
 	i, err := readEvents(ctx, tx, sid, id, after, events, dec)
 	// Wait for the decoder's workers even after a read error.
-	if derr := dec.wait(); err == nil {
+	if derr := dec.Wait(); err == nil {
 		err = derr
 	}
 	if err != nil {
@@ -269,14 +257,14 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 
 // readEvents fills events with the rows of session sid's log after seq
 // after, handing their data to dec, and returns how many it read.
-func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, events []sessions.Event, dec *decoder) (int, error) {
+func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, events []sessions.Event, dec *rowstore.Decoder) (int, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, corr_id, data FROM events WHERE sid = ? AND seq > ? ORDER BY seq`, sid, after)
 	if err != nil {
 		return 0, err
 	}
 	defer rows.Close()
 	i := 0
-	var corrID sql.NullString
+	var corrID *string
 	var t int64
 	var data sql.RawBytes
 	for ; i < len(events) && rows.Next(); i++ {
@@ -284,54 +272,10 @@ func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 		if err := rows.Scan(&e.Seq, &e.Type, &t, &corrID, &data); err != nil {
 			return i, err
 		}
-		e.SessionID, e.Time, e.CorrID = id, decodeTime(t), corrID.String
+		rowstore.DecodeEvent(e, id, t, corrID)
 		if data != nil {
-			dec.add(i, data)
+			dec.Add(i, data)
 		}
 	}
 	return i, rows.Err()
-}
-
-// List returns the sessions matching f, newest first (by creation time,
-// then id, descending), and how many match before Limit and Offset.
-func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	if err := f.Check(); err != nil {
-		return nil, 0, err
-	}
-	var q filter
-	whereIn(&q, "status", f.Statuses)
-	if f.ParentID != "" {
-		q.where("parent_id = ?", f.ParentID)
-	}
-	if !f.UpdatedBefore.IsZero() {
-		t, err := encodeTime(f.UpdatedBefore)
-		if err != nil {
-			return nil, 0, fmt.Errorf("list: updated before: %w", err)
-		}
-		q.where("updated_at < ?", t)
-	}
-	out, total, err := listPage(ctx, b, "sessions", `SELECT id, status, created_at, updated_at, parent_id, length, turns,
-			(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id), title, first_prompt, metadata
-		FROM sessions s`, "created_at DESC, id DESC", &q, f.Limit, f.Offset, func(rows *sql.Rows) (sessions.Summary, error) {
-		var s sessions.Summary
-		var status string
-		var created, updated int64
-		var parentID, title, firstPrompt, metadata sql.NullString
-		if err := rows.Scan(&s.ID, &status, &created, &updated, &parentID, &s.Length, &s.Turns, &s.Children,
-			&title, &firstPrompt, &metadata); err != nil {
-			return s, err
-		}
-		s.Status, s.ParentID = sessions.Status(status), parentID.String
-		s.Title, s.FirstPrompt = title.String, firstPrompt.String
-		var err error
-		if s.Metadata, err = decodeObject(metadata); err != nil {
-			return s, fmt.Errorf("session %q: metadata: %w", s.ID, err)
-		}
-		s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
-		return s, nil
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list: %w", err)
-	}
-	return out, total, nil
 }

@@ -4,20 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
 var _ sessions.RunBackend = (*Backend)(nil)
 
 // CreateRun stores a new run record and its first steps.
 func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error {
-	created, err := encodeTime(rec.CreatedAt)
+	created, err := rowstore.EncodeTime(rec.CreatedAt)
 	if err != nil {
 		return err
 	}
-	updated, err := encodeTime(rec.UpdatedAt)
+	updated, err := rowstore.EncodeTime(rec.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func appendSteps(ctx context.Context, tx *sql.Tx, rid int64, from int, steps [][
 
 // UpdateRun writes the run's new status and header and appends steps.
 func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdate) error {
-	updated, err := encodeTime(u.UpdatedAt)
+	updated, err := rowstore.EncodeTime(u.UpdatedAt)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 		if err != nil {
 			return err
 		}
-		rec.CreatedAt, rec.UpdatedAt, rec.Head = decodeTime(created), decodeTime(updated), []byte(head)
+		rec.CreatedAt, rec.UpdatedAt, rec.Head = rowstore.DecodeTime(created), rowstore.DecodeTime(updated), []byte(head)
 		rows, err := tx.QueryContext(ctx, "SELECT body FROM run_steps WHERE rid = ? ORDER BY pos", rid)
 		if err != nil {
 			return err
@@ -112,27 +112,4 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 		return nil, err
 	}
 	return rec, nil
-}
-
-// ListRuns lists run records, newest first.
-func (b *Backend) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	var q filter
-	whereIn(&q, "status", f.Statuses)
-	if f.Workflow != "" {
-		q.where("workflow = ?", f.Workflow)
-	}
-	out, total, err := listPage(ctx, b, "runs", `SELECT id, workflow, fingerprint, status, created_at, updated_at, steps FROM runs`,
-		"created_at DESC, id DESC", &q, f.Limit, f.Offset, func(rows *sql.Rows) (sessions.RunSummary, error) {
-			var s sessions.RunSummary
-			var created, updated int64
-			if err := rows.Scan(&s.ID, &s.Workflow, &s.Fingerprint, &s.Status, &created, &updated, &s.Steps); err != nil {
-				return s, err
-			}
-			s.CreatedAt, s.UpdatedAt = decodeTime(created), decodeTime(updated)
-			return s, nil
-		})
-	if err != nil {
-		return nil, 0, fmt.Errorf("list runs: %w", err)
-	}
-	return out, total, nil
 }

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore/rowstoretest"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
@@ -204,195 +204,26 @@ func TestOpenRefuses(t *testing.T) {
 	}
 }
 
-// counts returns the number of rows in each table.
-func counts(t testing.TB, b *Backend) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, table := range []string{"sessions", "views", "messages", "events"} {
-		var n int
-		if err := b.db.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		out[table] = n
-	}
-	return out
+// raw reaches a backend's tables through its own database handle.
+type raw struct{ b *Backend }
+
+func (r raw) Table(kind string) string { return kind }
+
+func (r raw) Exec(query string) error {
+	_, err := r.b.db.Exec(query)
+	return err
 }
 
-// TestStorageSharing checks the row counts behind the fork-sharing design:
-// forks, trims and deletes write no message rows, a reset writes only its
-// replacement, and frozen views go when nothing uses them.
-func TestStorageSharing(t *testing.T) {
-	b := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
-	ctx := t.Context()
-	msgs := make([]sessions.Message, 1000)
-	for i := range msgs {
-		msgs[i] = sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)}
-	}
-	now := time.Now()
-	if err := b.Create(ctx, &sessions.Record{ID: "p", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now, Messages: msgs}); err != nil {
-		t.Fatal(err)
-	}
-	version := int64(0)
-	fork := func(src, dst string, keep int) {
-		t.Helper()
-		spec := &sessions.ForkSpec{Src: src, SrcVersion: version, KeepFirst: keep, SrcTime: now,
-			SrcEvent: sessions.Event{Seq: version + 1, Type: sessions.EventFork, Time: now},
-			Dst:      sessions.Record{ID: dst, Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now, ParentID: src}}
-		if err := b.Fork(ctx, spec); err != nil {
-			t.Fatal(err)
-		}
-		version++
-	}
-	write := func(id string, base int64, ch *sessions.Change) {
-		t.Helper()
-		if err := b.Write(ctx, id, base, ch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want := map[string]int{"sessions": 1, "views": 0, "messages": 1000, "events": 0}
-	check := func(step string) {
-		t.Helper()
-		if got := counts(t, b); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%s: rows %v, want %v", step, got, want)
-		}
-	}
-	check("create")
-	fork("p", "c1", 1000)
-	want["sessions"], want["views"], want["events"] = 2, 1, 1
-	check("fork of 1000 messages")
-	fork("p", "c2", 10)
-	want["sessions"], want["views"], want["events"] = 3, 2, 2
-	check("second fork")
-
-	write("p", version, &sessions.Change{DropFirst: 500})
-	check("trim")
-	write("p", version+1, &sessions.Change{Replace: true, ReplaceWith: msgs[:3]})
-	want["messages"] += 3
-	check("reset")
-
-	// c1's view rests on p's frozen view; a grandchild inside c1's shared
-	// part shares that directly.
-	spec := &sessions.ForkSpec{Src: "c1", SrcVersion: 0, KeepFirst: 7, SrcTime: now,
-		SrcEvent: sessions.Event{Seq: 1, Type: sessions.EventFork, Time: now},
-		Dst:      sessions.Record{ID: "g", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now, ParentID: "c1"}}
-	if err := b.Fork(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	want["sessions"], want["events"] = 4, 3
-	check("fork inside the shared part")
-
-	if err := b.Delete(ctx, "c2", false); err != nil {
-		t.Fatal(err)
-	}
-	want["sessions"], want["views"] = 3, 1
-	check("delete of a fork frees its frozen view")
-	write("c1", 1, &sessions.Change{DropFirst: 1000})
-	check("c1 trimmed past its base, which g still uses")
-	if err := b.Delete(ctx, "g", false); err != nil {
-		t.Fatal(err)
-	}
-	want["sessions"], want["views"] = 2, 0
-	check("last user of a frozen view gone")
+func (r raw) Count(query string) (n int, err error) {
+	err = r.b.db.QueryRow(query).Scan(&n)
+	return n, err
 }
 
-// TestDeleteKeepsForkRows checks the database's own guard: even a delete
-// this package did not make cannot remove the rows a fork's view uses.
-func TestDeleteKeepsForkRows(t *testing.T) {
-	b := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
-	ctx := context.Background()
-	now := time.Now()
-	rec := &sessions.Record{ID: "p", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "shared"}}}
-	if err := b.Create(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	spec := &sessions.ForkSpec{Src: "p", KeepFirst: 1, SrcEvent: sessions.Event{Seq: 1, Type: sessions.EventFork, Time: now},
-		Dst: sessions.Record{ID: "c", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}}
-	if err := b.Fork(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.db.Exec("DELETE FROM sessions WHERE id = 'p'"); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
-		t.Fatalf("deleting a forked session's row directly: %v, want a foreign key error", err)
-	}
-	got, err := b.Load(ctx, "c")
-	if err != nil || len(got.Messages) != 1 || got.Messages[0].Text != "shared" || got.ParentID != "p" {
-		t.Fatalf("fork after the refused delete: %+v, %v", got, err)
-	}
-}
-
-// TestLoadLong loads sessions long enough for several decoding workers
-// and checks that every message and event comes back in place, and that a
-// damaged row fails the load.
-func TestLoadLong(t *testing.T) {
-	b := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
-	ctx := t.Context()
-	const n = 5*decodeBatch + 17
-	now := time.Now().UTC()
-	rec := &sessions.Record{ID: "long", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}
-	for i := range n {
-		rec.Messages = append(rec.Messages, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint("m", i),
-			Metadata: map[string]any{"i": int64(i), "f": float64(i)}})
-		e := sessions.Event{Seq: int64(i + 1), Type: "e", SessionID: "long", Time: now.Add(time.Duration(i))}
-		if i%3 != 0 {
-			e.Data = map[string]any{"i": int64(i)}
-		}
-		rec.Events = append(rec.Events, e)
-	}
-	if err := b.Create(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.Load(ctx, "long")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Messages) != n || len(got.Events) != n {
-		t.Fatalf("%d messages and %d events, want %d each", len(got.Messages), len(got.Events), n)
-	}
-	for i := range n {
-		if m := got.Messages[i]; m.Text != rec.Messages[i].Text || m.Metadata["i"] != int64(i) || m.Metadata["f"] != float64(i) {
-			t.Fatalf("message %d: %+v", i, m)
-		}
-		if e := got.Events[i]; e.Seq != int64(i+1) || !e.Time.Equal(rec.Events[i].Time) || (e.Data == nil) != (i%3 == 0) ||
-			(e.Data != nil && e.Data["i"] != int64(i)) {
-			t.Fatalf("event %d: %+v", i, e)
-		}
-	}
-
-	if _, err := b.db.Exec(`UPDATE messages SET body = '{"role": 7}' WHERE pos = 4000`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Load(ctx, "long"); err == nil || !strings.Contains(err.Error(), "message 4000") {
-		t.Fatalf("Load with a damaged message row: %v, want an error naming message 4000", err)
-	}
-}
-
-// TestBatchReleasesViews checks that a view frozen by a rewind (DropLast)
-// that a later change of the same Write resets away is deleted with the
-// write, as it would be by two Writes.
-func TestBatchReleasesViews(t *testing.T) {
-	b, err := Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctx := t.Context()
-	now := time.Now()
-	if err := b.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	msgs := []sessions.Message{{Role: sessions.RoleUser, Text: "a"}, {Role: sessions.RoleUser, Text: "b"}, {Role: sessions.RoleUser, Text: "c"}}
-	if err := b.Write(ctx, "s", 0, &sessions.Change{Append: msgs}, &sessions.Change{DropLast: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if n := counts(t, b)["views"]; n != 1 {
-		t.Fatalf("after a rewind: %d views, want 1", n)
-	}
-	if err := b.Write(ctx, "s", 2, &sessions.Change{DropLast: 1}, &sessions.Change{Replace: true, ReplaceWith: msgs[:1]}); err != nil {
-		t.Fatal(err)
-	}
-	if n := counts(t, b)["views"]; n != 0 {
-		t.Fatalf("after a rewind and a reset in one write: %d views, want 0", n)
-	}
+func TestRows(t *testing.T) {
+	rowstoretest.Run(t, func(t *testing.T) (sessions.Backend, rowstoretest.Raw) {
+		b := openTest(t, filepath.Join(t.TempDir(), "sessions.db"))
+		return b, raw{b}
+	})
 }
 
 // TestChecksums flips one byte of a message's text in the database file

@@ -85,8 +85,8 @@ func TestStore(t *testing.T) {
 	}
 	// Resuming a closed session reactivates it and keeps writing at its
 	// stored version.
-	if created, err := s.Open(ctx, "main", 0); err != nil || created {
-		t.Fatalf("Open(main) = %v, %v", created, err)
+	if o, err := s.Open(ctx, "main", 0); err != nil || o.Created {
+		t.Fatalf("Open(main) = %+v, %v", o, err)
 	}
 	if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "again"}}}); err != nil {
 		t.Fatal(err)

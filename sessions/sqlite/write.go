@@ -7,38 +7,23 @@ import (
 	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
-// state is what a write needs of a stored session.
-type state struct {
-	sid, version, length int64
-	view                 view
-}
-
 // loadState reads the state of session id (sessions.ErrNotFound).
-func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*state, error) {
-	var st state
+func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*rowstore.State, error) {
+	var st rowstore.State
 	var base sql.NullInt64
 	err := tx.StmtContext(ctx, b.stmts.state).QueryRowContext(ctx, id).
-		Scan(&st.sid, &st.version, &st.length, &base, &st.view.baseFrom, &st.view.baseTo, &st.view.ownFrom)
+		Scan(&st.Row, &st.Version, &st.Length, &base, &st.View.BaseFrom, &st.View.BaseTo, &st.View.OwnFrom)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
 	if err != nil {
 		return nil, sessions.IDError(id, err)
 	}
-	st.view.base = base.Int64
+	st.View.Base = base.Int64
 	return &st, nil
-}
-
-// checkNoChildren refuses a new session that lists children: the children
-// of a session are the stored sessions whose parent it is, and Fork
-// records them.
-func checkNoChildren(rec *sessions.Record) error {
-	if len(rec.ChildIDs) > 0 {
-		return sessions.IDError(rec.ID, errors.New("a new session cannot list children (forks record them)"))
-	}
-	return nil
 }
 
 // checkParentChain refuses, in the transaction that inserts it, a new
@@ -59,16 +44,16 @@ func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) err
 
 // insertSession stores rec's own fields with the current view v of n
 // messages and returns the new row's sid (sessions.ErrExists).
-func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *sessionRow, v view, n int64) (int64, error) {
+func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
 	var sid int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, updated_at, summary, metadata,
 			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
 			title, first_prompt)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
-		rec.ID, row.status, row.created, row.updated, row.summary, row.metadata,
-		row.parentID, row.branched, rec.Turns, rec.MaxTurns, rec.Version,
-		v.baseArg(), v.baseFrom, v.baseTo, v.ownFrom, n, row.title, row.firstPrompt).Scan(&sid)
+		rec.ID, row.Status, row.Created, row.Updated, row.Summary, row.Metadata,
+		row.ParentID, row.Branched, rec.Turns, rec.MaxTurns, rec.Version,
+		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title, row.FirstPrompt).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -79,14 +64,14 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *s
 }
 
 // insertEvents appends events to session sid's log.
-func (b *Backend) insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []eventRow) error {
+func (b *Backend) insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []rowstore.EventRow) error {
 	if len(events) == 0 {
 		return nil
 	}
 	stmt := tx.StmtContext(ctx, b.stmts.insertEvent)
 	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, sid, e.seq, e.typ, e.time, e.corrID, e.data, e.pos); err != nil {
-			return fmt.Errorf("event %d: %w", e.seq, err)
+		if _, err := stmt.ExecContext(ctx, sid, e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos); err != nil {
+			return fmt.Errorf("event %d: %w", e.Seq, err)
 		}
 	}
 	return nil
@@ -103,22 +88,22 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := checkNoChildren(rec); err != nil {
+	if err := rowstore.CheckNoChildren(rec); err != nil {
 		return err
 	}
-	row, err := encodeSession(rec)
+	row, err := rowstore.EncodeSession(rec)
 	if err != nil {
 		return err
 	}
-	bodies, err := encodeMessages(rec.ID, "message", rec.Messages)
+	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
 	if err != nil {
 		return err
 	}
-	events, err := encodeEvents(rec.ID, rec.Events)
+	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
 	if err != nil {
 		return err
 	}
-	history, err := encodeHistory(rec.ID, events, appended)
+	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
 	if err != nil {
 		return err
 	}
@@ -126,7 +111,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, view{ownFrom: int64(len(history))}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
 		if err != nil {
 			return err
 		}
@@ -143,86 +128,6 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 	})
 }
 
-// encodedChange is a sessions.Change in its stored form.
-type encodedChange struct {
-	ch                                 *sessions.Change
-	replace, appended                  []storedBody
-	events                             []eventRow
-	status, updated, summary, metadata any
-}
-
-func encodeChange(id string, ch *sessions.Change) (*encodedChange, error) {
-	if ch.DropFirst < 0 {
-		return nil, sessions.IDError(id, fmt.Errorf("cannot drop %d messages", ch.DropFirst))
-	}
-	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
-		return nil, sessions.IDError(id, fmt.Errorf("cannot drop the last %d messages (with %d first)", ch.DropLast, ch.DropFirst))
-	}
-	e := &encodedChange{ch: ch}
-	var err error
-	if ch.Replace {
-		if e.replace, err = encodeMessages(id, "replacement message", ch.ReplaceWith); err != nil {
-			return nil, err
-		}
-	}
-	if e.appended, err = encodeMessages(id, "appended message", ch.Append); err != nil {
-		return nil, err
-	}
-	if e.events, err = encodeEvents(id, ch.Events); err != nil {
-		return nil, err
-	}
-	if ch.Status != "" {
-		e.status = string(ch.Status)
-	}
-	if !ch.UpdatedAt.IsZero() {
-		if e.updated, err = encodeTime(ch.UpdatedAt); err != nil {
-			return nil, sessions.IDError(id, fmt.Errorf("updated_at: %w", err))
-		}
-	}
-	if ch.Summary != nil {
-		e.summary = *ch.Summary
-	}
-	if e.metadata, err = encodeObject(ch.Metadata); err != nil {
-		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
-	}
-	return e, nil
-}
-
-// rowUpdate is what the changes of one Write do to the session's row
-// besides its view: each field as the last change that sets it left it.
-type rowUpdate struct {
-	setSummary, setTitle, setMetadata, setFirstPrompt bool
-	summary, status, updated, title, metadata, prompt any
-	turns, maxTurns                                   int
-}
-
-// add folds e into u.
-func (u *rowUpdate) add(e *encodedChange) {
-	ch := e.ch
-	if ch.SetSummary {
-		u.setSummary, u.summary = true, e.summary
-	}
-	if e.status != nil {
-		u.status = e.status
-	}
-	u.turns += ch.AddTurns
-	if ch.MaxTurns > 0 {
-		u.maxTurns = ch.MaxTurns
-	}
-	if ch.SetTitle {
-		u.setTitle, u.title = true, nullString(ch.Title)
-	}
-	if ch.SetMetadata {
-		u.setMetadata, u.metadata = true, e.metadata
-	}
-	if ch.SetFirstPrompt {
-		u.setFirstPrompt, u.prompt = true, nullString(ch.FirstPrompt)
-	}
-	if e.updated != nil {
-		u.updated = e.updated
-	}
-}
-
 // Write applies changes to session id, in order, if its stored version is
 // base, in one transaction, and bumps the version once per change
 // (sessions.ErrNotFound, sessions.ErrConflict). A DropFirst or DropLast
@@ -230,82 +135,45 @@ func (u *rowUpdate) add(e *encodedChange) {
 // changes there are, the session's row is updated once and each message
 // and event is one row: a loop step's changes cost one commit.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
-	encoded := make([]*encodedChange, len(changes))
-	for i, ch := range changes {
-		var err error
-		if encoded[i], err = encodeChange(id, ch); err != nil {
-			return err
-		}
+	encoded, err := rowstore.EncodeChanges(id, changes)
+	if err != nil {
+		return err
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
 		st, err := b.loadState(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if st.version != base {
+		if st.Version != base {
 			return sessions.IDError(id, sessions.ErrConflict)
 		}
-		v, n := st.view, st.length
-		var rows []messageRow
-		var events []eventRow
-		var u rowUpdate
-		bases := []int64{st.view.base} // every base the view had, oldest first
-		for _, e := range encoded {
-			ch := e.ch
-			switch {
-			case ch.Replace:
-				v = view{ownFrom: v.next(n)}
-				rows = appendRows(rows, v.ownFrom, e.replace)
-				n = int64(len(e.replace))
-			case ch.DropFirst > 0:
-				if int64(ch.DropFirst) > n {
-					return sessions.IDError(id, fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, n))
-				}
-				v, n = v.drop(int64(ch.DropFirst)), n-int64(ch.DropFirst)
-			case ch.DropLast > 0:
-				if int64(ch.DropLast) > n {
-					return sessions.IDError(id, fmt.Errorf("cannot drop the last %d of %d messages", ch.DropLast, n))
-				}
-				if v, err = dropLast(ctx, tx, st.sid, v, n, int64(ch.DropLast)); err != nil {
-					return sessions.IDError(id, err)
-				}
-				n -= int64(ch.DropLast)
-			}
-			pairAppended(e.events, v.next(n), len(e.appended))
-			rows = appendRows(rows, v.next(n), e.appended)
-			n += int64(len(e.appended))
-			events = append(events, e.events...)
-			u.add(e)
-			if v.base != bases[len(bases)-1] {
-				bases = append(bases, v.base)
-			}
+		p, err := rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
+		if err != nil {
+			return err
 		}
-		if err := b.insertMessageRows(ctx, tx, st.sid, rows); err != nil {
+		if err := b.insertMessageRows(ctx, tx, st.Row, p.Rows); err != nil {
 			return sessions.IDError(id, err)
 		}
-		if err := b.insertEvents(ctx, tx, st.sid, events); err != nil {
+		if err := b.insertEvents(ctx, tx, st.Row, p.Events); err != nil {
 			return sessions.IDError(id, err)
 		}
-		args := []any{len(changes), v.baseFrom, v.baseTo, v.ownFrom, n,
-			u.setSummary, u.summary, u.turns,
-			u.maxTurns, u.maxTurns, u.setTitle, u.title, u.setMetadata, u.metadata,
-			u.setFirstPrompt, u.prompt, u.updated,
-			st.sid, base}
+		v, u := p.View, &p.Update
+		args := []any{p.Changes, v.BaseFrom, v.BaseTo, v.OwnFrom, p.Length,
+			u.SetSummary, u.Summary, u.Turns,
+			u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
+			u.SetFirstPrompt, u.FirstPrompt, u.Updated,
+			st.Row, base}
 		update := b.stmts.updateLean
-		if u.status != nil || v.base != st.view.base {
-			update, args = b.stmts.update, append([]any{v.baseArg(), u.status}, args...)
+		if u.Status != nil || v.Base != st.View.Base {
+			update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
 		}
 		res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
 		if err := oneRow(res, err); err != nil {
 			return sessions.IDError(id, err)
 		}
-		// Release the bases the view left, newest first: a base frozen
-		// by this write's DropLast holds the one before it.
-		for i := len(bases) - 1; i >= 0; i-- {
-			if bases[i] != v.base {
-				if err := release(ctx, tx, bases[i]); err != nil {
-					return err
-				}
+		for _, vid := range p.Release {
+			if err := release(ctx, tx, vid); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -332,80 +200,38 @@ func oneRow(res sql.Result, err error) error {
 // length (see the package doc). Dst's Messages and ChildIDs must be empty
 // and its ParentID empty or Src; the stored ParentID is Src.
 func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
-	dst := spec.Dst
-	if len(dst.Messages) > 0 {
-		return fmt.Errorf("fork of %q: new session %q must not carry messages (they come from its source)", spec.Src, dst.ID)
-	}
-	if dst.ParentID != "" && dst.ParentID != spec.Src {
-		return fmt.Errorf("fork of %q: new session %q names another parent %q", spec.Src, dst.ID, dst.ParentID)
-	}
-	dst.ParentID = spec.Src
-	if err := checkNoChildren(&dst); err != nil {
-		return err
-	}
-	row, err := encodeSession(&dst)
+	f, err := rowstore.EncodeFork(spec)
 	if err != nil {
 		return err
 	}
-	dstEvents, err := encodeEvents(dst.ID, dst.Events)
-	if err != nil {
-		return err
-	}
-	srcEvents, err := encodeEvents(spec.Src, []sessions.Event{spec.SrcEvent})
-	if err != nil {
-		return err
-	}
-	var srcTime any
-	if !spec.SrcTime.IsZero() {
-		if srcTime, err = encodeTime(spec.SrcTime); err != nil {
-			return sessions.IDError(spec.Src, fmt.Errorf("updated_at: %w", err))
-		}
-	}
-	return b.write(ctx, func(tx *sql.Tx) error {
-		src, err := b.loadState(ctx, tx, spec.Src)
-		if err != nil {
-			return err
-		}
-		if src.version != spec.SrcVersion {
-			return sessions.IDError(spec.Src, sessions.ErrConflict)
-		}
-		if ok, err := exists(ctx, tx, dst.ID); err != nil || ok {
-			if err == nil {
-				err = sessions.ErrExists
-			}
-			return sessions.IDError(dst.ID, err)
-		}
-		keep := int64(spec.KeepFirst)
-		if keep < 0 || keep > src.length {
-			return fmt.Errorf("fork of %q: keep_first %d out of range (it has %d messages)", spec.Src, keep, src.length)
-		}
-		var v view // keep == 0: nothing shared
-		switch {
-		case keep > 0 && keep <= src.view.baseLen():
-			// Inside the source's own base: share that directly.
-			v = view{base: src.view.base, baseFrom: src.view.baseFrom, baseTo: src.view.baseFrom + keep}
-		case keep > 0:
-			vid, err := freeze(ctx, tx, src.sid, src.view)
-			if err != nil {
-				return fmt.Errorf("fork of %q: %w", spec.Src, err)
-			}
-			v = view{base: vid, baseTo: keep}
-		}
-		sid, err := insertSession(ctx, tx, &dst, row, v, keep)
-		if err != nil {
-			return err
-		}
-		if err := b.insertEvents(ctx, tx, sid, dstEvents); err != nil {
-			return sessions.IDError(dst.ID, err)
-		}
-		if err := b.insertEvents(ctx, tx, src.sid, srcEvents); err != nil {
-			return sessions.IDError(spec.Src, err)
-		}
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)
-			WHERE sid = ? AND version = ?`, srcTime, src.sid, src.version)
-		if err := oneRow(res, err); err != nil {
-			return sessions.IDError(spec.Src, err)
-		}
-		return nil
-	})
+	return b.write(ctx, func(tx *sql.Tx) error { return f.Apply(forkTx{ctx, b, tx}) })
+}
+
+// forkTx is a write transaction as rowstore.Fork.Apply uses it.
+type forkTx struct {
+	ctx context.Context
+	b   *Backend
+	tx  *sql.Tx
+}
+
+func (t forkTx) LockedState(id string) (*rowstore.State, error) {
+	return t.b.loadState(t.ctx, t.tx, id)
+}
+func (t forkTx) Exists(id string) (bool, error) { return exists(t.ctx, t.tx, id) }
+func (t forkTx) Freeze(sid int64, v rowstore.View) (int64, error) {
+	return freeze(t.ctx, t.tx, sid, v)
+}
+
+func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+	return insertSession(t.ctx, t.tx, rec, row, v, n)
+}
+
+func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
+	return t.b.insertEvents(t.ctx, t.tx, sid, events)
+}
+
+func (t forkTx) Bump(sid, version int64, updated *int64) error {
+	res, err := t.tx.ExecContext(t.ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)
+		WHERE sid = ? AND version = ?`, updated, sid, version)
+	return oneRow(res, err)
 }

@@ -1,9 +1,13 @@
 package wire
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
 )
 
 // RawArgumentsKey is the single key of the arguments of a tool call whose
@@ -26,4 +30,27 @@ func DecodeArguments(text string) map[string]any {
 		return map[string]any{RawArgumentsKey: text}
 	}
 	return args
+}
+
+// EncodeArguments returns a tool call's arguments as JSON text; no
+// arguments are the empty object.
+func EncodeArguments(c *sessions.ToolCall) (string, error) {
+	args := c.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return "", fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+	}
+	return string(b), nil
+}
+
+// Parameters returns a tool's parameter schema: the empty object schema
+// when it has none.
+func Parameters(t *llm.ToolSpec) map[string]any {
+	if t.Parameters == nil {
+		return map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return t.Parameters
 }

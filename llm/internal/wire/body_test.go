@@ -1,6 +1,11 @@
 package wire
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/skein-dev/skein/llm"
+)
 
 // TestBody checks the assembly of request bodies from encoded items:
 // empty items stand for none, turns merge consecutive items of one role,
@@ -34,5 +39,18 @@ func TestBody(t *testing.T) {
 	}
 	if got := string(appendString(nil, "a\"b<")); got != `"a\"b<"` {
 		t.Errorf("appendString: %s", got)
+	}
+}
+
+// TestEventReaderTerminator: a stream that must end with an event and
+// ends before it is a transient network error, not io.EOF.
+func TestEventReaderTerminator(t *testing.T) {
+	r := NewEventReader(strings.NewReader("data: a\n\n"), "[DONE]")
+	if _, data, err := r.Next(); err != nil || string(data) != "a" {
+		t.Fatalf("first event %q, %v", data, err)
+	}
+	_, _, err := r.Next()
+	if e, ok := llm.AsError(err); !ok || e.Category != llm.Network || e.Message != "stream ended before [DONE]: the reply is incomplete" {
+		t.Fatalf("got %v", err)
 	}
 }

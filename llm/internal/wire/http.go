@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,11 +26,19 @@ const maxErrorBody = 64 << 10
 
 // Call is one HTTP model call.
 type Call struct {
-	Provider string // the provider's name, for errors
-	Client   *http.Client
+	Provider string       // the provider's name, for errors
+	Client   *http.Client // nil: http.DefaultClient
 	URL      string
-	Header   http.Header
-	Body     []byte // the JSON request body
+	// Header holds the protocol's own headers (the key's, a version);
+	// Do adds Content-Type and the Accept that Request.Stream asks for.
+	Header http.Header
+	// Request is the model call, Model the model it asks for as the
+	// protocol names it (empty: an invalid_request error, nothing sent),
+	// and Encode makes the JSON body of it (an error is an
+	// invalid_request error).
+	Request *llm.Request
+	Model   string
+	Encode  func(*llm.Request) ([]byte, error)
 	// Timeout bounds the whole call, reading the reply included (0: none).
 	Timeout time.Duration
 	// Secret is the API key; it is scrubbed from every error message.
@@ -38,30 +47,34 @@ type Call struct {
 	// body) into an error; HTTPError does the common part.
 	Fail func(status int, h http.Header, body []byte) *llm.Error
 	// ReadStream reads a 2xx response that carries server-sent events,
+	// passing the deltas to onDelta (Request.OnDelta) as they come, and
 	// ReadWhole any other 2xx response, into the reply. They return
 	// *llm.Error for failures the protocol reports (a stream's error
 	// event, a truncated stream, a malformed body) and read errors as
 	// they come.
-	ReadStream, ReadWhole func(body io.Reader) (*llm.Response, error)
+	ReadStream func(body io.Reader, onDelta func(llm.Delta)) (*llm.Response, error)
+	ReadWhole  func(body io.Reader) (*llm.Response, error)
 }
 
 // errRequestTimeout is the cause of the per-request context when
 // Call.Timeout expires.
 var errRequestTimeout = errors.New("request timeout")
 
-// Do performs the call and names c.Provider in the reply. Cancellation of ctx returns ctx's error, never an
-// *llm.Error, and discards any partial reply. Every other failure is an
-// *llm.Error naming c.Provider, whose message never contains c.Secret:
-// the Timeout expiring is `timeout`, a connection that cannot be made or
-// breaks is `network`, and an error response is whatever c.Fail decides.
+// Do performs the call and names c.Provider in the reply. Cancellation of
+// ctx returns ctx's error, never an *llm.Error, and discards any partial
+// reply. Every other failure is an *llm.Error naming c.Provider, whose
+// message never contains c.Secret: no model or a request that cannot be
+// encoded is `invalid_request`, the Timeout expiring is `timeout`, a
+// connection that cannot be made or breaks is `network`, and an error
+// response is whatever c.Fail decides.
 func Do(ctx context.Context, c *Call) (*llm.Response, error) {
-	cctx, cancel := ctx, context.CancelFunc(func() {})
-	if c.Timeout > 0 {
-		cctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errRequestTimeout)
-	}
-	defer cancel()
-	resp, e := c.do(cctx)
-	if ctx.Err() != nil {
+	var resp *llm.Response
+	var e *llm.Error
+	if c.Model == "" {
+		e = &llm.Error{Category: llm.InvalidRequest, Message: "no model given"}
+	} else if body, err := c.Encode(c.Request); err != nil {
+		e = &llm.Error{Category: llm.InvalidRequest, Message: err.Error()}
+	} else if resp, e = c.send(ctx, body); ctx.Err() != nil {
 		// Cancelled while the reply was read, even if the rest of it was
 		// already buffered: the partial or late reply is discarded.
 		return nil, ctx.Err()
@@ -70,21 +83,49 @@ func Do(ctx context.Context, c *Call) (*llm.Response, error) {
 		resp.Provider = c.Provider
 		return resp, nil
 	}
-	if errors.Is(context.Cause(cctx), errRequestTimeout) {
-		e = &llm.Error{Category: llm.Timeout, Message: fmt.Sprintf("no complete reply within the request timeout of %s", c.Timeout)}
-	}
 	e.Provider = c.Provider
 	e.Message = Scrub(e.Message, c.Secret)
 	return nil, e
 }
 
-func (c *Call) do(ctx context.Context) (*llm.Response, *llm.Error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.Body))
+// send sends body under the call's timeout and reads the reply.
+func (c *Call) send(ctx context.Context, body []byte) (*llm.Response, *llm.Error) {
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		cctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errRequestTimeout)
+	}
+	defer cancel()
+	resp, e := c.do(cctx, body)
+	if e != nil && errors.Is(context.Cause(cctx), errRequestTimeout) {
+		e = &llm.Error{Category: llm.Timeout, Message: fmt.Sprintf("no complete reply within the request timeout of %s", c.Timeout)}
+	}
+	return resp, e
+}
+
+// Endpoint checks a configured base URL, an http(s) URL with a host, and
+// returns it without trailing slashes. The error names the provider and
+// shows the URL without key.
+func Endpoint(provider, base, key string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%s: base url %q is not an http(s) url", provider, Scrub(base, key))
+	}
+	return strings.TrimRight(base, "/"), nil
+}
+
+func (c *Call) do(ctx context.Context, body []byte) (*llm.Response, *llm.Error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, &llm.Error{Category: llm.InvalidRequest, Message: Describe("building the request", err.Error())}
 	}
 	for k, v := range c.Header {
 		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.Request.Stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
 	}
 	client := c.Client
 	if client == nil {
@@ -102,11 +143,12 @@ func (c *Call) do(ctx context.Context) (*llm.Response, *llm.Error) {
 		}
 		return nil, c.Fail(resp.StatusCode, resp.Header, body)
 	}
-	read := c.ReadWhole
+	var r *llm.Response
 	if IsEventStream(resp) {
-		read = c.ReadStream
+		r, err = c.ReadStream(resp.Body, c.Request.OnDelta)
+	} else {
+		r, err = c.ReadWhole(resp.Body)
 	}
-	r, err := read(resp.Body)
 	if err != nil {
 		if e, ok := llm.AsError(err); ok {
 			return nil, e

@@ -18,16 +18,22 @@ type EventReader struct {
 	event []byte
 	data  []byte
 	eof   bool
+	// terminator names the event a complete stream ends with; "": none.
+	terminator string
 }
 
-// NewEventReader returns a reader of the events in r.
-func NewEventReader(r io.Reader) *EventReader {
-	return &EventReader{r: bufio.NewReaderSize(r, 32<<10)}
+// NewEventReader returns a reader of the events in r. A stream that must
+// end with an event names it as terminator: the reader's caller returns
+// on it, so reaching the end of the stream before it is an error (see
+// Next).
+func NewEventReader(r io.Reader, terminator string) *EventReader {
+	return &EventReader{r: bufio.NewReaderSize(r, 32<<10), terminator: terminator}
 }
 
 // Next returns the next event: its name (empty when the event has no
 // `event:` field) and its data. Both slices are valid until the next call.
-// At the end of the stream Next returns io.EOF. An event whose last line
+// At the end of the stream Next returns io.EOF, or with a terminator the
+// transient error Truncated(terminator): the reply is incomplete. An event whose last line
 // is complete but which lacks the closing blank line is still returned (a
 // server that stops right after its last line); a line cut short by the end
 // of the stream is dropped, as are events without data.
@@ -38,6 +44,9 @@ func (s *EventReader) Next() (event, data []byte, err error) {
 		if s.eof {
 			if hasData {
 				return s.event, s.data, nil
+			}
+			if s.terminator != "" {
+				return nil, nil, Truncated(s.terminator)
 			}
 			return nil, nil, io.EOF
 		}

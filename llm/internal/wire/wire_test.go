@@ -29,7 +29,7 @@ func TestEventReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewEventReader(strings.NewReader(tt.in))
+			r := NewEventReader(strings.NewReader(tt.in), "")
 			var got []ev
 			for {
 				name, data, err := r.Next()

@@ -1,4 +1,4 @@
-package sqlite
+package rowstore
 
 import (
 	"fmt"
@@ -6,16 +6,16 @@ import (
 	"sync"
 )
 
-// decodeBatch is how many JSON bodies make one decoding job.
-const decodeBatch = 1024
+// DecodeBatch is how many JSON bodies make one decoding job.
+const DecodeBatch = 1024
 
-// decoder decodes the stored JSON bodies of n items (messages, or event
-// data) while they are still being read: add copies bodies into a batch,
+// Decoder decodes the stored JSON bodies of n items (messages, or event
+// data) while they are still being read: Add copies bodies into a batch,
 // and full batches are decoded by worker goroutines (one per CPU), so a
 // long session's JSON decoding, most of the cost of loading it, runs on
 // every core and overlaps the reading. A load smaller than one batch is
 // decoded on the caller's goroutine.
-type decoder struct {
+type Decoder struct {
 	what   string // what an item is, for errors: "message", "event"
 	n      int
 	decode func(i int, body []byte) error // decodes item i; called once per item
@@ -36,13 +36,13 @@ type decodeJob struct {
 	buf   []byte
 }
 
-// newDecoder returns a decoder of n items (messages or events, as what
+// NewDecoder returns a decoder of n items (messages or events, as what
 // says) that decode decodes. decode runs on several goroutines at once,
 // for distinct items.
-func newDecoder(what string, n int, decode func(i int, body []byte) error) *decoder {
-	d := &decoder{what: what, n: n, decode: decode}
-	if n > decodeBatch {
-		workers := min(runtime.GOMAXPROCS(0), (n+decodeBatch-1)/decodeBatch)
+func NewDecoder(what string, n int, decode func(i int, body []byte) error) *Decoder {
+	d := &Decoder{what: what, n: n, decode: decode}
+	if n > DecodeBatch {
+		workers := min(runtime.GOMAXPROCS(0), (n+DecodeBatch-1)/DecodeBatch)
 		d.jobs = make(chan decodeJob, workers)
 		for range workers {
 			d.wg.Go(func() {
@@ -55,20 +55,20 @@ func newDecoder(what string, n int, decode func(i int, body []byte) error) *deco
 	return d
 }
 
-// add queues body (which it copies) as item i's; each item is added at
+// Add queues body (which it copies) as item i's; each item is added at
 // most once.
-func (d *decoder) add(i int, body []byte) {
+func (d *Decoder) Add(i int, body []byte) {
 	d.batch.items = append(d.batch.items, i)
 	d.batch.buf = append(d.batch.buf, body...)
 	d.batch.ends = append(d.batch.ends, len(d.batch.buf))
-	if len(d.batch.ends) == decodeBatch {
+	if len(d.batch.ends) == DecodeBatch {
 		d.flush()
 	}
 }
 
 // flush hands the current batch to a worker, or decodes it now when there
 // are none.
-func (d *decoder) flush() {
+func (d *Decoder) flush() {
 	if len(d.batch.ends) == 0 {
 		return
 	}
@@ -81,7 +81,7 @@ func (d *decoder) flush() {
 	d.batch = decodeJob{}
 }
 
-func (d *decoder) run(job decodeJob) {
+func (d *Decoder) run(job decodeJob) {
 	start := 0
 	for k, end := range job.ends {
 		i := job.items[k]
@@ -96,9 +96,9 @@ func (d *decoder) run(job decodeJob) {
 	}
 }
 
-// wait decodes what is left, waits for the workers and returns the first
+// Wait decodes what is left, waits for the workers and returns the first
 // decoding error.
-func (d *decoder) wait() error {
+func (d *Decoder) Wait() error {
 	d.flush()
 	if d.jobs != nil {
 		close(d.jobs)

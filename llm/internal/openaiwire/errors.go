@@ -1,4 +1,7 @@
-package openai
+// Package openaiwire holds what OpenAI's two APIs, Chat Completions
+// (llm/openai) and Responses (llm/openairesponses), share on the wire: the
+// error format and its categories, and the usage object.
+package openaiwire
 
 import (
 	"bytes"
@@ -41,7 +44,7 @@ func parseError(body []byte) (e apiError, ok bool) {
 	if json.Unmarshal(body, &env) != nil {
 		return e, false
 	}
-	if hasError(env.Error) {
+	if HasError(env.Error) {
 		return decodeError(env.Error), true
 	}
 	if env.Message != "" {
@@ -85,7 +88,9 @@ func decodeError(raw json.RawMessage) apiError {
 	return apiError{Message: string(raw)}
 }
 
-func hasError(raw json.RawMessage) bool {
+// HasError reports whether raw, the value of an "error" key, holds an
+// error (is present and not null).
+func HasError(raw json.RawMessage) bool {
 	return len(raw) > 0 && string(raw) != "null"
 }
 

@@ -1,0 +1,271 @@
+package rowstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Stored values. Nullable columns are pointers (nil is SQL NULL), which
+// both database/sql and pgx take as query arguments.
+
+// zeroTime is how the zero time.Time is stored: below every real time, so
+// it sorts first and is "before" any filter time, as in memory.
+const zeroTime = math.MinInt64
+
+// EncodeTime returns t as Unix nanoseconds, the stored form of every time.
+func EncodeTime(t time.Time) (int64, error) {
+	if t.IsZero() {
+		return zeroTime, nil
+	}
+	ns := t.UnixNano()
+	if ns == zeroTime || !time.Unix(0, ns).Equal(t) {
+		return 0, fmt.Errorf("time %s is outside the storable range (years 1678 to 2262)", t.Format(time.RFC3339))
+	}
+	return ns, nil
+}
+
+// DecodeTime is the inverse of EncodeTime; times come back in UTC.
+func DecodeTime(ns int64) time.Time {
+	if ns == zeroTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// EncodeObject returns a JSON object's stored form (package jsonvalue):
+// nil for a nil map.
+func EncodeObject(m map[string]any) (*string, error) {
+	if m == nil {
+		return nil, nil
+	}
+	data, err := jsonvalue.Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	return &s, nil
+}
+
+// DecodeObject is the inverse of EncodeObject: data nil (a NULL column)
+// is a nil map.
+func DecodeObject(data []byte) (map[string]any, error) {
+	if data == nil {
+		return nil, nil
+	}
+	return jsonvalue.DecodeObject(data)
+}
+
+// NullString returns s as a column value, nil (NULL) when empty.
+func NullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Body is the stored form of one message: its JSON (sessions.Message's
+// MarshalJSON) and that JSON's sessions.Checksum, computed once when the
+// message is appended and verified on every load (Verify).
+type Body struct {
+	JSON string
+	Sum  uint32
+}
+
+// EncodeMessage returns the stored form of m.
+func EncodeMessage(m *sessions.Message) (Body, error) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return Body{}, err
+	}
+	return Body{string(data), sessions.Checksum(data)}, nil
+}
+
+// EncodeMessages returns the stored form of msgs. An error names the
+// message by what ("message", "appended message") and its index in msgs:
+// the index in the session only for a new session.
+func EncodeMessages(id, what string, msgs []sessions.Message) ([]Body, error) {
+	out := make([]Body, len(msgs))
+	for i := range msgs {
+		var err error
+		if out[i], err = EncodeMessage(&msgs[i]); err != nil {
+			return nil, sessions.IDError(id, fmt.Errorf("%s %d: %w", what, i, err))
+		}
+	}
+	return out, nil
+}
+
+// Verify checks a message row's body against its stored checksum, nil for
+// a row stored before the backend kept checksums; index names the message
+// in errors (sessions.ErrCorrupt).
+func Verify(index int, body []byte, sum *int64) error {
+	if sum == nil {
+		return nil
+	}
+	return sessions.VerifyChecksum(index, body, uint32(*sum))
+}
+
+// EventRow is the stored form of a sessions.Event.
+type EventRow struct {
+	Seq    int64
+	Type   string
+	Time   int64
+	CorrID *string
+	Data   *string
+	Pos    *int64 // a "message" event's message row, or nil
+}
+
+// PairAppended sets the Pos of the "message" events among events to the
+// rows of the messages they record, appended at positions first,
+// first+1, ...: when there is exactly one such event per appended
+// message (see sessions.HistoryBackend); otherwise it records none.
+func PairAppended(events []EventRow, first int64, appended int) {
+	var msgEvents []int
+	for i := range events {
+		if events[i].Type == sessions.EventMessage {
+			msgEvents = append(msgEvents, i)
+		}
+	}
+	if len(msgEvents) != appended {
+		return
+	}
+	for k, i := range msgEvents {
+		pos := first + int64(k)
+		events[i].Pos = &pos
+	}
+}
+
+// EncodeEvents returns the stored form of events logged on session id.
+// An event's SessionID must be id or empty: it is not stored, and loads
+// give the session's id.
+func EncodeEvents(id string, events []sessions.Event) ([]EventRow, error) {
+	out := make([]EventRow, len(events))
+	for i, e := range events {
+		if e.SessionID != "" && e.SessionID != id {
+			return nil, sessions.IDError(id, fmt.Errorf("event %d (seq %d) belongs to session %q", i, e.Seq, e.SessionID))
+		}
+		t, err := EncodeTime(e.Time)
+		if err != nil {
+			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
+		}
+		data, err := EncodeObject(e.Data)
+		if err != nil {
+			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
+		}
+		out[i] = EventRow{Seq: e.Seq, Type: e.Type, Time: t, CorrID: NullString(e.CorrID), Data: data}
+	}
+	return out, nil
+}
+
+// DecodeEvent fills e from its stored columns but the data, which the
+// caller decodes (DecodeObject): session id, time and correlation id.
+func DecodeEvent(e *sessions.Event, id string, t int64, corrID *string) {
+	e.SessionID, e.Time, e.CorrID = id, DecodeTime(t), deref(corrID)
+}
+
+// SessionRow is the stored form of a Record's own fields (not messages,
+// events, lineage of children or version bookkeeping).
+type SessionRow struct {
+	Status             string
+	Created, Updated   int64
+	Summary, Metadata  *string
+	ParentID           *string
+	Branched           *int64
+	Title, FirstPrompt *string
+}
+
+// EncodeSession returns the stored form of rec's own fields.
+func EncodeSession(rec *sessions.Record) (*SessionRow, error) {
+	r := &SessionRow{Status: string(rec.Status), ParentID: NullString(rec.ParentID),
+		Title: NullString(rec.Title), FirstPrompt: NullString(rec.FirstPrompt), Summary: rec.Summary}
+	var err error
+	if r.Created, err = EncodeTime(rec.CreatedAt); err != nil {
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("created_at: %w", err))
+	}
+	if r.Updated, err = EncodeTime(rec.UpdatedAt); err != nil {
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("updated_at: %w", err))
+	}
+	if r.Metadata, err = EncodeObject(rec.Metadata); err != nil {
+		return nil, sessions.IDError(rec.ID, fmt.Errorf("metadata: %w", err))
+	}
+	if rec.BranchedAt != nil {
+		b := int64(*rec.BranchedAt)
+		r.Branched = &b
+	}
+	return r, nil
+}
+
+// StoredSession is a session row as a load reads it: the columns of
+// SessionRow plus the bookkeeping ones.
+type StoredSession struct {
+	Status             string
+	Created, Updated   int64
+	Summary, ParentID  *string
+	Title, FirstPrompt *string
+	Metadata           []byte
+	Branched           *int64
+	Turns, MaxTurns    int
+	State              State
+}
+
+// Record returns the session's record (without messages, events and
+// children) and its write state.
+func (s *StoredSession) Record(id string) (*sessions.Record, error) {
+	rec := &sessions.Record{ID: id, Status: sessions.Status(s.Status),
+		CreatedAt: DecodeTime(s.Created), UpdatedAt: DecodeTime(s.Updated),
+		Summary: s.Summary, Turns: s.Turns, MaxTurns: s.MaxTurns, Version: s.State.Version}
+	var err error
+	if rec.Metadata, err = DecodeObject(s.Metadata); err != nil {
+		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
+	}
+	rec.ParentID, rec.Title, rec.FirstPrompt = deref(s.ParentID), deref(s.Title), deref(s.FirstPrompt)
+	if s.Branched != nil {
+		n := int(*s.Branched)
+		rec.BranchedAt = &n
+	}
+	return rec, nil
+}
+
+// EncodeHistory returns the stored form of appended, the messages of
+// some "message" events among events by seq, in seq order, and sets
+// those events' Pos to the rows the messages will take: 0, 1, ... (the
+// history a sessions.HistoryBackend's CreateWithHistory stores before
+// the current messages).
+func EncodeHistory(id string, events []EventRow, appended map[int64]sessions.Message) ([]Body, error) {
+	if len(appended) == 0 {
+		return nil, nil
+	}
+	var bodies []Body
+	for i := range events {
+		m, ok := appended[events[i].Seq]
+		if !ok {
+			continue
+		}
+		if events[i].Type != sessions.EventMessage {
+			return nil, sessions.IDError(id, fmt.Errorf("event %d is a %s event, not a message event: it appended no message", events[i].Seq, events[i].Type))
+		}
+		body, err := EncodeMessage(&m)
+		if err != nil {
+			return nil, sessions.IDError(id, fmt.Errorf("message of event %d: %w", events[i].Seq, err))
+		}
+		pos := int64(len(bodies))
+		events[i].Pos = &pos
+		bodies = append(bodies, body)
+	}
+	if len(bodies) != len(appended) {
+		return nil, sessions.IDError(id, fmt.Errorf("%d appended messages name events the session does not log", len(appended)-len(bodies)))
+	}
+	return bodies, nil
+}
+
+// deref returns *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,131 @@
+package rowstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// SummaryColumns are the columns a session listing selects from the
+// sessions table (aliased s; children counts its forks there), in the
+// order SummaryRow.Targets scans them.
+const SummaryColumns = `id, status, created_at, updated_at, parent_id, length, turns,
+	(SELECT count(*) FROM %[1]s c WHERE c.parent_id = s.id), title, first_prompt, metadata`
+
+// SummaryRow is one row of a session listing as stored.
+type SummaryRow struct {
+	s                            sessions.Summary
+	status                       string
+	created, updated             int64
+	parentID, title, firstPrompt *string
+	metadata                     []byte
+}
+
+// Targets returns the scan destinations of SummaryColumns.
+func (r *SummaryRow) Targets() []any {
+	return []any{&r.s.ID, &r.status, &r.created, &r.updated, &r.parentID, &r.s.Length, &r.s.Turns, &r.s.Children,
+		&r.title, &r.firstPrompt, &r.metadata}
+}
+
+// Summary returns the scanned row as a listing entry.
+func (r *SummaryRow) Summary() (sessions.Summary, error) {
+	s := r.s
+	s.Status = sessions.Status(r.status)
+	s.ParentID, s.Title, s.FirstPrompt = deref(r.parentID), deref(r.title), deref(r.firstPrompt)
+	var err error
+	if s.Metadata, err = DecodeObject(r.metadata); err != nil {
+		return s, fmt.Errorf("session %q: metadata: %w", s.ID, err)
+	}
+	s.CreatedAt, s.UpdatedAt = DecodeTime(r.created), DecodeTime(r.updated)
+	return s, nil
+}
+
+// RunColumns are the columns a run listing selects, in the order
+// RunRow.Targets scans them.
+const RunColumns = `id, workflow, fingerprint, status, created_at, updated_at, steps`
+
+// RunRow is one row of a run listing as stored.
+type RunRow struct {
+	s                sessions.RunSummary
+	created, updated int64
+}
+
+// Targets returns the scan destinations of RunColumns.
+func (r *RunRow) Targets() []any {
+	return []any{&r.s.ID, &r.s.Workflow, &r.s.Fingerprint, &r.s.Status, &r.created, &r.updated, &r.s.Steps}
+}
+
+// Summary returns the scanned row as a listing entry.
+func (r *RunRow) Summary() sessions.RunSummary {
+	s := r.s
+	s.CreatedAt, s.UpdatedAt = DecodeTime(r.created), DecodeTime(r.updated)
+	return s
+}
+
+// Filter is the WHERE clause of a listing and its arguments. Conditions
+// use ? placeholders (a backend that numbers its placeholders rewrites
+// them).
+type Filter struct {
+	conds []string
+	Args  []any
+}
+
+// whereIn adds "column IN (values...)" when values is not empty.
+func whereIn[S ~string](f *Filter, column string, values []S) {
+	if len(values) == 0 {
+		return
+	}
+	f.conds = append(f.conds, column+" IN (?"+strings.Repeat(", ?", len(values)-1)+")")
+	for _, v := range values {
+		f.Args = append(f.Args, string(v))
+	}
+}
+
+// where adds the condition cond with its argument.
+func (f *Filter) where(cond string, arg any) {
+	f.conds = append(f.conds, cond)
+	f.Args = append(f.Args, arg)
+}
+
+// Clause returns " WHERE cond AND ...", or "" for no condition.
+func (f *Filter) Clause() string {
+	if len(f.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(f.conds, " AND ")
+}
+
+// SessionFilter returns the WHERE clause of a session listing.
+func SessionFilter(lf sessions.ListFilter) (*Filter, error) {
+	if err := lf.Check(); err != nil {
+		return nil, err
+	}
+	var f Filter
+	whereIn(&f, "status", lf.Statuses)
+	if lf.ParentID != "" {
+		f.where("parent_id = ?", lf.ParentID)
+	}
+	if !lf.UpdatedBefore.IsZero() {
+		t, err := EncodeTime(lf.UpdatedBefore)
+		if err != nil {
+			return nil, fmt.Errorf("list: updated before: %w", err)
+		}
+		f.where("updated_at < ?", t)
+	}
+	return &f, nil
+}
+
+// RunFilter returns the WHERE clause of a run listing.
+func RunFilter(rf sessions.RunFilter) *Filter {
+	var f Filter
+	whereIn(&f, "status", rf.Statuses)
+	if rf.Workflow != "" {
+		f.where("workflow = ?", rf.Workflow)
+	}
+	return &f
+}
+
+// ListOrder is the order of every listing: newest first, by creation
+// time, then id, descending.
+const ListOrder = "created_at DESC, id DESC"

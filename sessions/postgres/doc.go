@@ -1,0 +1,83 @@
+// Package postgres is skein's shared durable sessions.Backend: sessions,
+// their events and workflow run records in a PostgreSQL database (14 or
+// newer) that any number of skein processes, on any number of machines,
+// use at once. It uses github.com/jackc/pgx/v5 and its pool.
+//
+// It keeps the semantics of package sqlite, and the same layout (see
+// package sessions/internal/rowstore): messages are append-only rows and
+// a session's messages are a view over them, so a fork writes O(1) rows
+// whatever the length; every write is committed before it returns; a
+// session's version is checked on every write, so two writers never
+// interleave and the second gets sessions.ErrConflict.
+//
+// # Opening
+//
+// Open takes a postgres:// (or postgresql://) URL. Its query may carry any
+// libpq parameter pgx knows (sslmode, connect_timeout, application_name,
+// ...), pgxpool's pool_max_conns, and search_path: skein's tables (all
+// named skein_*) go in the first schema of the search path, which must
+// exist (public by default). Errors and DSN show the URL with its password
+// replaced by xxxxx (Redact).
+//
+// The schema is versioned: skein_migrations has a row per migration
+// applied. Open migrates in one transaction that first takes an advisory
+// lock named after the schema, so processes opening a new database at
+// once migrate it once: the others wait, then find it current. A schema
+// newer than this skein knows is refused.
+//
+// # Durability
+//
+// A write returns once PostgreSQL has committed it. With the server's
+// default synchronous_commit (on), the commit is then on the server's
+// disk: neither a crash of skein nor one of the database server's machine
+// loses it. DurabilityProcess (the default) keeps whatever the server is
+// configured with; DurabilityFull sets synchronous_commit=on for skein's
+// connections, so a server configured with it off still flushes skein's
+// commits.
+//
+// # Schema (version 1)
+//
+//	skein_sessions  sid (identity) id status created_at updated_at summary
+//	                metadata (JSON text) parent_id branched_at turns
+//	                max_turns version title first_prompt, and the current
+//	                view: base base_from base_to own_from length
+//	skein_views     vid sid base base_from base_to own_from (frozen views)
+//	skein_messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
+//	skein_events    sid seq type time corr_id data pos        key (sid, seq)
+//	skein_runs, skein_run_steps  workflow run records
+//
+// Times are Unix nanoseconds (bigint), so they round-trip exactly; JSON is
+// stored as text in the encodings of package sessions, which give every
+// value back with its type (jsonb would reorder keys and turn integers
+// into numbers). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
+// a listing orders equal creation times the same way on both.
+//
+// # Writes, versions and processes
+//
+// A Write that freezes and releases no frozen view (appends, injects,
+// trims within the session's own rows, resets and compactions of a
+// session that shares no prefix: every write an agent loop makes) reads
+// the session's state and then runs one statement: an UPDATE of the
+// session row WHERE its version is still the one read, and, in the same
+// statement, the INSERTs of the new message and event rows, which insert
+// nothing when the UPDATE matched no row. So it costs two round trips
+// and one commit, and a write that lost to another gets
+// sessions.ErrConflict with nothing written: PostgreSQL re-checks the
+// version after waiting for the other writer's lock. Other writes (a
+// rewind that freezes a view, a trim or reset that releases one), Create,
+// Fork and Delete run in a read-committed transaction that locks the
+// session's row (SELECT ... FOR UPDATE) before checking its version. A
+// Create with a parent also holds an advisory lock while it checks that
+// the parent chain does not lead back to the new id, so two creates
+// cannot close a cycle between them. Loads run in repeatable-read
+// read-only transactions and see one consistent state.
+//
+// # Deleting
+//
+// Delete refuses a session that has forks (sessions.ErrHasChildren)
+// unless recursive, which deletes the whole subtree in one transaction;
+// the foreign keys on every base reference refuse a delete that would
+// leave a fork without its shared messages. Two writes that each drop
+// the last reference to a frozen view at the same moment may both keep
+// it: an unused views row stays, never a used one goes.
+package postgres

@@ -1,0 +1,149 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// Backend is a sessions.Backend over one PostgreSQL database (the tables
+// of one schema). It is safe for concurrent use, and any number of
+// Backends, in any number of processes on any number of machines, may
+// share the database.
+type Backend struct {
+	pool       *pgxpool.Pool
+	dsn        string // redacted
+	durability sessions.Durability
+	maxConns   int32
+}
+
+var (
+	_ sessions.Backend        = (*Backend)(nil)
+	_ sessions.PartialLoader  = (*Backend)(nil)
+	_ sessions.HistoryBackend = (*Backend)(nil)
+	_ sessions.RunBackend     = (*Backend)(nil)
+)
+
+// Option configures Open.
+type Option func(*Backend)
+
+// WithDurability sets what commits survive (default
+// sessions.DurabilityProcess, which keeps the server's
+// synchronous_commit). DurabilityFull sets synchronous_commit=on on
+// skein's connections, so that a commit is flushed to the server's disk
+// before it returns whatever the server's default. See the package doc.
+func WithDurability(d sessions.Durability) Option {
+	return func(b *Backend) { b.durability = d }
+}
+
+// WithMaxConns caps the backend's connection pool (default: pgxpool's,
+// the larger of 4 and the number of CPUs, or the DSN's pool_max_conns).
+func WithMaxConns(n int32) Option {
+	return func(b *Backend) { b.maxConns = n }
+}
+
+// IsDSN reports whether s names a PostgreSQL database: a URL of scheme
+// postgres:// or postgresql://.
+func IsDSN(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// Open connects to the database dsn names (a postgres:// URL; the
+// libpq parameters pgx knows are accepted in its query, and
+// search_path picks the schema), creates skein's tables in the first
+// schema of the search path or migrates them to SchemaVersion, and
+// returns the backend. Errors show the DSN without its password.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
+	b := &Backend{dsn: Redact(dsn), durability: sessions.DurabilityProcess}
+	for _, o := range opts {
+		o(b)
+	}
+	if _, err := sessions.ParseDurability(string(b.durability)); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if !IsDSN(dsn) {
+		return nil, fmt.Errorf("postgres: the database must be a postgres:// URL, not %s", b.dsn)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
+	}
+	if b.durability == sessions.DurabilityFull {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	}
+	if b.maxConns > 0 {
+		cfg.MaxConns = b.maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
+	}
+	b.pool = pool
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
+	}
+	return b, nil
+}
+
+// DSN returns the database's DSN without its password.
+func (b *Backend) DSN() string { return b.dsn }
+
+// Durability returns the backend's durability level.
+func (b *Backend) Durability() sessions.Durability { return b.durability }
+
+// Durable reports true: sessions outlive the process.
+func (b *Backend) Durable() bool { return true }
+
+// Close closes the connection pool. Calling it again does nothing.
+func (b *Backend) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+// Pool returns the backend's connection pool, for the other parts of
+// skein that share the database (serve's notifications and locks).
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
+
+// inTx runs fn in a transaction with options o and commits it if fn
+// succeeds.
+func (b *Backend) inTx(ctx context.Context, o pgx.TxOptions, fn func(pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, b.pool, o, fn)
+}
+
+// write runs fn in a read-write transaction (read committed: every
+// statement sees what committed before it; rows are locked explicitly).
+func (b *Backend) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	ctx, err := uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	return b.inTx(ctx, pgx.TxOptions{}, fn)
+}
+
+// uncancelled returns ctx without its cancellation, or ctx's error if it
+// is done already. A write that has begun runs to its commit or rollback:
+// cancelled in the middle, its commit might land after the caller was
+// told it failed, and the caller's idea of the session's version would
+// be wrong.
+func uncancelled(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return context.WithoutCancel(ctx), nil
+}
+
+// read runs fn in a read-only repeatable-read transaction: every query of
+// fn sees the same committed state.
+func (b *Backend) read(ctx context.Context, fn func(pgx.Tx) error) error {
+	return b.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// errNoRows reports whether err is pgx's "no rows in result set".
+func errNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }

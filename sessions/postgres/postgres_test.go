@@ -1,0 +1,89 @@
+package postgres
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore/rowstoretest"
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
+	"github.com/skein-dev/skein/sessions/sessionstest"
+)
+
+// openTest opens a backend on dsn. It does not close it: the suite does,
+// or the caller.
+func openTest(t testing.TB, dsn string, opts ...Option) *Backend {
+	t.Helper()
+	b, err := Open(t.Context(), dsn, opts...)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return b
+}
+
+// openClosed opens a backend that the test's cleanup closes.
+func openClosed(t testing.TB, dsn string, opts ...Option) *Backend {
+	t.Helper()
+	b := openTest(t, dsn, opts...)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestBackend(t *testing.T) {
+	sessionstest.RunBackendTests(t, func(t *testing.T) sessions.Backend { return openTest(t, pgtest.DSN(t)) })
+}
+
+func TestDurable(t *testing.T) {
+	sessionstest.RunDurableTests(t, func(t *testing.T, path string) sessions.Backend { return openTest(t, pgtest.Keyed(t, path)) })
+}
+
+// openTarget opens the database dsn names, for the multi-process tests.
+func openTarget(dsn string) (sessions.Backend, error) { return Open(context.Background(), dsn) }
+
+func TestMain(m *testing.M) {
+	sessionstest.ProcessHelper(openTarget)
+	os.Exit(m.Run())
+}
+
+func TestProcesses(t *testing.T) {
+	sessionstest.RunProcessTests(t, func(t *testing.T) string { return pgtest.DSN(t) }, openTarget)
+}
+
+// raw reaches a backend's tables through its pool.
+type raw struct{ b *Backend }
+
+func (r raw) Table(kind string) string { return "skein_" + kind }
+
+func (r raw) Exec(query string) error {
+	_, err := r.b.pool.Exec(context.Background(), query)
+	return err
+}
+
+func (r raw) Count(query string) (n int, err error) {
+	err = r.b.pool.QueryRow(context.Background(), query).Scan(&n)
+	return n, err
+}
+
+func TestRows(t *testing.T) {
+	rowstoretest.Run(t, func(t *testing.T) (sessions.Backend, rowstoretest.Raw) {
+		b := openTest(t, pgtest.DSN(t))
+		return b, raw{b}
+	})
+}
+
+// TestChecksums changes a message's stored text with an UPDATE that
+// bypasses the backend and expects the load to fail naming the session
+// and the message.
+func TestChecksums(t *testing.T) {
+	sessionstest.RunChecksumTests(t, func(t *testing.T, path string) sessions.Backend {
+		return openTest(t, pgtest.Keyed(t, path))
+	}, func(t *testing.T, path, marker string) {
+		b := openClosed(t, pgtest.Keyed(t, path))
+		altered := marker[:len(marker)-1] + string(marker[len(marker)-1]^0x01)
+		tag, err := b.pool.Exec(t.Context(), `UPDATE skein_messages SET body = replace(body, $1, $2) WHERE strpos(body, $1) > 0`, marker, altered)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("damaging the row of %q: %d rows, %v", marker, tag.RowsAffected(), err)
+		}
+	})
+}

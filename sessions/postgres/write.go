@@ -1,0 +1,400 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
+)
+
+// querier is what a pool and a transaction share.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// stateSQL reads what a write needs of a session.
+const stateSQL = `SELECT sid, version, length, base, base_from, base_to, own_from FROM skein_sessions WHERE id = $1`
+
+// loadState reads the state of session id (sessions.ErrNotFound); lock
+// takes the row's lock until the transaction ends.
+func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.State, error) {
+	var st rowstore.State
+	var base *int64
+	query := stateSQL
+	if lock {
+		query += " FOR UPDATE"
+	}
+	err := q.QueryRow(ctx, query, id).Scan(&st.Row, &st.Version, &st.Length, &base, &st.View.BaseFrom, &st.View.BaseTo, &st.View.OwnFrom)
+	if errNoRows(err) {
+		return nil, sessions.IDError(id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return nil, sessions.IDError(id, err)
+	}
+	if base != nil {
+		st.View.Base = *base
+	}
+	return &st, nil
+}
+
+// applySQL is one Write as one statement: it updates the session row if
+// its version is still the base one, and only then inserts the message
+// and event rows (from arrays), returning how many session rows it
+// updated. Run on its own, it is one transaction and one commit.
+//
+// Its parameters: sid, base version, the number of changes, the view
+// (base, base_from, base_to, own_from, length), set-summary and summary,
+// status, added turns, max turns, set-title and title, set-metadata and
+// metadata, set-first-prompt and first prompt, updated_at, the messages
+// (positions, bodies, checksums) and the events (seqs, types, times, corr_ids,
+// data, positions).
+const applySQL = `WITH u AS (
+	UPDATE skein_sessions SET version = version + $3,
+		base = $4, base_from = $5, base_to = $6, own_from = $7, length = $8,
+		summary = CASE WHEN $9::boolean THEN $10::text ELSE summary END,
+		status = coalesce($11::text, status), turns = turns + $12,
+		max_turns = CASE WHEN $13::bigint > 0 THEN $13::bigint ELSE max_turns END,
+		title = CASE WHEN $14::boolean THEN $15::text ELSE title END,
+		metadata = CASE WHEN $16::boolean THEN $17::text ELSE metadata END,
+		first_prompt = CASE WHEN $18::boolean THEN $19::text ELSE first_prompt END,
+		updated_at = coalesce($20::bigint, updated_at)
+	WHERE sid = $1 AND version = $2
+	RETURNING sid
+), m AS (
+	INSERT INTO skein_messages (sid, pos, body, crc)
+	SELECT u.sid, r.pos, r.body, r.crc FROM u, unnest($21::bigint[], $22::text[], $23::bigint[]) AS r (pos, body, crc)
+), e AS (
+	INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos)
+	SELECT u.sid, r.seq, r.type, r.time, r.corr_id, r.data, r.pos
+	FROM u, unnest($24::bigint[], $25::text[], $26::bigint[], $27::text[], $28::text[], $29::bigint[])
+		AS r (seq, type, time, corr_id, data, pos)
+)
+SELECT count(*) FROM u`
+
+// eventArrays are event rows as the columns' arrays.
+type eventArrays struct {
+	seqs, times []int64
+	types       []string
+	corrIDs     []*string
+	data        []*string
+	pos         []*int64
+}
+
+func columns(events []rowstore.EventRow) eventArrays {
+	a := eventArrays{
+		seqs: make([]int64, len(events)), times: make([]int64, len(events)), types: make([]string, len(events)),
+		corrIDs: make([]*string, len(events)), data: make([]*string, len(events)), pos: make([]*int64, len(events)),
+	}
+	for i, e := range events {
+		a.seqs[i], a.types[i], a.times[i], a.corrIDs[i], a.data[i], a.pos[i] = e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos
+	}
+	return a
+}
+
+// messageColumns returns rows as their positions, bodies and checksums.
+func messageColumns(rows []rowstore.MessageRow) (pos []int64, bodies []string, sums []int64) {
+	pos, bodies, sums = make([]int64, len(rows)), make([]string, len(rows)), make([]int64, len(rows))
+	for i, r := range rows {
+		pos[i], bodies[i], sums[i] = r.Pos, r.Body.JSON, int64(r.Body.Sum)
+	}
+	return pos, bodies, sums
+}
+
+// apply runs applySQL for plan p on the session whose state is st and
+// reports whether the session row was still at st.Version.
+func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
+	u := &p.Update
+	pos, bodies, sums := messageColumns(p.Rows)
+	ev := columns(p.Events)
+	var n int
+	err := q.QueryRow(ctx, applySQL, st.Row, st.Version, p.Changes,
+		p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length,
+		u.SetSummary, u.Summary, u.Status, u.Turns, u.MaxTurns,
+		u.SetTitle, u.Title, u.SetMetadata, u.Metadata, u.SetFirstPrompt, u.FirstPrompt, u.Updated,
+		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos).Scan(&n)
+	return n == 1, err
+}
+
+// Write applies changes to session id, in order, if its stored version is
+// base, as one transaction, and bumps the version once per change
+// (sessions.ErrNotFound, sessions.ErrConflict). A DropFirst or DropLast
+// beyond the message count fails with nothing written.
+//
+// A write that freezes or releases no frozen view (every append, inject,
+// trim within the own rows, reset and compaction of a session with no
+// shared prefix: what an agent loop writes) is one statement, so one
+// round trip and one commit after reading the session's state; the
+// statement applies only if the version is still the one read. Others
+// run in a transaction that locks the session's row.
+func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
+	encoded, err := rowstore.EncodeChanges(id, changes)
+	if err != nil {
+		return err
+	}
+	ctx, err = uncancelled(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := loadState(ctx, b.pool, id, false)
+	if err != nil {
+		return err
+	}
+	if st.Version != base {
+		return sessions.IDError(id, sessions.ErrConflict)
+	}
+	p, err := rowstore.PlanWrite(id, st, encoded, func(rowstore.View) (int64, error) { return 0, rowstore.ErrFreeze })
+	switch {
+	case errors.Is(err, rowstore.ErrFreeze):
+	case err != nil:
+		return err
+	case len(p.Release) == 0:
+		ok, err := apply(ctx, b.pool, st, p)
+		if err != nil {
+			return sessions.IDError(id, err)
+		}
+		if !ok {
+			return b.lostRace(ctx, id)
+		}
+		return nil
+	}
+	return b.write(ctx, func(tx pgx.Tx) error {
+		st, err := loadState(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		if st.Version != base {
+			return sessions.IDError(id, sessions.ErrConflict)
+		}
+		p, err := rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
+		if err != nil {
+			return err
+		}
+		if ok, err := apply(ctx, tx, st, p); err != nil || !ok {
+			if err == nil {
+				err = errors.New("the locked session row changed")
+			}
+			return sessions.IDError(id, err)
+		}
+		for _, vid := range p.Release {
+			if err := release(ctx, tx, vid); err != nil {
+				return sessions.IDError(id, err)
+			}
+		}
+		return nil
+	})
+}
+
+// lostRace returns the error of a write whose statement found the session
+// row changed since its state was read: deleted, or written by another.
+func (b *Backend) lostRace(ctx context.Context, id string) error {
+	ok, err := exists(ctx, b.pool, id)
+	switch {
+	case err != nil:
+		return sessions.IDError(id, err)
+	case !ok:
+		return sessions.IDError(id, sessions.ErrNotFound)
+	}
+	return sessions.IDError(id, sessions.ErrConflict)
+}
+
+// freeze stores v, the current view of session row sid, as a frozen view
+// and returns its id.
+func freeze(ctx context.Context, q querier, sid int64, v rowstore.View) (int64, error) {
+	var vid int64
+	err := q.QueryRow(ctx, `INSERT INTO skein_views (sid, base, base_from, base_to, own_from) VALUES ($1, $2, $3, $4, $5) RETURNING vid`,
+		sid, v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom).Scan(&vid)
+	return vid, err
+}
+
+// release deletes the frozen view vid if nothing references it any more,
+// then does the same for its base, and so on down the chain. Two
+// transactions that each drop a reference at once may both leave it: a
+// views row is then kept that nothing uses, never one deleted that
+// something does (the foreign keys refuse that).
+func release(ctx context.Context, q querier, vid int64) error {
+	for vid != 0 {
+		var used bool
+		err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM skein_sessions WHERE base = $1) OR EXISTS (SELECT 1 FROM skein_views WHERE base = $1)`, vid).Scan(&used)
+		if err != nil || used {
+			return err
+		}
+		var base *int64
+		err = q.QueryRow(ctx, `DELETE FROM skein_views WHERE vid = $1 RETURNING base`, vid).Scan(&base)
+		if errNoRows(err) || base == nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		vid = *base
+	}
+	return nil
+}
+
+// lineageLock is the advisory lock a Create with a parent holds while it
+// checks the parent chain and inserts, so that two creates cannot close a
+// cycle between them.
+const lineageLock = `SELECT pg_advisory_xact_lock(hashtextextended('skein lineage ' || current_schema(), 0))`
+
+// checkParentChain refuses, in the transaction that inserts it, a new
+// session whose stored parents lead back to it (sessions.ErrCycle).
+func checkParentChain(ctx context.Context, tx pgx.Tx, rec *sessions.Record) error {
+	if rec.ParentID == "" {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, lineageLock); err != nil {
+		return sessions.IDError(rec.ID, err)
+	}
+	return sessions.CheckParentChain(rec.ID, rec.ParentID, func(id string) (string, bool, error) {
+		var parent *string
+		err := tx.QueryRow(ctx, `SELECT parent_id FROM skein_sessions WHERE id = $1`, id).Scan(&parent)
+		if errNoRows(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, sessions.IDError(rec.ID, err)
+		}
+		if parent == nil {
+			return "", true, nil
+		}
+		return *parent, true, nil
+	})
+}
+
+// insertSession stores rec's own fields with the current view v of n
+// messages and returns the new row's sid (sessions.ErrExists).
+func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+	var sid int64
+	err := tx.QueryRow(ctx, `INSERT INTO skein_sessions (id, status, created_at, updated_at, summary, metadata,
+			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
+			title, first_prompt)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (id) DO NOTHING RETURNING sid`,
+		rec.ID, row.Status, row.Created, row.Updated, row.Summary, row.Metadata,
+		row.ParentID, row.Branched, rec.Turns, rec.MaxTurns, rec.Version,
+		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title, row.FirstPrompt).Scan(&sid)
+	if errNoRows(err) {
+		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
+	}
+	if err != nil {
+		return 0, sessions.IDError(rec.ID, err)
+	}
+	return sid, nil
+}
+
+// insertRows inserts message rows and events of session row sid, each
+// kind with one statement.
+func insertRows(ctx context.Context, tx pgx.Tx, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
+	if len(rows) > 0 {
+		pos, bodies, sums := messageColumns(rows)
+		if _, err := tx.Exec(ctx, `INSERT INTO skein_messages (sid, pos, body, crc) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])`,
+			sid, pos, bodies, sums); err != nil {
+			return fmt.Errorf("messages: %w", err)
+		}
+	}
+	if len(events) > 0 {
+		ev := columns(events)
+		if _, err := tx.Exec(ctx, `INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos)
+			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`,
+			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+	}
+	return nil
+}
+
+// Create stores a new session with its messages and events
+// (sessions.ErrExists if the id is taken). rec.ChildIDs must be empty:
+// children are recorded by Fork. rec.ParentID is stored as given.
+func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
+	return b.CreateWithHistory(ctx, rec, nil)
+}
+
+// CreateWithHistory is Create that also records appended: the message
+// each of some "message" events of rec.Events appended, by seq, stored
+// as message rows before the current ones (sessions.HistoryBackend).
+func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
+	if err := rowstore.CheckNoChildren(rec); err != nil {
+		return err
+	}
+	row, err := rowstore.EncodeSession(rec)
+	if err != nil {
+		return err
+	}
+	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
+	if err != nil {
+		return err
+	}
+	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
+	if err != nil {
+		return err
+	}
+	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
+	if err != nil {
+		return err
+	}
+	rows := rowstore.AppendRows(rowstore.AppendRows(nil, 0, history), int64(len(history)), bodies)
+	return b.write(ctx, func(tx pgx.Tx) error {
+		if err := checkParentChain(ctx, tx, rec); err != nil {
+			return err
+		}
+		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
+		if err != nil {
+			return err
+		}
+		if err := insertRows(ctx, tx, sid, rows, events); err != nil {
+			return sessions.IDError(rec.ID, err)
+		}
+		return nil
+	})
+}
+
+// Fork creates spec.Dst sharing the first KeepFirst messages of spec.Src
+// and records the fork on the source, writing O(1) rows whatever the
+// length (see the package doc). Dst's Messages and ChildIDs must be empty
+// and its ParentID empty or Src; the stored ParentID is Src.
+func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
+	f, err := rowstore.EncodeFork(spec)
+	if err != nil {
+		return err
+	}
+	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx}) })
+}
+
+// forkTx is a write transaction as rowstore.Fork.Apply uses it.
+type forkTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (t forkTx) LockedState(id string) (*rowstore.State, error) {
+	return loadState(t.ctx, t.tx, id, true)
+}
+func (t forkTx) Exists(id string) (bool, error) { return exists(t.ctx, t.tx, id) }
+func (t forkTx) Freeze(sid int64, v rowstore.View) (int64, error) {
+	return freeze(t.ctx, t.tx, sid, v)
+}
+
+func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+	return insertSession(t.ctx, t.tx, rec, row, v, n)
+}
+
+func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
+	return insertRows(t.ctx, t.tx, sid, nil, events)
+}
+
+func (t forkTx) Bump(sid, version int64, updated *int64) error {
+	tag, err := t.tx.Exec(t.ctx, `UPDATE skein_sessions SET version = version + 1, updated_at = coalesce($1, updated_at)
+		WHERE sid = $2 AND version = $3`, updated, sid, version)
+	if err == nil && tag.RowsAffected() != 1 {
+		err = fmt.Errorf("updated %d rows, want 1", tag.RowsAffected())
+	}
+	return err
+}
