@@ -16,6 +16,8 @@ import (
 
 	"github.com/skein-dev/skein/serve"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/postgres"
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
@@ -44,6 +46,48 @@ func BenchmarkReplicas100(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkReplicas100Postgres is BenchmarkReplicas100 on PostgreSQL
+// (skipped without SKEIN_TEST_POSTGRES): events cross replicas by
+// notification (notify), or by polling alone (poll=..., the backend's
+// notifier hidden), for comparison.
+func BenchmarkReplicas100Postgres(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		poll   time.Duration
+		notify bool
+	}{
+		{"notify", 250 * time.Millisecond, true},
+		{"poll=250ms", 250 * time.Millisecond, false},
+		{"poll=50ms", 50 * time.Millisecond, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			benchReplicas(b, c.poll, func(b *testing.B) func() sessions.Backend {
+				dsn := pgtest.DSN(b)
+				return func() sessions.Backend {
+					be, err := postgres.Open(b.Context(), dsn)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !c.notify {
+						return pollOnly{be, be, be, be, be}
+					}
+					return be
+				}
+			})
+		})
+	}
+}
+
+// pollOnly is a backend without push notification of events
+// (sessions.NotifierBackend).
+type pollOnly struct {
+	sessions.Backend
+	sessions.PartialLoader
+	sessions.HistoryBackend
+	sessions.EventReader
+	sessions.LockerBackend
 }
 
 // benchReplicas is BenchmarkReplicas100 over the backends newDB opens:
