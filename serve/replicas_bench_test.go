@@ -139,17 +139,7 @@ func benchReplicas(b *testing.B, poll time.Duration, newDB func(b *testing.B) fu
 				mu.Lock()
 				remote, local = append(remote, farLat...), append(local, nearLat...)
 				mu.Unlock()
-				if len(rec.Messages) != 2*prompts {
-					b.Errorf("session %d: %d messages", i, len(rec.Messages))
-					return
-				}
-				for p := range prompts {
-					want := fmt.Sprintf("s%d p%d", i, p)
-					u, a := rec.Messages[2*p], rec.Messages[2*p+1]
-					if u.Role != "user" || u.Text != want || a.Role != "assistant" || !strings.HasSuffix(a.Text, want) {
-						b.Errorf("session %d turn %d: %q / %q", i, p, u.Text, a.Text)
-					}
-				}
+				checkEchoes(b, rec, i, prompts)
 			})
 		}
 		wg.Wait()
