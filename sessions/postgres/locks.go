@@ -207,12 +207,26 @@ func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, err
 	return out, rows.Err()
 }
 
+// Abandoned asks twice: a statement sees the rows of its snapshot but
+// pg_locks as it is when read, so a lock unlocked (row deleted, then
+// advisory lock released) while the statement ran would look abandoned
+// to it. The second statement, whose snapshot is later than the first
+// one's reading of pg_locks, no longer sees such a row.
 func (l *locker) Abandoned(ctx context.Context, limit int) ([]string, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := l.b.pool.Query(ctx, `SELECT name FROM skein_locks WHERE NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name LIMIT $2`, l.schema, lim)
+	names, err := l.abandoned(ctx, `SELECT name FROM skein_locks WHERE NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name LIMIT $2`, l.schema, lim)
+	if err != nil || len(names) == 0 {
+		return names, err
+	}
+	return l.abandoned(ctx, `SELECT name FROM skein_locks WHERE name = ANY($2) AND NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name`, l.schema, names)
+}
+
+// abandoned runs one query of Abandoned.
+func (l *locker) abandoned(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := l.b.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: locks: %w", err)
 	}
