@@ -236,10 +236,13 @@ func TestReplicasIdleReaper(t *testing.T) { databases(t, testReplicasIdleReaper)
 
 func testReplicasIdleReaper(t *testing.T, open func() sessions.Backend) {
 	block := make(chan struct{})
-	a, b := replicas(t, open, Config{IdleTimeout: 200 * time.Millisecond}, block)
+	// The busy session is prompted as soon as it exists: idle for the
+	// timeout before its prompt, it would be reaped (and the prompt
+	// refused) on a slow machine.
+	a, b := replicas(t, open, Config{IdleTimeout: 500 * time.Millisecond}, block)
 	busy := a.create(nil)
-	idle := a.create(nil)
 	a.expect(a.do("POST", "/api/sessions/"+busy+"/prompt", map[string]any{"text": "slow"}), http.StatusAccepted, "")
+	idle := a.create(nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for b.do("GET", "/api/sessions/"+idle, nil).json()["status"] != "completed" {
 		if time.Now().After(deadline) {
@@ -247,7 +250,7 @@ func testReplicasIdleReaper(t *testing.T, open func() sessions.Backend) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Second)
 	if got := b.do("GET", "/api/sessions/"+busy, nil).json(); got["status"] != "active" {
 		t.Fatalf("a session with a running turn was reaped: %v", got["status"])
 	}
