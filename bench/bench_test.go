@@ -239,6 +239,8 @@ func BenchmarkW1(b *testing.B) {
 		cpuRatio = append(cpuRatio, d.cpuPerItem()/m.cpuPerItem())
 		commits = append(commits, float64(d.commits)/float64(d.n))
 		memFlat, durFlat = append(memFlat, lateEarly(m.marks)), append(durFlat, lateEarly(d.marks))
+		b.Logf("round %d: memory %.1f µs per iteration, process %.1f; process/memory %.2f wall, %.2f CPU",
+			len(ratio), m.perItem(), d.perItem(), ratio[len(ratio)-1], cpuRatio[len(cpuRatio)-1])
 	}
 	frames := run(b, "w1.star", string(sessions.DurabilityProcess), walN, true)
 	b.ReportMetric(median(mem), "memory-µs/iter")
@@ -284,6 +286,7 @@ func BenchmarkW2(b *testing.B) {
 				r := rawInserts(b, string(d), n)
 				inject, raw = append(inject, w.perItem()), append(raw, r)
 				rate = append(rate, r/w.perItem())
+				b.Logf("round %d: inject %.1f µs per message, raw %.1f µs per insert, inject/raw rate %.2f", len(rate), w.perItem(), r, r/w.perItem())
 			}
 			frames := run(b, "w2.star", string(d), walN, true)
 			b.ReportMetric(median(inject), "inject-µs/msg")
