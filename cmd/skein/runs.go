@@ -177,7 +177,7 @@ func runsShow(args []string, std stdio) int {
 	defer closeFn()
 	run, err := workflow.Load(context.Background(), rb, ids[0])
 	if errors.Is(err, sessions.ErrRunNotFound) {
-		err = fmt.Errorf("unknown run id '%s' in %s", ids[0], store.path)
+		err = fmt.Errorf("unknown run id '%s' in %s", ids[0], &store)
 	}
 	if err != nil {
 		return fail(std, fs.Name(), err)

@@ -131,8 +131,12 @@ func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, erro
 	return store.openNow()
 }
 
-// storeExists reports whether the database file of store exists.
+// storeExists reports whether the database file of store exists (a
+// PostgreSQL database does: its tables are made when it is opened).
 func storeExists(store *storeFlag) bool {
+	if store.postgres() {
+		return true
+	}
 	_, err := os.Stat(store.path)
 	return err == nil
 }
@@ -163,9 +167,9 @@ func oneLine(s string) string {
 func sessionError(store *storeFlag, id string, err error) error {
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
-		return fmt.Errorf("unknown session id '%s' in %s", id, store.path)
+		return fmt.Errorf("unknown session id '%s' in %s", id, store)
 	case errors.Is(err, sessions.ErrExists):
-		return fmt.Errorf("session '%s' already exists in %s", id, store.path)
+		return fmt.Errorf("session '%s' already exists in %s", id, store)
 	}
 	return err
 }
