@@ -26,6 +26,7 @@ func sessionsCommands() []sessionsCommand {
 		{"import", "[flags] FILE", "store a session from an export (- reads stdin)", sessionsImport},
 		{"rm", "[flags] ID...", "delete sessions", sessionsRm},
 		{"gc", "--older-than DURATION [flags]", "delete sessions not updated for a while", sessionsGC},
+		{"migrate", "--to STORE [--from STORE] [--merge]", "copy every session and run record into another store (SQLite to PostgreSQL)", sessionsMigrate},
 	}
 }
 
@@ -41,7 +42,7 @@ func sessionsMain(args []string, std stdio) int {
 		for _, c := range sessionsCommands() {
 			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
+		fmt.Fprintln(std.out, "\nEvery command but migrate (--from, --to) takes --store (default $SKEIN_STORE, else\n.skein/sessions.db, or a postgres:// URL); ls, show and export open a file read-only,\nso they also work on a read-only file or directory.")
 		fmt.Fprintln(std.out, "Run 'skein sessions <command> -h' for a command's flags.")
 		return exitOK
 	}
