@@ -365,6 +365,9 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 	if err := starlark.UnpackArgs(b.Name(), args, named, "prompt", &prompt, "system?", &system, "options?", &positional); err != nil {
 		return "", nil, nil, err
 	}
+	if strings.TrimSpace(prompt) == "" {
+		return "", nil, nil, fmt.Errorf("%s: prompt is empty: the user message needs text", b.Name())
+	}
 	o, err := table.unpack(b.Name(), positional, rest)
 	if err != nil {
 		return "", nil, nil, err

@@ -46,6 +46,9 @@ type option struct {
 	Min int
 	// Choices are the values of a kindChoice option.
 	Choices []string
+	// Params names the arguments a kindCallable option is called with;
+	// a function that cannot take them is refused (vm.CheckArity).
+	Params []string
 	// Type is the accepted type as errors and the reference show it; it
 	// defaults to the kind's.
 	Type string
@@ -290,8 +293,12 @@ func (o *options) check(r *option) error {
 			return fmt.Errorf("%s: unknown %s '%s' (expected one of: %s)", o.fn, r.Name, string(s), strings.Join(r.Choices, ", "))
 		}
 	case kindCallable:
-		if _, ok := v.(starlark.Callable); !ok {
+		c, ok := v.(starlark.Callable)
+		if !ok {
 			return o.typeErr(r.Name, v)
+		}
+		if err := vm.CheckArity(c, r.Params...); err != nil {
+			return fmt.Errorf("%s: option '%s': %w", o.fn, r.Name, err)
 		}
 	case kindStrings:
 		seq, isSeq := v.(starlark.Indexable)

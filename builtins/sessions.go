@@ -401,6 +401,9 @@ func subscribe(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "callback", &cb); err != nil {
 		return nil, err
 	}
+	if err := vm.CheckArity(cb, "event"); err != nil {
+		return nil, fmt.Errorf("%s: callback: %w", b.Name(), err)
+	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
 		return nil, err

@@ -40,6 +40,9 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err := starlark.UnpackArgs(fn, args, named, "task", &task, "tools?", &tools, "carry?", &carry, "system?", &system, "max_iterations?", &maxIter); err != nil {
 		return nil, err
 	}
+	if strings.TrimSpace(task) == "" {
+		return nil, fmt.Errorf("%s: task is empty: the child's user message needs text", fn)
+	}
 	o, err := spawnTable.unpack(fn, starlark.None, rest)
 	if err != nil {
 		return nil, err

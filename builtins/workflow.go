@@ -173,6 +173,9 @@ func (g *Graph) starlarkNode(fn, name string, v starlark.Value) (map[string]any,
 		if !ok {
 			return nil, fmt.Errorf("%s: 'fn': got %s, want a function", where, fnValue.Type())
 		}
+		if err := vm.CheckArity(c, "ctx"); err != nil {
+			return nil, fmt.Errorf("%s: 'fn': %w", where, err)
+		}
 		g.fns[name] = c
 		node["fn"] = fnReference(c)
 	}
@@ -344,6 +347,9 @@ func loadFn(st *vm.State, from, ref string) (starlark.Callable, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s defines no function '%s'", file, name)
 	}
+	if err := vm.CheckArity(c, "ctx"); err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
 	return c, nil
 }
 
@@ -380,6 +386,9 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 		c, ok := onEvent.(starlark.Callable)
 		if !ok {
 			return nil, fmt.Errorf("%s: for parameter on_event: got %s, want a function or None", b.Name(), onEvent.Type())
+		}
+		if err := vm.CheckArity(c, "event"); err != nil {
+			return nil, fmt.Errorf("%s: on_event: %w", b.Name(), err)
 		}
 		observe = c
 	}

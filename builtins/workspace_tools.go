@@ -115,6 +115,9 @@ func (t *builtinTool) CallInternal(thread *starlark.Thread, args starlark.Tuple,
 	case starlark.NoneType:
 		c.approve = nil
 	case starlark.Callable:
+		if err := vm.CheckArity(fn, "tool_name", "args"); err != nil {
+			return nil, fmt.Errorf("%s: approve: %w", t.Name(), err)
+		}
 		c.approve = fn
 	default:
 		return nil, fmt.Errorf("%s: for parameter approve: got %s, want callable or None", t.Name(), approve.Type())

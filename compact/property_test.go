@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand"
@@ -49,6 +50,8 @@ var genTexts = []string{
 func genTranscript(c chooser) []sessions.Message {
 	var msgs []sessions.Message
 	text := func() string { return genTexts[c.Intn(len(genTexts))] }
+	// A user message needs content (sessions.CheckShape).
+	userText := func() string { return cmp.Or(text(), "go on") }
 	calls := 0
 	if c.Intn(3) == 0 {
 		msgs = append(msgs, system(text()))
@@ -57,7 +60,7 @@ func genTranscript(c chooser) []sessions.Message {
 	for range steps {
 		switch c.Intn(10) {
 		case 0, 1, 2:
-			m := user(text())
+			m := user(userText())
 			if c.Intn(4) == 0 {
 				m = sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: text()}}}
 				if c.Intn(2) == 0 {

@@ -11,9 +11,14 @@
 package sessions
 
 import (
+	"encoding/base64"
 	"fmt"
+	"io"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // Message roles.
@@ -124,9 +129,18 @@ func CheckShape(m *Message) error {
 		if err := checkBlock(b); err != nil {
 			return fmt.Errorf("content block %d: %v", i, err)
 		}
+		if (b.Type == BlockThinking || b.Type == BlockRedactedThinking) && m.Role != RoleAssistant {
+			return fmt.Errorf("content block %d: a %s block is only allowed on assistant messages, not %s", i, b.Type, m.Role)
+		}
+	}
+	if m.ToolCalls != nil && len(m.ToolCalls) == 0 {
+		return fmt.Errorf("'tool_calls' is an empty list: leave it out, or give at least one call")
 	}
 	if len(m.ToolCalls) > 0 && m.Role != RoleAssistant {
 		return fmt.Errorf("'tool_calls' is only allowed on assistant messages, not %s", m.Role)
+	}
+	if err := checkUsage(m.Usage); err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	for i, c := range m.ToolCalls {
@@ -155,6 +169,9 @@ func CheckShape(m *Message) error {
 		if m.Name != "" {
 			return fmt.Errorf("'name' is only allowed on tool messages, not %s", m.Role)
 		}
+	}
+	if m.Role == RoleUser && (m.Blocks == nil && strings.TrimSpace(m.Text) == "" || m.Blocks != nil && len(m.Blocks) == 0) {
+		return fmt.Errorf("a user message needs content: a non-blank string or at least one block")
 	}
 	return nil
 }
@@ -186,6 +203,7 @@ func checkBlock(b Block) error {
 		if b.Text != "" || b.Thinking != "" || b.Signature != "" || b.Origin != "" {
 			return fmt.Errorf("an image block has only 'type', 'media_type' and 'data'")
 		}
+		return checkImage(b)
 	default:
 		return fmt.Errorf("unknown block type %q (expected one of: %s)", b.Type, strings.Join(BlockTypes, ", "))
 	}
@@ -276,4 +294,39 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// checkImage checks an image block's media type (image/SUBTYPE) and that
+// its data is standard, padded base64, as every provider wants it.
+func checkImage(b Block) error {
+	sub, ok := strings.CutPrefix(b.MediaType, "image/")
+	if !ok || sub == "" || strings.IndexFunc(sub, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune(".+-", r))
+	}) >= 0 {
+		return fmt.Errorf("an image block's 'media_type' must be an image type such as image/png, not %q", b.MediaType)
+	}
+	if _, err := io.Copy(io.Discard, base64.NewDecoder(base64.StdEncoding, strings.NewReader(b.Data))); err != nil {
+		return fmt.Errorf("an image block's 'data' is not base64 (%v)", err)
+	}
+	return nil
+}
+
+// UsageKeys lists the keys of a message's usage, sorted: token counts,
+// as llm.Usage.Map writes them.
+var UsageKeys = []string{"cache_read_tokens", "cache_write_tokens", "input_tokens", "output_tokens", "reasoning_tokens"}
+
+// checkUsage checks a message's usage: known keys, each an int >= 0.
+func checkUsage(usage map[string]any) error {
+	for _, k := range SortedKeys(usage) {
+		if !slices.Contains(UsageKeys, k) {
+			return fmt.Errorf("unknown 'usage' key %q (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
+		}
+		switch n, ok := usage[k].(int64); {
+		case !ok:
+			return fmt.Errorf("'usage' key %q must be an int >= 0, got %s", k, jsonvalue.TypeName(usage[k]))
+		case n < 0:
+			return fmt.Errorf("'usage' key %q must be an int >= 0, got %d", k, n)
+		}
+	}
+	return nil
 }

@@ -100,6 +100,9 @@ func (m *Message) unmarshalSlow(data []byte) error {
 			return err
 		}
 	}
+	if j.ToolCalls != nil {
+		m.ToolCalls = make([]ToolCall, 0, len(j.ToolCalls))
+	}
 	for _, c := range j.ToolCalls {
 		call := ToolCall{ID: c.ID, Name: c.Name, Arguments: map[string]any{}}
 		if len(c.Arguments) > 0 && string(c.Arguments) != "null" {
@@ -262,7 +265,7 @@ func readToolCalls(p *jsonvalue.Parser, m *Message) error {
 	if p.Peek() != '[' {
 		return jsonvalue.ErrSlow
 	}
-	m.ToolCalls = nil
+	m.ToolCalls = []ToolCall{} // [] stays an empty list, which CheckShape refuses
 	return p.Array(func() error {
 		call := ToolCall{}
 		seen := 0

@@ -9,8 +9,10 @@ import (
 )
 
 // newFakeProviders is a loopback server speaking, streamed, the OpenAI
-// Responses API (POST /v1/responses) and Gemini's streamGenerateContent
-// (POST /v1beta/models/M:streamGenerateContent?alt=sse) for CLI tests.
+// Responses API (POST /v1/responses), Gemini's streamGenerateContent
+// (POST /v1beta/models/M:streamGenerateContent?alt=sse), Anthropic
+// Messages (POST /v1/messages) and Azure OpenAI's chat completions (POST
+// /openai/deployments/D/chat/completions?api-version=V) for CLI tests.
 // It answers like fakeOpenAI: after a tool result "The tool said:
 // <result>", when tools are offered a call of the first with {"city":
 // "Paris"}, else "echo: <last user text>". A request without fakeKey in
@@ -70,6 +72,47 @@ func newFakeProviders() *httptest.Server {
 				text = "echo: " + last.Text
 			}
 			fakeGeminiStream(w, text, call)
+		case r.URL.Path == "/v1/messages" && r.Header.Get("x-api-key") == fakeKey:
+			var req struct {
+				Messages []struct {
+					Content json.RawMessage `json:"content"`
+				} `json:"messages"`
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			json.NewDecoder(r.Body).Decode(&req)
+			var blocks []struct {
+				Type    string          `json:"type"`
+				Text    string          `json:"text"`
+				Content json.RawMessage `json:"content"`
+			}
+			if json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &blocks) != nil {
+				var s string
+				json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &s)
+				blocks = append(blocks[:0], struct {
+					Type    string          `json:"type"`
+					Text    string          `json:"text"`
+					Content json.RawMessage `json:"content"`
+				}{Type: "text", Text: s})
+			}
+			last := blocks[len(blocks)-1]
+			switch {
+			case last.Type == "tool_result":
+				var result string
+				json.Unmarshal(last.Content, &result)
+				text = "The tool said: " + result
+			case len(req.Tools) > 0:
+				call = req.Tools[0].Name
+			default:
+				text = "echo: " + last.Text
+			}
+			fakeAnthropicStream(w, text, call)
+		case strings.HasPrefix(r.URL.Path, "/openai/deployments/") && r.URL.Query().Get("api-version") != "" && r.Header.Get("api-key") == fakeKey:
+			// Azure: the OpenAI fake's answers, at Azure's path and key
+			r.URL.Path = "/v1/chat/completions"
+			r.Header.Set("Authorization", "Bearer "+fakeKey)
+			newFakeOpenAI(0).serve(w, r)
 		default:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -135,4 +178,34 @@ func fakeGeminiStream(w http.ResponseWriter, text, call string) {
 	half := len(text) / 2
 	chunk([]any{map[string]any{"text": text[:half]}}, "")
 	chunk([]any{map[string]any{"text": text[half:]}}, "STOP")
+}
+
+// fakeAnthropicStream streams a reply: a signed thinking block, then the
+// text in two deltas or a tool_use block with its input in two fragments.
+func fakeAnthropicStream(w http.ResponseWriter, text, call string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_fake", "type": "message", "role": "assistant",
+		"model": "claude-sonnet-4-5-20250929", "content": []any{}, "usage": map[string]any{"input_tokens": 10, "output_tokens": 1}}})
+	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "thinking", "thinking": ""}})
+	sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "thinking_delta", "thinking": "Let me see."}})
+	sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "signature_delta", "signature": "c2lnbmF0dXJl"}})
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	stop := "end_turn"
+	if call != "" {
+		stop = "tool_use"
+		args := `{"city": "Paris"}`
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 1, "content_block": map[string]any{"type": "tool_use", "id": "toolu_fake_1", "name": call, "input": map[string]any{}}})
+		for _, frag := range []string{args[:8], args[8:]} {
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 1, "delta": map[string]any{"type": "input_json_delta", "partial_json": frag}})
+		}
+	} else {
+		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 1, "content_block": map[string]any{"type": "text", "text": ""}})
+		half := len(text) / 2
+		for _, d := range []string{text[:half], text[half:]} {
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 1, "delta": map[string]any{"type": "text_delta", "text": d}})
+		}
+	}
+	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 1})
+	sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop}, "usage": map[string]any{"output_tokens": 5}})
+	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }

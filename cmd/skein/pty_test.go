@@ -137,26 +137,7 @@ type pty struct {
 // its controlling terminal, with XDG_CONFIG_HOME set to config.
 func startPTY(t *testing.T, bin, dir, config string, args ...string) *pty {
 	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Skip("no pseudo-terminals:", err)
-	}
-	t.Cleanup(func() { master.Close() })
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal("unlockpt:", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal("ptsname:", err)
-	}
-	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 200}); err != nil {
-		t.Fatal("window size:", err)
-	}
-	slave, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	master, slave := openPTY(t)
 	defer slave.Close()
 
 	cmd := exec.Command(bin, args...)
@@ -189,6 +170,33 @@ func startPTY(t *testing.T, bin, dir, config string, args ...string) *pty {
 		}
 	}()
 	return p
+}
+
+// openPTY opens a new pseudo-terminal of 40 rows and 200 columns (the
+// test skips where there are none); the test's cleanup closes the master.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no pseudo-terminals:", err)
+	}
+	t.Cleanup(func() { master.Close() })
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal("unlockpt:", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal("ptsname:", err)
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 40, Col: 200}); err != nil {
+		t.Fatal("window size:", err)
+	}
+	slave, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return master, slave
 }
 
 // send types s.

@@ -20,6 +20,7 @@ func runCommand(args []string, std stdio) int {
 	vf.register(fs)
 	vf.registerStore(fs)
 	vf.registerEventLog(fs)
+	vf.registerTrace(fs)
 	var wf workflowFlags
 	wf.register(fs)
 	if code, stop := parseFlags(fs, runUsage, args, std); stop {

@@ -45,6 +45,7 @@ type vmFlags struct {
 	allowEnv   listFlag
 	store      storeFlag // memory unless registerStore added --store
 	eventLog   string    // --event-log DIR (skein run only)
+	trace      bool      // -v/--verbose: a line per event on stderr (skein run only)
 	pricesFile string
 	maxCost    float64
 	prices     *llm.Prices // the table, --prices over the built-in one (set by check)
@@ -111,6 +112,15 @@ func (f *vmFlags) registerStore(fs *flag.FlagSet) {
 func (f *vmFlags) registerEventLog(fs *flag.FlagSet) {
 	registerFlags(fs, []flagDef{{name: "event-log", value: &f.eventLog,
 		usage: "write a forensic log per session into this directory as the run goes: <id>.jsonl, one record per event, the footer at the end"}})
+}
+
+// registerTrace adds -v and --verbose to fs (skein run).
+func (f *vmFlags) registerTrace(fs *flag.FlagSet) {
+	const usage = "print a line per event on stderr as the run goes: turns, model calls (model, tokens, latency), tool calls (status, duration), compactions, errors; coloured on a terminal unless NO_COLOR is set"
+	registerFlags(fs, []flagDef{
+		{name: "v", value: &f.trace, usage: usage},
+		{name: "verbose", value: &f.trace, usage: "the same as -v"},
+	})
 }
 
 // check validates flag values, returning a usage message.
@@ -250,6 +260,9 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 	if err != nil {
 		backend.Close()
 		return nil, nil, err
+	}
+	if f.trace {
+		store.ObserveLogged(newTracer(std.err, colorOn(std.err, os.Getenv)).event)
 	}
 	settings := builtins.DefaultLLM(os.Getenv)
 	settings.Provider, settings.Model = f.provider, f.model

@@ -71,6 +71,14 @@ func ParseResponse(m map[string]any) (Response, error) {
 	if r.Error != nil && (r.Text != "" || len(r.ToolCalls) > 0) {
 		return Response{}, fmt.Errorf("a response with 'error' cannot also have 'text' or 'tool_calls'")
 	}
+	if r.Error == nil {
+		// The reply becomes an assistant message: the message validator
+		// of inject and import checks it here, not when a call serves it.
+		m := sessions.Message{Role: sessions.RoleAssistant, Text: r.Text, ToolCalls: r.calls()}
+		if err := sessions.CheckShape(&m); err != nil {
+			return Response{}, err
+		}
+	}
 	return r, nil
 }
 

@@ -262,6 +262,23 @@ func (w *wrapped) Complete(ctx context.Context, req *llm.Request) (*llm.Response
 	return nil, fmt.Errorf("provider %q is not available", w.name)
 }
 
+// calls returns r's tool calls as a reply's, with their ids
+// (mock_call_1, ...); nil when r has none, empty when r's list is empty.
+func (r *Response) calls() []sessions.ToolCall {
+	if r.ToolCalls == nil {
+		return nil
+	}
+	out := make([]sessions.ToolCall, len(r.ToolCalls))
+	for i, c := range r.ToolCalls {
+		args := c.Arguments
+		if args == nil {
+			args = map[string]any{}
+		}
+		out[i] = sessions.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: sessions.CloneJSONObject(args)}
+	}
+	return out
+}
+
 // serve turns a queued response into the call's result.
 func serve(ctx context.Context, provider string, req *llm.Request, r Response) (*llm.Response, error) {
 	if r.Delay > 0 {
@@ -276,13 +293,7 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 	if resp.Model == "" {
 		resp.Model = modelOf(req)
 	}
-	for i, c := range r.ToolCalls {
-		args := c.Arguments
-		if args == nil {
-			args = map[string]any{}
-		}
-		resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: sessions.CloneJSONObject(args)})
-	}
+	resp.ToolCalls = r.calls()
 	if len(resp.ToolCalls) > 0 {
 		resp.StopReason = llm.StopToolUse
 	}

@@ -93,3 +93,13 @@ func TestReplayFailsWhenEmpty(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestFixtureRepliesAreCheckedLikeMessages: a fixture line whose reply
+// would be an invalid assistant message is refused when the fixture
+// loads, by the validator of agent_session_inject and imports.
+func TestFixtureRepliesAreCheckedLikeMessages(t *testing.T) {
+	_, err := LoadFixture(strings.NewReader("{\"text\": \"ok\"}\n{\"text\": \"x\", \"tool_calls\": []}\n"), "f.jsonl")
+	if err == nil || !strings.Contains(err.Error(), "f.jsonl:2: 'tool_calls' is an empty list") {
+		t.Fatalf("LoadFixture: %v, want the empty tool_calls of line 2 refused", err)
+	}
+}
