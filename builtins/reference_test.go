@@ -2,9 +2,17 @@ package builtins_test
 
 import (
 	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/builtins"
@@ -54,23 +62,93 @@ func TestEveryPredeclaredBuiltinIsDocumented(t *testing.T) {
 }
 
 // TestEventsAreDocumented fails when an event type is missing from
-// docs/agents.md.
+// docs/agents.md. The event types are the string constants named
+// Event... (or event...) of the packages that write session events, so a
+// new one needs no list updated here.
 func TestEventsAreDocumented(t *testing.T) {
 	doc, err := os.ReadFile("../docs/agents.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []string{
-		sessions.EventMessage, sessions.EventReset, sessions.EventTrim, sessions.EventFork, sessions.EventHealed,
-		sessions.EventStatus, sessions.EventRewind, sessions.EventInfo,
-		agent.EventTurnStart, agent.EventTurnEnd, agent.EventLLMCall, agent.EventLLMRetry, agent.EventTextDelta, agent.EventState,
-		agent.EventToolCall, agent.EventToolResult, agent.EventFeedbackInjected, agent.EventBudgetExhausted,
-		agent.EventLoopStuck, agent.EventError, agent.EventCancelled, agent.EventCompaction, agent.EventTranscriptCompacted,
-		"subagent_start", "subagent_end",
-		workflow.EventWorkflowStart, workflow.EventStageStart, workflow.EventStageEnd, workflow.EventWorkflowEnd,
-	} {
+	types := eventConstants(t, "../sessions", "../agent", "../compact", "../workflow", ".")
+	for _, want := range []string{sessions.EventMessage, agent.EventLLMCall, workflow.EventStageEnd, "subagent_start"} {
+		if !slices.Contains(types, want) {
+			t.Fatalf("the scan of event constants missed %s: %v", want, types)
+		}
+	}
+	for _, typ := range types {
 		if !strings.Contains(string(doc), "`"+typ+"`") {
 			t.Errorf("event %s is not in docs/agents.md", typ)
+		}
+	}
+}
+
+// eventConstants returns the values of the string constants named
+// Event[A-Z]... or event[A-Z]... declared in the non-test files of dirs.
+func eventConstants(t *testing.T, dirs ...string) []string {
+	var out []string
+	fset := token.NewFileSet()
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						n := name.Name
+						if i >= len(vs.Values) || len(n) < 6 || !strings.EqualFold(n[:5], "event") || !unicode.IsUpper(rune(n[5])) {
+							continue
+						}
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							v, err := strconv.Unquote(lit.Value)
+							if err != nil {
+								t.Fatal(err)
+							}
+							out = append(out, v)
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// TestDocsNameRealBuiltins fails when docs/ or the README calls a
+// builtin that does not exist (a renamed or planned one).
+func TestDocsNameRealBuiltins(t *testing.T) {
+	st, err := builtins.NewState(vm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := st.Predeclared()
+	files, _ := filepath.Glob("../docs/*.md")
+	files = append(files, "../README.md")
+	call := regexp.MustCompile(`\b((?:agent|llm|workflow)_[a-z_]+)\(`)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range call.FindAllStringSubmatch(string(data), -1) {
+			if _, ok := pre[m[1]]; !ok {
+				t.Errorf("%s calls %s, which is not a builtin", file, m[1])
+			}
 		}
 	}
 }

@@ -2,11 +2,12 @@ package llm
 
 import (
 	"fmt"
-	"github.com/skein-dev/skein/sessions"
 	"net/http"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // Provider names with a meaning of their own. Presets lists every named

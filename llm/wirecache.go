@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/skein-dev/skein/sessions"
@@ -42,8 +43,9 @@ type wireForms[T any] struct {
 // WireForms returns the wire form of each of msgs under protocol: the
 // cached form for each message of the previous call of the same protocol
 // at the same position and address (and so with the same messages before
-// it), encode(msgs, i) for the others, in order. The result
-// is the cache's until the next call: the caller must not modify it. With
+// it), encode(msgs, i) for the others, in order. The result is the
+// cache's: the caller must not modify it. It stays valid after later
+// calls (which never overwrite a form they return). With
 // a nil cache every message is encoded. An error of encode is returned
 // with the message's index (a *MessageError).
 func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, encode func(msgs []sessions.Message, i int) (T, error)) ([]T, error) {
@@ -62,6 +64,12 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 		i++
 	}
 	forms := cached.forms[:i]
+	if i < len(cached.forms) {
+		// A request body may still be reading the forms the previous
+		// call returned (a transport can write a body after the reply
+		// came): never overwrite them, append to a new array.
+		forms = slices.Clip(forms)
+	}
 	for j := i; j < len(msgs); j++ {
 		form, err := encode(msgs, j)
 		if err != nil {

@@ -63,3 +63,33 @@ func TestWireForms(t *testing.T) {
 		t.Fatalf("encode error: %v", err)
 	}
 }
+
+// TestWireFormsKeepsReturnedForms checks that a call never overwrites the
+// forms an earlier call returned, even when the conversation was reset to
+// a shorter one and grows again: a request body built from them may still
+// be sending.
+func TestWireFormsKeepsReturnedForms(t *testing.T) {
+	enc := func(msgs []sessions.Message, i int) (string, error) { return msgs[i].Text, nil }
+	msgs := make([]sessions.Message, 0, 10)
+	for i := range 4 {
+		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+	}
+	c := &WireCache{}
+	first, err := WireForms(c, "p", msgs, enc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewound to two messages, then two new ones at new addresses.
+	reset := append(append([]sessions.Message(nil), msgs[:2]...), sessions.Message{Text: "x"}, sessions.Message{Text: "y"})
+	if _, err := WireForms(c, "p", reset[:2], enc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WireForms(c, "p", reset, enc); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range first {
+		if f != fmt.Sprint(i) {
+			t.Errorf("form %d of the first call became %q", i, f)
+		}
+	}
+}

@@ -36,6 +36,9 @@ type flagDef struct {
 func registerFlags(fs *flag.FlagSet, defs []flagDef) error {
 	var envErr error
 	for _, d := range defs {
+		if d.usage == "" {
+			panic(fmt.Sprintf("flag --%s has no usage line", d.name)) // a bad row, caught by every test
+		}
 		fl := define(fs, d)
 		if d.def != "" {
 			if err := fl.Value.Set(d.def); err != nil {

@@ -24,28 +24,8 @@ func runsCommands() []sessionsCommand {
 // runsMain implements `skein runs ls|show`: the workflow run records of
 // a database.
 func runsMain(args []string, std stdio) int {
-	var names []string
-	for _, c := range runsCommands() {
-		names = append(names, c.name)
-	}
-	if len(args) == 0 {
-		return usageError(std, "skein runs", "missing command (one of: "+strings.Join(names, ", ")+")")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintf(std.out, "Usage: skein runs %s\n\nCommands:\n", runsUsage)
-		for _, c := range runsCommands() {
-			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
-		}
-		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db)\nand opens it read-only.")
-		return exitOK
-	}
-	for _, c := range runsCommands() {
-		if c.name == args[0] {
-			return c.run(args[1:], std)
-		}
-	}
-	return usageError(std, "skein runs", fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
+	return dispatch(args, std, "skein runs", runsUsage, runsCommands(),
+		"Every command takes --store (default $SKEIN_STORE, else .skein/sessions.db, or a\npostgres:// URL) and opens a file read-only.")
 }
 
 // runBackend opens the database of a runs subcommand.
@@ -160,24 +140,18 @@ func runsShow(args []string, std stdio) int {
 	fs := newFlagSet("runs show")
 	store.register(fs)
 	asJSON := fs.Bool("json", false, "print the run as workflow_execute returns it, as JSON")
-	ids, code, stop := parseInterleaved(fs, args, std)
+	id, code, stop := parseOne(fs, args, "RUN_ID", std)
 	if stop {
 		return code
-	}
-	switch {
-	case len(ids) == 0:
-		return usageError(std, fs.Name(), "missing RUN_ID")
-	case len(ids) > 1:
-		return usageError(std, fs.Name(), fmt.Sprintf("takes one RUN_ID, got %d", len(ids)))
 	}
 	rb, closeFn, err := runBackend(&store)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
 	defer closeFn()
-	run, err := workflow.Load(context.Background(), rb, ids[0])
+	run, err := workflow.Load(context.Background(), rb, id)
 	if errors.Is(err, sessions.ErrRunNotFound) {
-		err = fmt.Errorf("unknown run id '%s' in %s", ids[0], store.path)
+		err = fmt.Errorf("unknown run id '%s' in %s", id, &store)
 	}
 	if err != nil {
 		return fail(std, fs.Name(), err)

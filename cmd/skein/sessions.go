@@ -26,39 +26,44 @@ func sessionsCommands() []sessionsCommand {
 		{"import", "[flags] FILE", "store a session from an export (- reads stdin)", sessionsImport},
 		{"rm", "[flags] ID...", "delete sessions", sessionsRm},
 		{"gc", "--older-than DURATION [flags]", "delete sessions not updated for a while", sessionsGC},
+		{"migrate", "--to STORE [--from STORE] [--merge]", "copy every session and run record into another store (SQLite to PostgreSQL)", sessionsMigrate},
 	}
 }
 
 // sessionsMain implements `skein sessions <command>`: the stored sessions
 // of a database, outside any pipeline.
 func sessionsMain(args []string, std stdio) int {
+	return dispatch(args, std, "skein sessions", sessionsUsage, sessionsCommands(),
+		"Every command but migrate (--from, --to) takes --store (default $SKEIN_STORE, else\n.skein/sessions.db, or a postgres:// URL); ls, show and export open a file read-only,\nso they also work on a read-only file or directory.\n"+
+			"Run 'skein sessions <command> -h' for a command's flags.")
+}
+
+// dispatch runs the subcommand of group (skein sessions, skein runs)
+// that args name, or prints the group's help (usage, the commands and
+// note) for -h.
+func dispatch(args []string, std stdio, group, usage string, cmds []sessionsCommand, note string) int {
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
 	if len(args) == 0 {
-		return usageError(std, "skein sessions", "missing command (one of: "+sessionsNames()+")")
+		return usageError(std, group, "missing command (one of: "+strings.Join(names, ", ")+")")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
-		fmt.Fprintf(std.out, "Usage: skein sessions %s\n\nCommands:\n", sessionsUsage)
-		for _, c := range sessionsCommands() {
+		fmt.Fprintf(std.out, "Usage: %s %s\n\nCommands:\n", group, usage)
+		for _, c := range cmds {
 			fmt.Fprintf(std.out, "  %-7s %s\n", c.name, c.summary)
 		}
-		fmt.Fprintln(std.out, "\nEvery command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.")
-		fmt.Fprintln(std.out, "Run 'skein sessions <command> -h' for a command's flags.")
+		fmt.Fprintln(std.out, "\n"+note)
 		return exitOK
 	}
-	for _, c := range sessionsCommands() {
+	for _, c := range cmds {
 		if c.name == args[0] {
 			return c.run(args[1:], std)
 		}
 	}
-	return usageError(std, "skein sessions", fmt.Sprintf("unknown command %q (one of: %s)", args[0], sessionsNames()))
-}
-
-func sessionsNames() string {
-	var names []string
-	for _, c := range sessionsCommands() {
-		names = append(names, c.name)
-	}
-	return strings.Join(names, ", ")
+	return usageError(std, group, fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
 }
 
 // sessionsFlags returns the flag set of a sessions subcommand, with its
@@ -131,8 +136,12 @@ func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, erro
 	return store.openNow()
 }
 
-// storeExists reports whether the database file of store exists.
+// storeExists reports whether the database file of store exists (a
+// PostgreSQL database does: its tables are made when it is opened).
 func storeExists(store *storeFlag) bool {
+	if store.postgres() {
+		return true
+	}
 	_, err := os.Stat(store.path)
 	return err == nil
 }
@@ -163,9 +172,9 @@ func oneLine(s string) string {
 func sessionError(store *storeFlag, id string, err error) error {
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
-		return fmt.Errorf("unknown session id '%s' in %s", id, store.path)
+		return fmt.Errorf("unknown session id '%s' in %s", id, store)
 	case errors.Is(err, sessions.ErrExists):
-		return fmt.Errorf("session '%s' already exists in %s", id, store.path)
+		return fmt.Errorf("session '%s' already exists in %s", id, store)
 	}
 	return err
 }
@@ -199,14 +208,17 @@ func parseStatuses(flagName, s string) ([]sessions.Status, error) {
 	return out, nil
 }
 
-// oneID checks that a command that works on one session got exactly one
-// id; when not, it reports the usage error and returns its exit code.
-func oneID(cmd string, ids []string, std stdio) (int, bool) {
+// parseOne is parseInterleaved for a command that takes exactly one
+// argument, what (for the usage errors: "session ID", "RUN_ID").
+func parseOne(fs *flag.FlagSet, args []string, what string, std stdio) (string, int, bool) {
+	rest, code, stop := parseInterleaved(fs, args, std)
 	switch {
-	case len(ids) == 0:
-		return usageError(std, cmd, "missing session ID"), true
-	case len(ids) > 1:
-		return usageError(std, cmd, fmt.Sprintf("takes one session ID, got %d", len(ids))), true
+	case stop:
+		return "", code, true
+	case len(rest) == 0:
+		return "", usageError(std, fs.Name(), "missing "+what), true
+	case len(rest) > 1:
+		return "", usageError(std, fs.Name(), fmt.Sprintf("takes one %s, got %d", what, len(rest))), true
 	}
-	return 0, false
+	return rest[0], 0, false
 }

@@ -32,11 +32,8 @@ func sessionsExport(args []string, std stdio) int {
 	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records), star (a runnable pipeline NAME.star with NAME.llm.jsonl) or workflow (a workflow file, one agent node per completed turn)")
 	output := fs.String("o", "", "write to this file (created user-only) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
 	withTest := fs.Bool("with-test", false, "star: also write NAME_test.star, a skein test of the replay")
-	ids, code, stop := parseInterleaved(fs, args, std)
+	id, code, stop := parseOne(fs, args, "session ID", std)
 	if stop {
-		return code
-	}
-	if code, bad := oneID(fs.Name(), ids, std); bad {
 		return code
 	}
 	switch *format {
@@ -52,7 +49,7 @@ func sessionsExport(args []string, std stdio) int {
 		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
-	ctx, id := context.Background(), ids[0]
+	ctx := context.Background()
 	rec, err := b.Load(ctx, id)
 	if err != nil {
 		return fail(std, fs.Name(), sessionError(&store, id, err))
@@ -139,7 +136,7 @@ func sessionsImport(args []string, std stdio) int {
 		err = b.Create(ctx, rec)
 	}
 	if errors.Is(err, sessions.ErrExists) {
-		return fail(std, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, store.path))
+		return fail(std, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, &store))
 	}
 	if err != nil {
 		return fail(std, fs.Name(), err)

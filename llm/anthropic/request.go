@@ -137,7 +137,7 @@ type toolChoice struct {
 // (llm.WireForms); turns are merged from them when the request is
 // assembled, which copies them and encodes only the new messages (and the
 // messages of the last turn again, for its cache breakpoint).
-func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
+func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	out := messagesRequest{
 		Model:         req.Model,
 		MaxTokens:     req.MaxTokens,

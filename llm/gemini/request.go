@@ -124,7 +124,7 @@ func textPart(s string) part { return part{Text: &s} }
 // req.Cache between the calls of a conversation (llm.WireForms); contents
 // are merged from them when the request is assembled, which copies them
 // and encodes only the new messages.
-func encodeRequest(req *llm.Request) ([]byte, error) {
+func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	var out request
 	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeForm)
 	if err != nil {

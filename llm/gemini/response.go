@@ -18,7 +18,7 @@ import (
 type generateResponse struct {
 	Candidates []struct {
 		Content struct {
-			Parts []json.RawMessage `json:"parts"`
+			Parts []part `json:"parts"`
 		} `json:"content"`
 		FinishReason string `json:"finishReason"`
 		Index        int    `json:"index"`
@@ -139,19 +139,25 @@ func (r *reply) add(data []byte, onDelta func(llm.Delta)) error {
 	if g.UsageMetadata != nil {
 		r.usage = g.UsageMetadata.llm()
 	}
+	var raws *rawParts
 	for i := range g.Candidates {
 		c := &g.Candidates[i]
 		if c.Index != 0 {
 			continue
 		}
-		for _, raw := range c.Content.Parts {
-			var p part
-			if err := json.Unmarshal(raw, &p); err != nil {
-				return wire.Malformed("part", err)
-			}
+		for j := range c.Content.Parts {
+			p := c.Content.Parts[j]
 			if p.ThoughtSignature != "" || p.Text == nil {
-				// Kept as it came: a plain text part is the same
-				// written from its fields.
+				// Kept as it came (a plain text part is the same written
+				// from its fields): the chunk is read again for its parts'
+				// JSON, which only such chunks pay for.
+				if raws == nil {
+					raws = &rawParts{}
+					if err := json.Unmarshal(data, raws); err != nil {
+						return wire.Malformed("reply", err)
+					}
+				}
+				raw := raws.Candidates[i].Content.Parts[j]
 				var compact bytes.Buffer
 				if err := json.Compact(&compact, raw); err != nil {
 					return wire.Malformed("part", err)
@@ -165,6 +171,15 @@ func (r *reply) add(data []byte, onDelta func(llm.Delta)) error {
 		}
 	}
 	return nil
+}
+
+// rawParts is the parts of a GenerateContentResponse as they came.
+type rawParts struct {
+	Candidates []struct {
+		Content struct {
+			Parts []json.RawMessage `json:"parts"`
+		} `json:"content"`
+	} `json:"candidates"`
 }
 
 // addPart appends a part. A streamed text arrives in many parts: a text

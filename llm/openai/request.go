@@ -101,7 +101,7 @@ type functionSpec struct {
 // Each message's JSON depends on the message alone, so it is kept in
 // req.Cache between the calls of a conversation (llm.WireForms): a request
 // encodes only the messages that are new and copies the others.
-func (p *Provider) encodeRequest(req *llm.Request) ([]byte, error) {
+func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	out := chatRequest{
 		Model:       req.Model,
 		Temperature: req.Temperature,

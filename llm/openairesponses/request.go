@@ -98,7 +98,7 @@ var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
 // Each message's items depend on the message alone, so their JSON is kept
 // in req.Cache between the calls of a conversation (llm.WireForms): a
 // request encodes only the messages that are new and copies the others.
-func encodeRequest(req *llm.Request) ([]byte, error) {
+func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	out := request{
 		Model:           req.Model,
 		Instructions:    req.System,

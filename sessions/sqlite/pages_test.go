@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,56 @@ func TestWritePages(t *testing.T) {
 	}
 	if rec.Status != sessions.StatusCompleted || rec.Version != n+1 {
 		t.Errorf("status %s, version %d; want completed, %d", rec.Status, rec.Version, n+1)
+	}
+}
+
+// TestWriteAfterAnotherWriter checks that a write does not trust the
+// state its Backend's previous write left when another Backend has
+// written the session since: here it deleted the session and made a new
+// one of the same id and version, with more messages.
+func TestWriteAfterAnotherWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, b := openClosed(t, path), openClosed(t, path)
+	ctx := t.Context()
+	now := time.Now()
+	user := func(text string) sessions.Message { return sessions.Message{Role: sessions.RoleUser, Text: text} }
+	create := func(be *Backend, texts ...string) {
+		t.Helper()
+		if err := be.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		ch := &sessions.Change{UpdatedAt: now}
+		for _, text := range texts {
+			ch.Append = append(ch.Append, user(text))
+		}
+		if err := be.Write(ctx, "s", 0, ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(a, "a1", "a2")
+	if err := b.Delete(ctx, "s", false); err != nil {
+		t.Fatal(err)
+	}
+	create(b, "b1", "b2", "b3")
+	if err := a.Write(ctx, "s", 1, &sessions.Change{Append: []sessions.Message{user("a3")}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := a.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, m := range rec.Messages {
+		texts = append(texts, m.Text)
+	}
+	if got, want := strings.Join(texts, " "), "b1 b2 b3 a3"; got != want || rec.Version != 2 {
+		t.Errorf("messages %q, version %d; want %q, 2", got, rec.Version, want)
+	}
+	// And a write at a version another Backend has moved past conflicts.
+	if err := b.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("b4")}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("a4")}, UpdatedAt: now}); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("write at a stale version: %v, want a conflict", err)
 	}
 }

@@ -33,7 +33,8 @@ type Backend struct {
 	// wmu serialises this Backend's write transactions, so they queue in
 	// Go rather than poll SQLite's lock. Other Backends and processes on
 	// the same file wait for the lock through busy_timeout.
-	wmu sync.Mutex
+	wmu   sync.Mutex
+	known knownStates // guarded by wmu
 }
 
 var (

@@ -134,22 +134,54 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // beyond the message count fails with nothing written. However many
 // changes there are, the session's row is updated once and each message
 // and event is one row: a loop step's changes cost one commit.
+//
+// A write that follows this Backend's previous write of the session (the
+// usual case: a session has one writer at a time) does not read the
+// session's state first: it takes the state that write left (see
+// knownStates), and the update of the session's row, made first and
+// conditional on its sid and version, checks it; when another writer
+// has been there meanwhile, the row is read as usual.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
 	encoded, err := rowstore.EncodeChanges(id, changes)
 	if err != nil {
 		return err
 	}
+	dropsLast := false
+	for _, ch := range changes {
+		dropsLast = dropsLast || ch.DropLast > 0
+	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		st, err := b.loadState(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if st.Version != base {
-			return sessions.IDError(id, sessions.ErrConflict)
-		}
-		p, err := rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
-		if err != nil {
-			return err
+		// A DropLast may write a frozen view while planning: only a
+		// state read in this transaction will do for it.
+		st := b.known.get(id, base)
+		known := st != nil && !dropsLast
+		var p *rowstore.Plan
+		for {
+			if !known {
+				var err error
+				if st, err = b.loadState(ctx, tx, id); err != nil {
+					return err
+				}
+				if st.Version != base {
+					return sessions.IDError(id, sessions.ErrConflict)
+				}
+			}
+			var err error
+			p, err = rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
+			if err != nil {
+				return err
+			}
+			updated, err := b.updateRow(ctx, tx, st, p, base)
+			if err != nil {
+				return sessions.IDError(id, err)
+			}
+			if updated {
+				break
+			}
+			if !known {
+				return sessions.IDError(id, errors.New("the session's row was not updated"))
+			}
+			known = false // another writer was there: nothing is written yet
 		}
 		if err := b.insertMessageRows(ctx, tx, st.Row, p.Rows); err != nil {
 			return sessions.IDError(id, err)
@@ -157,27 +189,38 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		if err := b.insertEvents(ctx, tx, st.Row, p.Events); err != nil {
 			return sessions.IDError(id, err)
 		}
-		v, u := p.View, &p.Update
-		args := []any{p.Changes, v.BaseFrom, v.BaseTo, v.OwnFrom, p.Length,
-			u.SetSummary, u.Summary, u.Turns,
-			u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
-			u.SetFirstPrompt, u.FirstPrompt, u.Updated,
-			st.Row, base}
-		update := b.stmts.updateLean
-		if u.Status != nil || v.Base != st.View.Base {
-			update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
-		}
-		res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
-		if err := oneRow(res, err); err != nil {
-			return sessions.IDError(id, err)
-		}
 		for _, vid := range p.Release {
 			if err := release(ctx, tx, vid); err != nil {
 				return err
 			}
 		}
+		// Should the commit fail, the next write finds that the row's
+		// version is not this one and reads the row.
+		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
 		return nil
 	})
+}
+
+// updateRow updates session st's row as p says, bumping its version by
+// the number of changes, if the row's sid and version are st's and base:
+// it reports whether they were.
+func (b *Backend) updateRow(ctx context.Context, tx *sql.Tx, st *rowstore.State, p *rowstore.Plan, base int64) (bool, error) {
+	v, u := p.View, &p.Update
+	args := []any{p.Changes, v.BaseFrom, v.BaseTo, v.OwnFrom, p.Length,
+		u.SetSummary, u.Summary, u.Turns,
+		u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
+		u.SetFirstPrompt, u.FirstPrompt, u.Updated,
+		st.Row, base}
+	update := b.stmts.updateLean
+	if u.Status != nil || v.Base != st.View.Base {
+		update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
+	}
+	res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // oneRow checks that an UPDATE changed exactly one row.

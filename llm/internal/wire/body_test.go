@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/skein-dev/skein/llm"
 )
@@ -30,8 +32,17 @@ func TestBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := Body(tt.fields, "k", tt.lists...)
-		if err != nil || string(got) != tt.want {
-			t.Errorf("%s: got %s, %v, want %s", tt.name, got, err, tt.want)
+		if err != nil || string(got.Bytes()) != tt.want || got.Len() != len(tt.want) {
+			t.Fatalf("%s: got %s, %v, want %s", tt.name, got.Bytes(), err, tt.want)
+		}
+		// Read in pieces of any size, it is the same.
+		for _, r := range []io.Reader{got.Reader(), iotest.OneByteReader(got.Reader()), iotest.HalfReader(got.Reader())} {
+			if read, err := io.ReadAll(r); err != nil || string(read) != tt.want {
+				t.Errorf("%s: read %s, %v, want %s", tt.name, read, err, tt.want)
+			}
+		}
+		if err := iotest.TestReader(got.Reader(), []byte(tt.want)); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
 		}
 	}
 	if got := string(Object("parts", [][]byte{nil, []byte(`{"text":"a"}`), []byte(`{"text":"b"}`)})); got != `{"parts":[{"text":"a"},{"text":"b"}]}` {
@@ -39,6 +50,19 @@ func TestBody(t *testing.T) {
 	}
 	if got := string(appendString(nil, "a\"b<")); got != `"a\"b<"` {
 		t.Errorf("appendString: %s", got)
+	}
+}
+
+// TestBodyShares checks that a body shares the items it is built from
+// instead of copying them.
+func TestBodyShares(t *testing.T) {
+	items := [][]byte{[]byte(`{"role":"user","content":"hi"}`), []byte(`{"role":"assistant","content":"hello"}`)}
+	j, err := Body(struct{}{}, "messages", items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &j.items[0][0][0] != &items[0][0] {
+		t.Error("the body copied an item instead of sharing it")
 	}
 }
 

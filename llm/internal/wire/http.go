@@ -7,7 +7,6 @@
 package wire
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +37,7 @@ type Call struct {
 	// invalid_request error).
 	Request *llm.Request
 	Model   string
-	Encode  func(*llm.Request) ([]byte, error)
+	Encode  func(*llm.Request) (*JSON, error)
 	// Timeout bounds the whole call, reading the reply included (0: none).
 	Timeout time.Duration
 	// Secret is the API key; it is scrubbed from every error message.
@@ -89,7 +88,7 @@ func Do(ctx context.Context, c *Call) (*llm.Response, error) {
 }
 
 // send sends body under the call's timeout and reads the reply.
-func (c *Call) send(ctx context.Context, body []byte) (*llm.Response, *llm.Error) {
+func (c *Call) send(ctx context.Context, body *JSON) (*llm.Response, *llm.Error) {
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if c.Timeout > 0 {
 		cctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, errRequestTimeout)
@@ -113,11 +112,16 @@ func Endpoint(provider, base, key string) (string, error) {
 	return strings.TrimRight(base, "/"), nil
 }
 
-func (c *Call) do(ctx context.Context, body []byte) (*llm.Response, *llm.Error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
+func (c *Call) do(ctx context.Context, body *JSON) (*llm.Response, *llm.Error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, nil)
 	if err != nil {
 		return nil, &llm.Error{Category: llm.InvalidRequest, Message: Describe("building the request", err.Error())}
 	}
+	// The body's pieces go to the connection as they are, never joined
+	// (see JSON); GetBody lets the client resend it on a new connection.
+	reader := func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
+	req.Body, _ = reader()
+	req.GetBody, req.ContentLength = reader, int64(body.Len())
 	for k, v := range c.Header {
 		req.Header[k] = v
 	}

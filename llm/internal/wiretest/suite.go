@@ -479,12 +479,24 @@ func cancelMidStream(t *testing.T, p *Protocol) {
 	}
 }
 
-// timeout: a stream that stalls past the client's timeout is a retryable
-// `timeout` error.
+// timeout: a reply that stalls past the client's timeout, streamed or
+// whole, is a retryable `timeout` error.
 func timeout(t *testing.T, p *Protocol) {
-	srv := NewServer(t, Reply{Header: map[string]string{"Content-Type": "text/event-stream"}, Body: ": stalled\n\n", Hold: true})
-	_, err := p.client(t, srv, 100*time.Millisecond).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: true})
-	p.checkError(t, err, llm.Timeout, 0, 0)
+	stalls := []struct {
+		name   string
+		rep    Reply
+		stream bool
+	}{
+		{"stream", Reply{Header: map[string]string{"Content-Type": "text/event-stream"}, Body: ": stalled\n\n", Hold: true}, true},
+		{"whole", Reply{Header: map[string]string{"Content-Type": "application/json"}, Body: `{"id":`, Hold: true}, false},
+	}
+	for _, s := range stalls {
+		t.Run(s.name, func(t *testing.T) {
+			srv := NewServer(t, s.rep)
+			_, err := p.client(t, srv, 100*time.Millisecond).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: s.stream})
+			p.checkError(t, err, llm.Timeout, 0, 0)
+		})
+	}
 }
 
 // keyNeverInErrors drives the error paths with servers that send the key

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/internal/wire"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -48,7 +49,7 @@ func conversation(n int) []sessions.Message {
 // a new array, and once reset to a shorter one), and at every step the
 // request body encode builds with the cache is byte for byte the body it
 // builds without one.
-func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
+func CheckWireCache(t *testing.T, encode func(*llm.Request) (*wire.JSON, error)) {
 	t.Helper()
 	all := conversation(60)
 	cache := &llm.WireCache{}
@@ -71,8 +72,8 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
 			if err != nil {
 				t.Fatalf("step %d with the cache: %v", i, err)
 			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("step %d: with the cache the body is\n%s\nwithout\n%s", i, got, want)
+			if !bytes.Equal(got.Bytes(), want.Bytes()) {
+				t.Fatalf("step %d: with the cache the body is\n%s\nwithout\n%s", i, got.Bytes(), want.Bytes())
 			}
 		}
 	}
@@ -86,7 +87,7 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) ([]byte, error)) {
 // the µs and allocations of one build at each size and the ratio of the
 // large to the small, with the cache (flat: O(new messages) plus a copy)
 // and without (O(all messages)).
-func BenchRequestBuild(b *testing.B, encode func(*llm.Request) ([]byte, error)) {
+func BenchRequestBuild(b *testing.B, encode func(*llm.Request) (*wire.JSON, error)) {
 	const steps = 10
 	sizes := []int{10, 1000}
 	all := conversation(sizes[len(sizes)-1] + steps)
