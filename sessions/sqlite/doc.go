@@ -45,7 +45,7 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 7)
+// # Schema (version 8)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -55,6 +55,7 @@
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	          crc: sessions.Checksum of body (version 6)
+//	          body holds the message's id and created_at (version 8)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
@@ -65,8 +66,11 @@
 // stored in key order in one b-tree, so an append changes one page of
 // each, and a write of a loop step writes a handful of WAL frames (the
 // sessions row, the messages and events leaves it appended to, and the
-// b-tree pages above them when a leaf splits). The statements every write
-// runs are prepared once per connection.
+// b-tree pages above them when a leaf splits). A write that keeps the
+// session's status and its view's base does not assign their columns,
+// so it rewrites no entry of the sessions indexes: an appended message
+// writes three pages (TestWritePages). The statements every write runs
+// are prepared once per connection.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses skein's encodings
@@ -81,8 +85,16 @@
 // (sessions.Checksum, CRC-32C), computed once when the message is
 // appended; every load of message rows verifies it and fails with
 // sessions.ErrCorrupt naming the session and the message's index instead
-// of returning the altered message. Rows written before version 6 have no
-// checksum and are read as they are.
+// of returning the altered message. Rows written before version 6 had no
+// checksum; migration 8 computes them.
+//
+// # Message ids
+//
+// A message's ID and CreatedAt are in its body, like its other fields:
+// appending one costs no statement and no column more. Migration 8 (a Go
+// step, identifyMessages) rewrites the rows of earlier versions with an
+// id derived from the row's (sid, pos), so a fork's shared rows keep one
+// id, and the time of the "message" event that appended the row.
 //
 // # Messages are append-only; a session's messages are a view
 //
@@ -144,7 +156,14 @@
 // Every Write, Fork, Create and Delete is one IMMEDIATE transaction: it
 // takes SQLite's write lock before reading, checks the session's version
 // against the caller's base (ErrConflict, with nothing written, when
-// another writer got there first) and bumps it. Writes through one
+// another writer got there first) and bumps it. A Write that follows
+// the same Backend's previous write of the session takes the state that
+// write left instead of reading it, and updates the session's row first,
+// on the condition that its sid and version are that state's; when they
+// are not (another writer was there), it reads the row and goes on as
+// usual. A begun write runs to its commit without its context's
+// cancellation (the driver would watch each statement with a goroutine
+// of its own); a cancelled context stops a write before it begins. Writes through one
 // Backend queue on a mutex; other Backends and processes on the same file
 // wait for the lock up to busy_timeout. Two processes writing one session therefore never
 // interleave: the second gets sessions.ErrConflict. Loads run in read
