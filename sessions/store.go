@@ -563,9 +563,12 @@ const openAttempts = 8
 func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool) ([]Event, error) {
 	stale := false
 	defer func() {
-		if stale {
-			// Another process wrote the session: this live copy is stale.
-			// Drop it (after unlocking it) so the next use reloads it.
+		// Another process wrote the session: this live copy is stale.
+		// Drop it (after unlocking it) so the next use reloads it. A
+		// session being loaded (get heals it, holding s.mu, before it
+		// enters the LRU) is not live: there is nothing to drop, and
+		// forget would wait for s.mu forever.
+		if cur, ok := s.lru.Peek(sess.rec.ID); stale && ok && cur == sess {
 			s.forget(sess.rec.ID, sess)
 		}
 	}()
