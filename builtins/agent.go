@@ -187,7 +187,7 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	if c.sessionID != "" {
 		cfg.Store, cfg.SessionID = st.Store, c.sessionID
 	} else {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithRedactor(st.Store.Redactor()))
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(1), sessions.WithClock(st.Clock), sessions.WithIDs(st.NewID), sessions.WithRedactor(st.Store.Redactor()))
 		if err != nil {
 			return nil, err
 		}

@@ -162,6 +162,12 @@ func NewState(opts vm.Options) (*vm.State, error) {
 // TestClock is the fixed clock of test VMs: always 2026-01-02T03:04:05Z.
 func TestClock() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
+// TestIDs is the id source of test VMs: UUIDv7-shaped ids seeded by seed
+// and stamped with TestClock, the same on every run. A test that makes
+// its own store gives it the same source (sessions.WithIDs) as the VM
+// (vm.Options.NewID), so session and message ids come from one sequence.
+func TestIDs(seed uint64) func() string { return vm.SeededIDs(seed, TestClock) }
+
 // NewTestState returns a VM for one Starlark test: every builtin plus the
 // assert module and skip, an in-memory store (cap opts.Store's or the
 // default), the fixed TestClock, ids seeded by seed, and the mock as the

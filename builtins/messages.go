@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.starlark.net/starlark"
 
@@ -58,6 +59,15 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 			m.Text, m.Blocks, err = contentFromStarlark(val)
 		case "tool_calls":
 			m.ToolCalls, err = toolCallsFromStarlark(val)
+		case "id":
+			m.ID, err = stringField(val)
+		case "created_at":
+			var s string
+			if s, err = stringField(val); err == nil {
+				if m.CreatedAt, err = time.Parse(sessions.TimeFormat, s); err != nil {
+					err = fmt.Errorf("%q is not an RFC 3339 time", s)
+				}
+			}
 		case "tool_call_id":
 			m.ToolCallID, err = stringField(val)
 		case "name":
@@ -208,7 +218,7 @@ func toolCallsFromStarlark(v starlark.Value) ([]sessions.ToolCall, error) {
 }
 
 // messageToStarlark converts m to a fresh message dict. Optional keys
-// appear only when set.
+// appear only when set; a stored message ends with its id and created_at.
 func messageToStarlark(m *sessions.Message) *starlark.Dict {
 	d := starlark.NewDict(4)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
@@ -248,6 +258,12 @@ func messageToStarlark(m *sessions.Message) *starlark.Dict {
 	}
 	if m.Usage != nil {
 		set("usage", vm.ToStarlark(m.Usage))
+	}
+	if m.ID != "" {
+		set("id", starlark.String(m.ID))
+	}
+	if !m.CreatedAt.IsZero() {
+		set("created_at", starlark.String(m.CreatedAt.UTC().Format(sessions.TimeFormat)))
 	}
 	return d
 }

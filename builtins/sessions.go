@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.starlark.net/starlark"
 
@@ -344,6 +345,9 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
+	// An injected message is a new message of this session: a given id
+	// and created_at (a dict from a snapshot) give way to new ones.
+	msg.ID, msg.CreatedAt = "", time.Time{}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
 		return nil, err

@@ -47,12 +47,13 @@ func runStarlarkFile(t *testing.T, file string) {
 	setup := workspaceSetup(t, file)
 	var printed bytes.Buffer // what the current test printed, for the secret check
 	runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(capacity), sessions.WithClock(builtins.TestClock))
+		ids := builtins.TestIDs(1)
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(capacity), sessions.WithClock(builtins.TestClock), sessions.WithIDs(ids))
 		if err != nil {
 			return nil, err
 		}
 		printed.Reset()
-		opts := vm.Options{Store: store, Stdout: io.MultiWriter(stdout, &printed), Root: filepath.Dir(file)}
+		opts := vm.Options{Store: store, NewID: ids, Stdout: io.MultiWriter(stdout, &printed), Root: filepath.Dir(file)}
 		if setup != nil {
 			if err := setup(&opts); err != nil {
 				return nil, err

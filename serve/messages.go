@@ -42,7 +42,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case afterSeq >= 0 && m.Seq <= afterSeq:
 			continue
-		case !since.IsZero() && !st[i].at.After(since):
+		case !since.IsZero() && !createdAt(&rec.Messages[i], st[i]).After(since):
 			continue
 		}
 		out = append(out, m)

@@ -39,6 +39,7 @@ type sessionWithMessages struct {
 // messageJSON is the JSON form of a message. Seq is the seq of the
 // event that appended it, CreatedAt that event's time.
 type messageJSON struct {
+	ID         string              `json:"id"`
 	Seq        int64               `json:"seq"`
 	Role       string              `json:"role"`
 	Content    any                 `json:"content"`
@@ -100,11 +101,20 @@ func toMessagesJSON(rec *sessions.Record) []messageJSON {
 		if m.Blocks != nil {
 			content = m.Blocks
 		}
-		out[i] = messageJSON{Seq: st[i].seq, Role: m.Role, Content: content, ToolCalls: m.ToolCalls,
+		out[i] = messageJSON{ID: m.ID, Seq: st[i].seq, Role: m.Role, Content: content, ToolCalls: m.ToolCalls,
 			ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError, Model: m.Model, Usage: m.Usage,
-			Metadata: m.Metadata, CreatedAt: formatTime(st[i].at)}
+			Metadata: m.Metadata, CreatedAt: formatTime(createdAt(m, st[i]))}
 	}
 	return out
+}
+
+// createdAt is a message's own time; a message without one (none is,
+// since the store gives every message its time) gets its stamp's.
+func createdAt(m *sessions.Message, st stamp) time.Time {
+	if m.CreatedAt.IsZero() {
+		return st.at
+	}
+	return m.CreatedAt
 }
 
 // stamp is when a message was appended: the seq and time of its

@@ -395,3 +395,43 @@ func TestPromptRacesIdleReaper(t *testing.T) {
 		t.Fatalf("a completed session got %d messages", n)
 	}
 }
+
+// TestMessageIDsAndTimes: a message object carries the message's own id
+// and time, also for a message a compaction kept (whose seq is the
+// compaction's), and ?since= filters by that time.
+func TestMessageIDsAndTimes(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, Config{Store: store})
+	id := ts.create(nil)
+	ctx := t.Context()
+	for i, text := range []string{"one", "two", "three"} {
+		now = now.Add(time.Minute)
+		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+	}
+	stored, _ := store.Snapshot(ctx, id)
+	now = now.Add(time.Hour) // the compaction keeps "three"
+	if _, err := store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
+		return &sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary]"}, *v.At(2)},
+			Events: []sessions.Event{sessions.NewEvent("compaction", map[string]any{"messages_after": int64(2)})}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := ts.do("GET", "/api/sessions/"+id, nil).json()["messages"].([]any)
+	kept := msgs[1].(map[string]any)
+	if kept["id"] != stored.Messages[2].ID || kept["createdAt"] != "2026-01-02T03:03:00Z" {
+		t.Fatalf("the kept message: %v, want id %s created 03:03", kept, stored.Messages[2].ID)
+	}
+	if summary := msgs[0].(map[string]any); summary["createdAt"] != "2026-01-02T04:03:00Z" || summary["id"] == "" {
+		t.Fatalf("the summary: %v", summary)
+	}
+	r := ts.do("GET", "/api/sessions/"+id+"/messages?since=2026-01-02T03:30:00Z", nil)
+	if got := r.json()["messages"].([]any); len(got) != 1 || got[0].(map[string]any)["content"] != "[summary]" {
+		t.Fatalf("since: %s", r.body)
+	}
+}

@@ -161,7 +161,9 @@ type Summary struct {
 
 // Backend stores sessions. Implementations must be safe for concurrent use
 // and must apply every call atomically: after an error nothing of that
-// call is visible.
+// call is visible. A backend stores messages as they are given, their ID
+// and CreatedAt included (the store sets both; a time may come back in
+// another location), and mints nothing itself.
 type Backend interface {
 	// Durable reports whether sessions survive their eviction from the
 	// store (and the process). The store deletes an evicted session from

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 )
@@ -79,7 +80,17 @@ type ToolCall struct {
 //
 // Content is either a plain string (Text, with Blocks nil) or a list of
 // blocks (Blocks non-nil; Text unused).
+//
+// ID and CreatedAt identify a stored message: the store gives every
+// message it appends without an ID a new one (a UUIDv7 from its id
+// source) and the write's time (see Store.Apply), and a backend stores
+// and returns both unchanged. A message keeps them when a fork shares
+// it, a compaction keeps it or a trim leaves it; they are unique among a
+// session's messages (a fork shares its parent's ids for the shared
+// prefix).
 type Message struct {
+	ID         string
+	CreatedAt  time.Time
 	Role       string
 	Text       string
 	Blocks     []Block
@@ -114,7 +125,9 @@ func (m *Message) HasToolCalls() bool {
 }
 
 // MessageKeys lists the keys a message dict may have, in sorted order.
-var MessageKeys = []string{"content", "is_error", "metadata", "model", "name", "role", "tool_call_id", "tool_calls", "usage"}
+// id and created_at are the store's (see Message): snapshots show them,
+// and a message dict that carries them may be passed back.
+var MessageKeys = []string{"content", "created_at", "id", "is_error", "metadata", "model", "name", "role", "tool_call_id", "tool_calls", "usage"}
 
 // CheckShape validates a message on its own: role, the fields allowed for
 // that role, content blocks and tool calls. It does not look at the

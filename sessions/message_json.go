@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 )
@@ -15,6 +16,8 @@ import (
 // messageJSON is the stored and exported JSON form of a Message; its keys
 // are the message dict keys scripts use.
 type messageJSON struct {
+	ID         string          `json:"id,omitempty"`
+	CreatedAt  string          `json:"created_at,omitempty"`
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content,omitempty"`
 	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
@@ -28,7 +31,7 @@ type messageJSON struct {
 
 // MarshalJSON encodes m with the message dict keys of the API.
 func (m Message) MarshalJSON() ([]byte, error) {
-	j := messageJSON{Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
+	j := messageJSON{ID: m.ID, CreatedAt: formatCreated(m.CreatedAt), Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
 		IsError: m.IsError, Metadata: jsonvalue.ExactObject(m.Metadata), Model: m.Model, Usage: jsonvalue.ExactObject(m.Usage)}
 	if slices.ContainsFunc(m.ToolCalls, func(c ToolCall) bool { return jsonvalue.HasFloat(c.Arguments) }) {
 		j.ToolCalls = make([]ToolCall, len(m.ToolCalls))
@@ -47,6 +50,27 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(j)
+}
+
+// formatCreated writes a message's time as the JSON form has it: RFC 3339
+// in UTC with the nanoseconds it has, "" for the zero time.
+func formatCreated(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TimeFormat)
+}
+
+// parseCreated is the inverse of formatCreated.
+func parseCreated(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(TimeFormat, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("created_at: %q is not an RFC 3339 time", s)
+	}
+	return t.UTC(), nil
 }
 
 // UnmarshalJSON decodes the form MarshalJSON writes. Numbers inside
@@ -87,7 +111,11 @@ func (m *Message) unmarshalSlow(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*m = Message{Role: j.Role, ToolCallID: j.ToolCallID, Name: j.Name, IsError: j.IsError, Model: j.Model}
+	created, err := parseCreated(j.CreatedAt)
+	if err != nil {
+		return err
+	}
+	*m = Message{ID: j.ID, CreatedAt: created, Role: j.Role, ToolCallID: j.ToolCallID, Name: j.Name, IsError: j.IsError, Model: j.Model}
 	if len(j.Content) > 0 && j.Content[0] == '[' {
 		if err := json.Unmarshal(j.Content, &m.Blocks); err != nil {
 			return err
@@ -114,7 +142,6 @@ func (m *Message) unmarshalSlow(data []byte) error {
 		}
 		m.ToolCalls = append(m.ToolCalls, call)
 	}
-	var err error
 	if m.Metadata, err = optionalObject(j.Metadata); err != nil {
 		return fmt.Errorf("metadata: %v", err)
 	}
@@ -133,7 +160,9 @@ func optionalObject(raw json.RawMessage) (map[string]any, error) {
 
 // Message keys, as bits for catching repeated keys.
 const (
-	keyRole = 1 << iota
+	keyID = 1 << iota
+	keyCreatedAt
+	keyRole
 	keyContent
 	keyToolCalls
 	keyToolCallID
@@ -163,6 +192,19 @@ func fastMessage(data []byte, m *Message) error {
 	err := p.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
+		case "id":
+			if err = once(keyID); err == nil {
+				m.ID, err = p.Str()
+			}
+		case "created_at":
+			if err = once(keyCreatedAt); err == nil {
+				var s string
+				if s, err = p.Str(); err == nil {
+					if m.CreatedAt, err = parseCreated(s); err != nil {
+						err = jsonvalue.ErrSlow // the slow path reports it
+					}
+				}
+			}
 		case "role":
 			if err = once(keyRole); err == nil {
 				m.Role, err = p.Str()

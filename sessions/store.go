@@ -28,6 +28,7 @@ const DefaultCap = 128
 type Store struct {
 	backend  Backend
 	clock    func() time.Time
+	newID    func() string
 	cap      int
 	redactor *Redactor
 
@@ -50,6 +51,11 @@ type Option func(*Store)
 
 // WithClock sets the clock used for timestamps (default time.Now).
 func WithClock(clock func() time.Time) Option { return func(s *Store) { s.clock = clock } }
+
+// WithIDs sets the source of message ids (default: a random UUIDv7 per
+// message). A VM passes its own id source, so a test's ids are
+// reproducible.
+func WithIDs(newID func() string) Option { return func(s *Store) { s.newID = newID } }
 
 // WithCap sets the LRU capacity (default DefaultCap).
 func WithCap(n int) Option { return func(s *Store) { s.cap = n } }
@@ -94,7 +100,7 @@ type Forgetter interface {
 
 // NewStore returns a store over backend.
 func NewStore(backend Backend, opts ...Option) (*Store, error) {
-	s := &Store{backend: backend, clock: time.Now, cap: DefaultCap}
+	s := &Store{backend: backend, clock: time.Now, newID: NewMessageID, cap: DefaultCap}
 	for _, o := range opts {
 		o(s)
 	}
@@ -494,6 +500,36 @@ func (s *Store) redact(ch *Change) *Change {
 	return &w
 }
 
+// identify gives every message that ch appends or puts in place without
+// an ID a new one from the store's id source, and the write's time now
+// (in UTC) when it has no CreatedAt. It sets them in the caller's change orig too
+// (ch is orig or its redacted copy), so the caller sees the ids its
+// messages got. Kept messages of a Replace already have theirs.
+func (s *Store) identify(orig, ch *Change, now time.Time) {
+	now = now.UTC() // as every backend gives it back
+	for i := range orig.Append {
+		m := &orig.Append[i]
+		if m.ID == "" {
+			m.ID = s.newID()
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = now
+		}
+		if ch != orig {
+			ch.Append[i].ID, ch.Append[i].CreatedAt = m.ID, m.CreatedAt
+		}
+	}
+	for i := range ch.ReplaceWith { // never redacted: ch's is orig's
+		m := &ch.ReplaceWith[i]
+		if m.ID == "" {
+			m.ID = s.newID()
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = now
+		}
+	}
+}
+
 // anyVersion makes apply skip its in-memory version check.
 const anyVersion = -1
 
@@ -527,11 +563,13 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	if expect != anyVersion && expect != sess.rec.Version {
 		return nil, fmt.Errorf("session '%s' %w", id, errChanged)
 	}
+	orig := ch
 	ch = s.redact(ch)
 	if err := checkChange(sess.transcript, ch); err != nil {
 		return nil, err
 	}
 	now := s.clock()
+	s.identify(orig, ch, now)
 	w := *ch
 	w.UpdatedAt = now
 	if p := sess.firstPromptAfter(ch); p != sess.rec.FirstPrompt {

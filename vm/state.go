@@ -37,11 +37,14 @@ const DefaultMaxTurns = agent.DefaultMaxTurns
 // Options configures a new State. Zero fields get defaults.
 type Options struct {
 	// Store is the session store (default: an in-memory store with the
-	// default cap and Clock).
+	// default cap, Clock and NewID). A store made elsewhere should take
+	// the same clock and id source (sessions.WithClock, WithIDs), so
+	// messages get their times and ids from them.
 	Store *sessions.Store
 	// Clock reports the current time (default time.Now).
 	Clock func() time.Time
-	// NewID mints session ids (default: UUIDv7).
+	// NewID mints session ids, and message ids in the default store
+	// (default: UUIDv7).
 	NewID func() string
 	// Stdout receives print output; Stderr diagnostics (default os.Stdout,
 	// os.Stderr).
@@ -142,7 +145,7 @@ func New(opts Options) (*State, error) {
 		}
 	}
 	if s.Store == nil {
-		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithClock(s.Clock))
+		store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithClock(s.Clock), sessions.WithIDs(s.NewID))
 		if err != nil {
 			return nil, err
 		}

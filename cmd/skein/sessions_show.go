@@ -13,7 +13,7 @@ import (
 // Views of `skein sessions show`.
 const (
 	viewBasic   = "basic"   // the conversation: text of system, user and assistant messages
-	viewVerbose = "verbose" // plus tool calls and results, thinking, images, models and usage
+	viewVerbose = "verbose" // plus tool calls and results, thinking, images, message ids and times, models and usage
 	viewDebug   = "debug"   // plus message metadata and every event with its fields
 )
 
@@ -21,7 +21,7 @@ const (
 func sessionsShow(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("show", &store)
-	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results) or debug (plus every event)")
+	view := fs.String("view", viewBasic, "basic (messages), verbose (plus tool calls and results, message ids and times, models and usage) or debug (plus every event)")
 	id, code, stop := parseOne(fs, args, "session ID", std)
 	if stop {
 		return code
@@ -144,8 +144,14 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 	if view == viewBasic {
 		return
 	}
-	if m.Model != "" || m.Usage != nil {
-		var parts []string
+	var parts []string
+	if m.ID != "" {
+		parts = append(parts, "id "+printable(m.ID))
+	}
+	if !m.CreatedAt.IsZero() {
+		parts = append(parts, "at "+m.CreatedAt.UTC().Format(sessions.TimeFormat))
+	}
+	if m.Model != "" || m.Usage != nil || len(parts) > 0 {
 		if m.Model != "" {
 			parts = append(parts, "model "+printable(m.Model))
 		}

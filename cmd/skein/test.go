@@ -215,7 +215,8 @@ type fixture struct {
 // have no keys) and fx, if any, queued in replay mode. Print and
 // diagnostics go to stdout.
 func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State, error) {
-	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(builtins.TestClock))
+	ids := builtins.TestIDs(1) // session and message ids from one sequence
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(f.sessionCap), sessions.WithClock(builtins.TestClock), sessions.WithIDs(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +233,7 @@ func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State,
 		settings.Provider = llm.ProviderMock
 	}
 	return builtins.NewTestState(vm.Options{
-		Store: store, Stdout: stdout, Stderr: stdout, Root: root,
+		Store: store, NewID: ids, Stdout: stdout, Stderr: stdout, Root: root,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, LLM: settings, Mock: queue,
 	}, 1)
 }

@@ -231,9 +231,12 @@ type vmConfig struct {
 // newState builds a VM from the flags. The returned close function
 // flushes the --llm-record file and releases the store.
 func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, error) {
-	clock := c.clock
+	clock, ids := c.clock, c.ids
 	if clock == nil {
 		clock = time.Now
+	}
+	if ids == nil {
+		ids = vm.UUIDv7
 	}
 	policy, err := f.policy(c.root)
 	if err != nil {
@@ -247,7 +250,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock)}
+	opts := []sessions.Option{sessions.WithCap(f.sessionCap), sessions.WithClock(clock), sessions.WithIDs(ids)}
 	var eventLog *export.ForensicLog
 	if f.eventLog != "" {
 		if eventLog, err = export.NewForensicLog(f.eventLog); err != nil {
@@ -314,7 +317,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 		closers = append(closers, func() error { return errors.Join(rec.Err(), file.Close()) })
 	}
 	st, err := builtins.NewState(vm.Options{
-		Store: store, Clock: clock, NewID: c.ids, Stdout: std.out, Stderr: std.err,
+		Store: store, Clock: clock, NewID: ids, Stdout: std.out, Stderr: std.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
 		Workspace: policy,
 	})

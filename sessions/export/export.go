@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -512,6 +514,9 @@ func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) er
 			return fmt.Errorf("event %d: message: %v", seq, err)
 		}
 	}
+	if err := identify(rec, appended); err != nil {
+		return err
+	}
 	view := sessions.Transcript{}
 	for i := range rec.Messages {
 		if err := sessions.CheckAppend(view, &rec.Messages[i]); err != nil {
@@ -520,6 +525,55 @@ func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) er
 		view = view.Append(rec.Messages[i])
 	}
 	rec.FirstPrompt = sessions.FirstPrompt(view)
+	return nil
+}
+
+// identify keeps the ids and times of imported messages and gives those
+// of an export written before messages had them (or edited by hand) ones
+// derived from where they are in the export (sessions.DerivedMessageID):
+// the same file imports with the same ids every time. A message of the
+// history (a "message" event's) gets its event's time, a current message
+// the session's creation time. An id used twice among the current
+// messages, or among the history's, is refused: ids are unique in a
+// session (the same message may be in both).
+func identify(rec *sessions.Record, appended map[int64]sessions.Message) error {
+	seen := map[string]int{}
+	for i := range rec.Messages {
+		m := &rec.Messages[i]
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = rec.CreatedAt.UTC()
+		}
+		if m.ID == "" {
+			m.ID = sessions.DerivedMessageID(m.CreatedAt, fmt.Sprintf("%s/message/%d", rec.ID, i))
+		}
+		if j, dup := seen[m.ID]; dup {
+			return fmt.Errorf("message %d: id %q is message %d's too: a message id is unique in a session", i, m.ID, j)
+		}
+		seen[m.ID] = i
+	}
+	if len(appended) == 0 {
+		return nil
+	}
+	times := make(map[int64]time.Time, len(appended))
+	for i := range rec.Events {
+		times[rec.Events[i].Seq] = rec.Events[i].Time
+	}
+	seqs := slices.Sorted(maps.Keys(appended))
+	bySeq := map[string]int64{}
+	for _, seq := range seqs {
+		m := appended[seq]
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = times[seq].UTC()
+		}
+		if m.ID == "" {
+			m.ID = sessions.DerivedMessageID(m.CreatedAt, fmt.Sprintf("%s/event/%d", rec.ID, seq))
+		}
+		if other, dup := bySeq[m.ID]; dup {
+			return fmt.Errorf("event %d: message id %q is event %d's too: a message id is unique in a session", seq, m.ID, other)
+		}
+		bySeq[m.ID] = seq
+		appended[seq] = m
+	}
 	return nil
 }
 

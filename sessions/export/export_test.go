@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -103,11 +106,11 @@ func TestExportRoundTrip(t *testing.T) {
 	for _, want := range []string{
 		`{"_type":"header","version":1,"id":"x","status":"cancelled",`,
 		`"message_count":2,"event_count":`,
-		`{"_type":"event","seq":1,"type":"message","timestamp":"2023-11-14T22:13:20Z","session_id":"x","index":0,"role":"system","message":{"role":"system","content":"be terse"}}`,
+		`{"_type":"event","seq":1,"type":"message","timestamp":"2023-11-14T22:13:20Z","session_id":"x","index":0,"role":"system","message":{"id":"m1","created_at":"2023-11-14T22:13:20Z","role":"system","content":"be terse"}}`,
 		`"type":"tool_result","timestamp":"2023-11-14T22:13:20Z","session_id":"x","corr_id":"c1","duration_ms":12,"name":"weather","status":"ok"}`,
 		`"type":"llm_call",`,
 		`"input_tokens":30,"latency_ms":5,"model":"m","output_tokens":2}`,
-		`{"_type":"message","index":0,"message":{"role":"user","content":"[summary] asked about the weather"}}`,
+		`{"_type":"message","index":0,"message":{"id":"m7","created_at":"2023-11-14T22:13:20Z","role":"user","content":"[summary] asked about the weather"}}`,
 		`"content":"weather?\n\"quoted\" \u003cb\u003e"`,
 	} {
 		if !strings.Contains(jsonl.String(), want) {
@@ -192,5 +195,38 @@ func TestRename(t *testing.T) {
 	Rename(rec, "copy")
 	if rec.ID != "copy" || rec.Events[0].SessionID != "copy" {
 		t.Fatalf("%+v", rec)
+	}
+}
+
+// TestImportMessageIDs: an import keeps the ids and times it is given,
+// derives the same ones every time for an export written before messages
+// had ids, and refuses an id used twice.
+func TestImportMessageIDs(t *testing.T) {
+	const head = `{"_type":"transcript","version":1,"id":"s","status":"active","created_at":"2026-01-02T03:04:05Z","updated_at":"2026-01-02T03:04:05Z","title":null,"summary":null,"metadata":{},"parent_id":null,"child_ids":[],"branched_at":null,"turns":0,"max_turns":null,"events":[],"messages":`
+	read := func(messages string) (*sessions.Record, error) {
+		rec, _, err := ReadExport(strings.NewReader(head + messages + "}"))
+		return rec, err
+	}
+	rec, err := read(`[{"id":"a","created_at":"2026-01-02T03:04:06.5Z","role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rec.Messages[0]; m.ID != "a" || !m.CreatedAt.Equal(time.Date(2026, 1, 2, 3, 4, 6, 5e8, time.UTC)) {
+		t.Errorf("given id and time: %q %v", m.ID, m.CreatedAt)
+	}
+	m := rec.Messages[1]
+	if id, err := uuid.Parse(m.ID); err != nil || id.Version() != 7 || !m.CreatedAt.Equal(rec.CreatedAt) {
+		t.Errorf("derived id %q (%v), time %v", m.ID, err, m.CreatedAt)
+	}
+	again, _ := read(`[{"id":"a","role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
+	if again.Messages[1].ID != m.ID {
+		t.Errorf("derived ids differ between imports: %q, %q", again.Messages[1].ID, m.ID)
+	}
+	if _, err := read(`[{"id":"a","role":"user","content":"hi"},{"id":"a","role":"assistant","content":"hello"}]`); err == nil ||
+		!strings.Contains(err.Error(), `message 1: id "a" is message 0's too`) {
+		t.Errorf("duplicate id: %v", err)
+	}
+	if _, err := read(`[{"role":"user","content":"hi","created_at":"yesterday"}]`); err == nil || !strings.Contains(err.Error(), `created_at: "yesterday" is not an RFC 3339 time`) {
+		t.Errorf("bad time: %v", err)
 	}
 }

@@ -81,7 +81,7 @@ func TestForensicFields(t *testing.T) {
 		t.Errorf("footer:\n\tgot  %s\n\twant %s", footer, w)
 	}
 	// Every event record's skein fields hold the event as logged.
-	if !strings.Contains(lines[1], `"skein":{"seq":1,"type":"message","data":{"index":0,"role":"system"},"message":{"role":"system","content":"be terse"}}`) {
+	if !strings.Contains(lines[1], `"skein":{"seq":1,"type":"message","data":{"index":0,"role":"system"},"message":{"id":"m1","created_at":"2023-11-14T22:13:20Z","role":"system","content":"be terse"}}`) {
 		t.Errorf("event 1: %s", lines[1])
 	}
 }

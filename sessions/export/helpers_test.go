@@ -2,6 +2,7 @@ package export
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ var ctx = context.Background()
 
 func newTestStore(t *testing.T, b sessions.Backend, capacity int) *sessions.Store {
 	t.Helper()
-	s, err := sessions.NewStore(b, sessions.WithCap(capacity), sessions.WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
+	n := 0
+	ids := func() string { n++; return fmt.Sprintf("m%d", n) }
+	s, err := sessions.NewStore(b, sessions.WithCap(capacity), sessions.WithIDs(ids), sessions.WithClock(func() time.Time { return time.Unix(1700000000, 0) }))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func users(prefix string, n int) []sessions.Message {
 // floats included), and text that needs escaping.
 func richMessages() []sessions.Message {
 	return []sessions.Message{
-		{Role: sessions.RoleSystem, Text: "You are terse.\nQuotes \" and \\ backslashes, <tags> & unicode: héllo 世界 🎉\t"},
+		{ID: "0195925c-2f1d-7000-8000-000000000001", CreatedAt: at(0).UTC(), Role: sessions.RoleSystem, Text: "You are terse.\nQuotes \" and \\ backslashes, <tags> & unicode: héllo 世界 🎉\t"},
 		{Role: sessions.RoleUser,
 			Blocks: []sessions.Block{
 				{Type: sessions.BlockText, Text: "look at this"},
@@ -206,13 +206,17 @@ func derefInt(n *int) any {
 }
 
 // diffMessages compares message lists exactly (reflect.DeepEqual per
-// message).
+// message, CreatedAt with Equal).
 func diffMessages(got, want []sessions.Message) []string {
 	if len(got) != len(want) {
 		return []string{fmt.Sprintf("Messages: got %d %s, want %d %s", len(got), texts(got), len(want), texts(want))}
 	}
 	for i := range got {
-		if !reflect.DeepEqual(got[i], want[i]) {
+		g, w := got[i], want[i]
+		if g.CreatedAt.Equal(w.CreatedAt) {
+			g.CreatedAt = w.CreatedAt
+		}
+		if !reflect.DeepEqual(g, w) {
 			return []string{fmt.Sprintf("Messages[%d]:\n\tgot  %#v\n\twant %#v", i, got[i], want[i])}
 		}
 	}

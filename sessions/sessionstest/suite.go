@@ -39,6 +39,12 @@
 //     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
 //     ErrConflict, and the result is a valid transcript.
+//   - Message ids and times (sessions.Message's ID and CreatedAt): a
+//     backend stores and returns them unchanged (times compared with
+//     Equal), so through a Store every message has a UUIDv7 id unique in
+//     its session and its write's time, the same on every load and after
+//     reopening; a fork shares its source's ids for the shared prefix and
+//     a compaction keeps those of the messages it keeps.
 //   - Exact round trips of messages (content blocks, tool calls with nested
 //     arguments, int64 and float64 values, usage) and events.
 //   - Run records (sessions.RunBackend, required): create, duplicate and
@@ -107,6 +113,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"Runs", testRuns},
 		{"RunsList", testRunsList},
 		{"OpenConcurrently", testOpenConcurrently},
+		{"MessageIDs", testMessageIDs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +142,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"RunsReopen", testRunsReopen},
 		{"OpenRace", testOpenRace},
 		{"OpenReopened", testOpenReopened},
+		{"MessageIDsReopen", testMessageIDsReopen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,7 +45,7 @@
 // step at a time (sessions.Store.Stage), so full costs two fsyncs per
 // tool-calling iteration.
 //
-// # Schema (version 7)
+// # Schema (version 8)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
 //	          summary metadata (JSON) parent_id branched_at turns max_turns
@@ -55,6 +55,7 @@
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	          crc: sessions.Checksum of body (version 6)
+//	          body holds the message's id and created_at (version 8)
 //	events    sid seq type time corr_id data (JSON)      key (sid, seq)
 //	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
@@ -81,8 +82,16 @@
 // (sessions.Checksum, CRC-32C), computed once when the message is
 // appended; every load of message rows verifies it and fails with
 // sessions.ErrCorrupt naming the session and the message's index instead
-// of returning the altered message. Rows written before version 6 have no
-// checksum and are read as they are.
+// of returning the altered message. Rows written before version 6 had no
+// checksum; migration 8 computes them.
+//
+// # Message ids
+//
+// A message's ID and CreatedAt are in its body, like its other fields:
+// appending one costs no statement and no column more. Migration 8 (a Go
+// step, identifyMessages) rewrites the rows of earlier versions with an
+// id derived from the row's (sid, pos), so a fork's shared rows keep one
+// id, and the time of the "message" event that appended the row.
 //
 // # Messages are append-only; a session's messages are a view
 //

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +84,69 @@ func TestMigrateFromVersion1(t *testing.T) {
 	b = openClosed(t, path)
 	if rec, err := b.Load(ctx, "old"); err != nil || len(rec.Messages) != 2 || rec.Title != "titled in v3" || rec.FirstPrompt != "from v1" {
 		t.Fatalf("after reopening: %v, %v", rec, err)
+	}
+}
+
+// TestMigrateMessageIDs opens a database of schema version 6, whose
+// message rows have no ids, and checks that migration 8 gives each row an
+// id derived from its position and the time of the event that appended
+// it (else the previous row's), keeps the checksums valid (computing one
+// for a row that had none), and leaves a damaged row for the load to
+// report; reopening changes nothing.
+func TestMigrateMessageIDs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v6.db")
+	db := rawDB(t, path)
+	first := `{"role":"user","content":"first"}`
+	qs := []string{"PRAGMA journal_mode = WAL"}
+	qs = append(qs, migrations[:6]...)
+	qs = append(qs, fmt.Sprintf("PRAGMA user_version = 6; PRAGMA application_id = %d", applicationID),
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base_from, base_to, own_from, length)
+			VALUES ('old', 'active', 1000000000, 2, 1, 0, 3, 0, 0, 0, 3)`,
+		fmt.Sprintf(`INSERT INTO messages (sid, pos, body, crc) VALUES (1, 0, '%s', %d)`, first, sessions.Checksum([]byte(first))),
+		`INSERT INTO messages (sid, pos, body) VALUES (1, 1, '{"role":"assistant","content":"second"}')`,
+		`INSERT INTO messages (sid, pos, body) VALUES (1, 2, '{"role":"user","content":"third"}')`,
+		`INSERT INTO events (sid, seq, type, time, data, pos) VALUES (1, 1, 'message', 5000000000, '{"index":0,"role":"user"}', 0)`,
+		`INSERT INTO events (sid, seq, type, time, data, pos) VALUES (1, 3, 'message', 7000000000, '{"index":2,"role":"user"}', 2)`,
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base_from, base_to, own_from, length)
+			VALUES ('damaged', 'active', 1, 2, 1, 0, 1, 0, 0, 0, 1)`,
+		`INSERT INTO messages (sid, pos, body, crc) VALUES (2, 0, '{"role":"user","content":"edited"}', 1)`)
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b := openClosed(t, path)
+	ctx := t.Context()
+	rec, err := b.Load(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		text string
+		at   time.Time
+	}{{"first", time.Unix(5, 0)}, {"second", time.Unix(5, 0)}, {"third", time.Unix(7, 0)}}
+	ids := map[string]bool{}
+	for i, m := range rec.Messages {
+		if m.Text != want[i].text || !m.CreatedAt.Equal(want[i].at) || m.CreatedAt.Location() != time.UTC {
+			t.Errorf("message %d: %q at %v, want %q at %v", i, m.Text, m.CreatedAt, want[i].text, want[i].at)
+		}
+		if m.ID != sessions.DerivedMessageID(want[i].at, fmt.Sprintf("sqlite/1/%d", i)) || ids[m.ID] {
+			t.Errorf("message %d: id %q", i, m.ID)
+		}
+		ids[m.ID] = true
+	}
+	var unchecked int
+	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE crc IS NULL`).Scan(&unchecked); err != nil || unchecked != 0 {
+		t.Errorf("%d rows without a checksum after migrating (%v)", unchecked, err)
+	}
+	if _, err := b.Load(ctx, "damaged"); !errors.Is(err, sessions.ErrCorrupt) {
+		t.Errorf("a damaged row after migrating: %v, want ErrCorrupt", err)
+	}
+	b.Close()
+	again := openClosed(t, path)
+	defer again.Close()
+	rec2, err := again.Load(ctx, "old")
+	if err != nil || !reflect.DeepEqual(rec2.Messages, rec.Messages) {
+		t.Errorf("after reopening: %v, %v", rec2, err)
 	}
 }

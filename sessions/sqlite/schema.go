@@ -3,7 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
 // applicationID marks a SQLite file as a skein session database
@@ -12,12 +17,16 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+
+// migrationSteps are Go steps of migrations, by the version they move to:
+// run after that migration's SQL, in the same transaction.
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{8: identifyMessages}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -143,6 +152,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migration %d: %w", v+1, err)
 		}
+		if step := migrationSteps[v+1]; step != nil {
+			if err := step(ctx, tx); err != nil {
+				return fmt.Errorf("migration %d: %w", v+1, err)
+			}
+		}
 	}
 	// PRAGMA arguments cannot be bound parameters.
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", SchemaVersion, applicationID)); err != nil {
@@ -217,3 +231,115 @@ CREATE TABLE locks (
 	interrupt TEXT
 ) STRICT, WITHOUT ROWID;
 `
+
+// migration8 gives every message row an id and a time (sessions.Message's
+// ID and CreatedAt), which rows of version 8 carry in their body: its SQL
+// does nothing, and identifyMessages rewrites the rows of earlier
+// versions.
+const migration8 = `SELECT 1;`
+
+// identifyMessages is migration 8's step. A row whose body has no id gets
+// sessions.DerivedMessageID of its time and its position (sid, pos), so
+// the rows a fork shares keep one id for the parent and the fork. Its time
+// is that of the "message" event that appended it (version 2 on), else
+// the previous row's of the session, else the session's creation. The
+// body is written again as sessions.Message encodes it and its checksum
+// (version 6) computed, also for rows of version 5 and older that had
+// none; a row whose checksum already fails is left alone, so its damage is
+// still reported on load. It reads one session's rows at a time.
+func identifyMessages(ctx context.Context, tx *sql.Tx) error {
+	type session struct {
+		sid     int64
+		created int64
+	}
+	var list []session
+	err := eachRow(ctx, tx, `SELECT sid, created_at FROM sessions ORDER BY sid`, nil, func(rows *sql.Rows) error {
+		var s session
+		err := rows.Scan(&s.sid, &s.created)
+		list = append(list, s)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		if err := identifySession(ctx, tx, s.sid, rowstore.DecodeTime(s.created)); err != nil {
+			return fmt.Errorf("session row %d: %w", s.sid, err)
+		}
+	}
+	return nil
+}
+
+// eachRow runs query with args in tx and calls scan for each row, in
+// order; the rows are closed before it returns.
+func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// identifySession is identifyMessages for the rows of one session.
+func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Time) error {
+	times := map[int64]time.Time{}
+	err := eachRow(ctx, tx, `SELECT pos, time FROM events WHERE sid = ? AND pos IS NOT NULL`, []any{sid}, func(rows *sql.Rows) error {
+		var pos, t int64
+		err := rows.Scan(&pos, &t)
+		times[pos] = rowstore.DecodeTime(t)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	type row struct {
+		pos  int64
+		body string
+		crc  sql.NullInt64
+	}
+	var msgs []row
+	err = eachRow(ctx, tx, `SELECT pos, body, crc FROM messages WHERE sid = ? ORDER BY pos`, []any{sid}, func(rows *sql.Rows) error {
+		var r row
+		err := rows.Scan(&r.pos, &r.body, &r.crc)
+		msgs = append(msgs, r)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	at := created.UTC()
+	for _, r := range msgs {
+		if t, ok := times[r.pos]; ok {
+			at = t.UTC()
+		}
+		if r.crc.Valid && sessions.VerifyChecksum(int(r.pos), []byte(r.body), uint32(r.crc.Int64)) != nil {
+			continue // damaged: the load reports it
+		}
+		var m sessions.Message
+		if err := json.Unmarshal([]byte(r.body), &m); err != nil {
+			return fmt.Errorf("message row %d: %w", r.pos, err)
+		}
+		if m.ID != "" {
+			if !m.CreatedAt.IsZero() {
+				at = m.CreatedAt
+			}
+			continue
+		}
+		m.ID, m.CreatedAt = sessions.DerivedMessageID(at, fmt.Sprintf("sqlite/%d/%d", sid, r.pos)), at
+		body, err := rowstore.EncodeMessage(&m)
+		if err != nil {
+			return fmt.Errorf("message row %d: %w", r.pos, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET body = ?, crc = ? WHERE sid = ? AND pos = ?`,
+			body.JSON, int64(body.Sum), sid, r.pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
