@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
-	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
 // crashScript runs a long agent loop on session "crash" and prints a line
@@ -63,7 +62,8 @@ func skeinBinary(t *testing.T) string {
 }
 
 // TestCrashLosesNothing runs a long agent loop in a child process on a
-// durable store and kills it with SIGKILL at random points, many times
+// durable store (SQLite, and PostgreSQL when the test database is set)
+// and kills it with SIGKILL at random points, many times
 // (a fixed seed picks the points), at each durability level. After each
 // kill the session reopens, is healed into a valid transcript that is a
 // prefix of what the loops did (checkLoopPrefix) and extends what the
@@ -73,16 +73,18 @@ func TestCrashLosesNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills many processes")
 	}
-	for _, d := range sessions.Durabilities {
-		t.Run(string(d), func(t *testing.T) { crashLoop(t, d) })
-	}
+	forEachDurableStore(t, func(t *testing.T, newStore func(*testing.T) durableStore) {
+		for _, d := range sessions.Durabilities {
+			t.Run(string(d), func(t *testing.T) { crashLoop(t, d, newStore(t)) })
+		}
+	})
 }
 
-func crashLoop(t *testing.T, durability sessions.Durability) {
+func crashLoop(t *testing.T, durability sessions.Durability, store durableStore) {
 	const runs = 20
 	bin := skeinBinary(t)
 	dir := t.TempDir()
-	db := filepath.Join(dir, "sessions.db")
+	db := store.target
 	script := filepath.Join(dir, "crash.star")
 	if err := os.WriteFile(script, []byte(crashScript), 0o600); err != nil {
 		t.Fatal(err)
@@ -99,7 +101,7 @@ func crashLoop(t *testing.T, durability sessions.Durability) {
 		all = append(all, got...)
 
 		// Reopen as the next process would: the store heals open calls.
-		b, err := sqlite.Open(db)
+		b, err := store.open()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"net/url"
 	"os"
 	"regexp"
 	"testing"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
 var update = flag.Bool("update", false, "rewrite testscript golden files")
@@ -25,7 +29,31 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testscripts",
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
+		Condition: func(cond string) (bool, error) {
+			if cond == "postgres" {
+				return pgtest.Available(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Cmds: withServeCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// pgstore: make a new schema in the PostgreSQL test database
+			// (SKEIN_TEST_POSTGRES; guard with [!postgres] skip), dropped
+			// when the script ends; $PGSTORE is its URL and
+			// $PGSTORE_PASSWORD the password in it, which no output may
+			// show
+			"pgstore": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 0 {
+					ts.Fatalf("usage: pgstore")
+				}
+				dsn, drop, err := pgtest.NewSchema()
+				ts.Check(err)
+				ts.Defer(func() { ts.Check(drop()) })
+				u, err := url.Parse(dsn)
+				ts.Check(err)
+				password, _ := u.User.Password()
+				ts.Setenv("PGSTORE", dsn)
+				ts.Setenv("PGSTORE_PASSWORD", password)
+			},
 			// waitfile FILE REGEXP: wait (up to a minute) until FILE exists
 			// and its content matches REGEXP, e.g. for a background
 			// command to say it has started; a fixed sleep is flaky on a

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
-	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
 // raceScript opens session argv[0], says so, waits until session argv[1]
@@ -41,19 +40,24 @@ print("won")
 `
 
 // TestProcessesAppendToOneSession starts processes that each load the
-// same session and then write to it at once, many rounds: in every round
+// same session of a durable store (SQLite, and PostgreSQL when the test
+// database is set) and then write to it at once, many rounds: in every round
 // exactly one write lands, every other process fails with the
 // "modified by another process" error and writes nothing more, and the
 // transcript stays valid.
 func TestProcessesAppendToOneSession(t *testing.T) {
+	forEachDurableStore(t, func(t *testing.T, newStore func(*testing.T) durableStore) { processesAppend(t, newStore(t)) })
+}
+
+func processesAppend(t *testing.T, store durableStore) {
 	bin := skeinBinary(t)
 	dir := t.TempDir()
-	db := filepath.Join(dir, "sessions.db")
+	db := store.target
 	script := filepath.Join(dir, "race.star")
 	if err := os.WriteFile(script, []byte(raceScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	b, err := sqlite.Open(db)
+	b, err := store.open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,12 +33,12 @@ func cliReference(t *testing.T) string {
 		section("skein "+c, c)
 	}
 	section("skein sessions", "sessions")
-	for _, c := range []string{"ls", "show", "export", "import", "rm", "gc"} {
-		section("skein sessions "+c, "sessions", c)
+	for _, c := range sessionsCommands() {
+		section("skein sessions "+c.name, "sessions", c.name)
 	}
 	section("skein runs", "runs")
-	for _, c := range []string{"ls", "show"} {
-		section("skein runs "+c, "runs", c)
+	for _, c := range runsCommands() {
+		section("skein runs "+c.name, "runs", c.name)
 	}
 	fmt.Fprintf(&b, cliFooter, envRows())
 	return b.String()

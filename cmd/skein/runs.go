@@ -25,7 +25,7 @@ func runsCommands() []sessionsCommand {
 // a database.
 func runsMain(args []string, std stdio) int {
 	return dispatch(args, std, "skein runs", runsUsage, runsCommands(),
-		"Every command takes --store (default $SKEIN_STORE, else .skein/sessions.db)\nand opens it read-only.")
+		"Every command takes --store (default $SKEIN_STORE, else .skein/sessions.db, or a\npostgres:// URL) and opens a file read-only.")
 }
 
 // runBackend opens the database of a runs subcommand.
@@ -151,7 +151,7 @@ func runsShow(args []string, std stdio) int {
 	defer closeFn()
 	run, err := workflow.Load(context.Background(), rb, id)
 	if errors.Is(err, sessions.ErrRunNotFound) {
-		err = fmt.Errorf("unknown run id '%s' in %s", id, store.path)
+		err = fmt.Errorf("unknown run id '%s' in %s", id, &store)
 	}
 	if err != nil {
 		return fail(std, fs.Name(), err)

@@ -26,6 +26,7 @@ func sessionsCommands() []sessionsCommand {
 		{"import", "[flags] FILE", "store a session from an export (- reads stdin)", sessionsImport},
 		{"rm", "[flags] ID...", "delete sessions", sessionsRm},
 		{"gc", "--older-than DURATION [flags]", "delete sessions not updated for a while", sessionsGC},
+		{"migrate", "--to STORE [--from STORE] [--merge]", "copy every session and run record into another store (SQLite to PostgreSQL)", sessionsMigrate},
 	}
 }
 
@@ -33,7 +34,7 @@ func sessionsCommands() []sessionsCommand {
 // of a database, outside any pipeline.
 func sessionsMain(args []string, std stdio) int {
 	return dispatch(args, std, "skein sessions", sessionsUsage, sessionsCommands(),
-		"Every command takes --store (default $SKEIN_STORE, else .skein/sessions.db);\nls, show and export open it read-only, so they also work on a read-only file or directory.\n"+
+		"Every command but migrate (--from, --to) takes --store (default $SKEIN_STORE, else\n.skein/sessions.db, or a postgres:// URL); ls, show and export open a file read-only,\nso they also work on a read-only file or directory.\n"+
 			"Run 'skein sessions <command> -h' for a command's flags.")
 }
 
@@ -135,8 +136,12 @@ func storedBackend(store *storeFlag, access storeAccess) (sessions.Backend, erro
 	return store.openNow()
 }
 
-// storeExists reports whether the database file of store exists.
+// storeExists reports whether the database file of store exists (a
+// PostgreSQL database does: its tables are made when it is opened).
 func storeExists(store *storeFlag) bool {
+	if store.postgres() {
+		return true
+	}
 	_, err := os.Stat(store.path)
 	return err == nil
 }
@@ -167,9 +172,9 @@ func oneLine(s string) string {
 func sessionError(store *storeFlag, id string, err error) error {
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
-		return fmt.Errorf("unknown session id '%s' in %s", id, store.path)
+		return fmt.Errorf("unknown session id '%s' in %s", id, store)
 	case errors.Is(err, sessions.ErrExists):
-		return fmt.Errorf("session '%s' already exists in %s", id, store.path)
+		return fmt.Errorf("session '%s' already exists in %s", id, store)
 	}
 	return err
 }

@@ -136,7 +136,7 @@ func sessionsImport(args []string, std stdio) int {
 		err = b.Create(ctx, rec)
 	}
 	if errors.Is(err, sessions.ErrExists) {
-		return fail(std, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, store.path))
+		return fail(std, fs.Name(), fmt.Errorf("session '%s' already exists in %s (import it under another id with --id)", rec.ID, &store))
 	}
 	if err != nil {
 		return fail(std, fs.Name(), err)

@@ -70,7 +70,7 @@ func sessionsLs(args []string, std stdio) int {
 		tw.Flush()
 	}
 	if total == 0 && !storeExists(&store) {
-		fmt.Fprintf(std.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", store.path)
+		fmt.Fprintf(std.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", &store)
 		return exitOK
 	}
 	pageSummary(std.out, "session", len(page), total, *offset)

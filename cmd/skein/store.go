@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
@@ -35,7 +37,7 @@ func (f *storeFlag) register(fs *flag.FlagSet) {
 func (f *storeFlag) flags() []flagDef {
 	return []flagDef{
 		{name: "store", value: &f.path, def: defaultStore, env: "SKEIN_STORE",
-			usage: "session database (SQLite), created by the first session stored, or \"memory\" for sessions that end with the process"},
+			usage: "session database: an SQLite file, created by the first session stored, a postgres:// URL (PostgreSQL, shared by processes on any machine), or \"memory\" for sessions that end with the process"},
 		{name: "durability", value: &f.durability, def: string(sessions.DurabilityProcess), env: "SKEIN_DURABILITY",
 			usage: "what a stored session's commits survive: \"process\" (a crash of skein) or \"full\" (also a power cut: an fsync per commit)"},
 	}
@@ -50,7 +52,7 @@ func (f *storeFlag) check() error {
 		return f.envErr
 	}
 	if f.path == "" {
-		return errors.New("--store must name a database file or be \"memory\"")
+		return errors.New("--store must name a database file or URL, or be \"memory\"")
 	}
 	if _, err := sessions.ParseDurability(f.durability); err != nil {
 		return fmt.Errorf("--durability: %v", err)
@@ -61,10 +63,33 @@ func (f *storeFlag) check() error {
 // memory reports whether the store is the in-memory one.
 func (f *storeFlag) memory() bool { return !f.registered || f.path == storeMemory }
 
-// open returns the store's backend: the in-memory one, or the SQLite
-// file opened lazily (sqlite.Lazy): the file and its directory are made
-// by the first write, so a run that stores nothing leaves none behind,
-// and until then reads answer as an empty store.
+// postgres reports whether the store is a PostgreSQL database.
+func (f *storeFlag) postgres() bool { return !f.memory() && postgres.IsDSN(f.path) }
+
+// String is the store as messages name it: a PostgreSQL URL without its
+// password (postgres.Redact), which skein never prints.
+func (f *storeFlag) String() string {
+	if f.postgres() {
+		return postgres.Redact(f.path)
+	}
+	return f.path
+}
+
+// openPostgres connects to the PostgreSQL database of the store (it
+// creates skein's tables there if they are missing).
+func (f *storeFlag) openPostgres(d sessions.Durability) (sessions.Backend, error) {
+	b, err := postgres.Open(context.Background(), f.path, postgres.WithDurability(d))
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	return b, nil
+}
+
+// open returns the store's backend: the in-memory one, the PostgreSQL
+// database, or the SQLite file opened lazily (sqlite.Lazy): the file and
+// its directory are made by the first write, so a run that stores
+// nothing leaves none behind, and until then reads answer as an empty
+// store.
 func (f *storeFlag) open() (sessions.Backend, error) {
 	if f.memory() {
 		return sessions.NewMemoryBackend(), nil
@@ -72,6 +97,9 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	d, err := sessions.ParseDurability(f.durability)
 	if err != nil {
 		return nil, err
+	}
+	if f.postgres() {
+		return f.openPostgres(d)
 	}
 	b, err := sqlite.OpenLazy(f.path, sqlite.WithDurability(d))
 	if err != nil {
@@ -82,8 +110,12 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 
 // openReadOnly opens the store's existing database for reading only
 // (see sqlite.ReadOnly); a database of an older schema is opened for
-// writing once, to migrate it.
+// writing once, to migrate it. A PostgreSQL store is opened as usual:
+// the server's permissions say what a role may do.
 func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
+	if f.postgres() {
+		return f.openNow()
+	}
 	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
 	if errors.Is(err, sqlite.ErrNeedsMigration) {
 		return f.openNow()
@@ -143,7 +175,7 @@ func (f *storeFlag) hint(err error) string {
 	}
 	var oe *sqlite.OpenError
 	if errors.As(err, &oe) {
-		return fmt.Sprintf("hint: the session store %s cannot be opened: --store names another, --store memory runs without one", f.path)
+		return fmt.Sprintf("hint: the session store %s cannot be opened: --store names another, --store memory runs without one", f)
 	}
 	var se *sessions.Error
 	if !errors.As(err, &se) || !errors.Is(se.Err, sessions.ErrExists) {
@@ -151,7 +183,7 @@ func (f *storeFlag) hint(err error) string {
 	}
 	rm := "skein sessions rm " + se.ID
 	if f.path != defaultStore {
-		rm = fmt.Sprintf("skein sessions rm --store %s %s", f.path, se.ID)
+		rm = fmt.Sprintf("skein sessions rm --store %s %s", f, se.ID)
 	}
-	return fmt.Sprintf("hint: session '%s' is stored in %s, perhaps by an earlier run: remove it with `%s`, pick another id (None mints a new one), or run with --store memory", se.ID, f.path, rm)
+	return fmt.Sprintf("hint: session '%s' is stored in %s, perhaps by an earlier run: remove it with `%s`, pick another id (None mints a new one), or run with --store memory", se.ID, f, rm)
 }

@@ -48,8 +48,8 @@ func Skip(t testing.TB) {
 }
 
 var (
-	keyed   sync.Map // key -> DSN, for Keyed
-	sweptMu sync.Once
+	keyed sync.Map // key -> DSN, for Keyed
+	swept sync.Once
 )
 
 // DSN returns the URL of a new, empty schema in the test database, which
@@ -58,24 +58,50 @@ var (
 func DSN(t testing.TB) string {
 	t.Helper()
 	Skip(t)
-	base := os.Getenv(Env)
-	var suffix [6]byte
-	if _, err := rand.Read(suffix[:]); err != nil {
+	dsn, drop, err := NewSchema()
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dsn
+}
+
+// NewSchema makes a new, empty schema in the test database and returns
+// its URL and the function that drops it: DSN for callers that are not a
+// testing.TB (a testscript's setup). Env must be set.
+func NewSchema() (dsn string, drop func() error, err error) {
+	base := os.Getenv(Env)
+	if base == "" {
+		return "", nil, fmt.Errorf("%s is not set", Env)
+	}
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return "", nil, err
+	}
 	schema := fmt.Sprintf("%s%d_%s", prefix, time.Now().Unix(), hex.EncodeToString(suffix[:]))
-	admin(t, base, func(ctx context.Context, conn *pgx.Conn) error {
-		sweptMu.Do(func() { sweep(ctx, conn) })
+	err = admin(base, func(ctx context.Context, conn *pgx.Conn) error {
+		swept.Do(func() { sweep(ctx, conn) })
 		_, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
 		return err
 	})
-	t.Cleanup(func() {
-		admin(t, base, func(ctx context.Context, conn *pgx.Conn) error {
+	if err != nil {
+		return "", nil, err
+	}
+	drop = func() error {
+		return admin(base, func(ctx context.Context, conn *pgx.Conn) error {
 			_, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 			return err
 		})
-	})
-	return WithSchema(t, base, schema)
+	}
+	if dsn, err = WithSchema(base, schema); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
 }
 
 // Keyed is DSN for a schema named by key: every call with the same key in
@@ -99,32 +125,31 @@ func Keyed(t testing.TB, key string) string {
 // killed skein loses no commit either way) and makes each commit cost
 // microseconds instead of an fsync. Benchmarks of durable writes set it
 // back on (postgres.WithDurability(sessions.DurabilityFull)).
-func WithSchema(t testing.TB, dsn, schema string) string {
-	t.Helper()
+func WithSchema(dsn, schema string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		t.Fatalf("%s is not a URL", Env)
+		return "", fmt.Errorf("%s is not a URL", Env)
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
 	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), nil
 }
 
 // admin runs fn on a connection of its own to the test database.
-func admin(t testing.TB, dsn string, fn func(context.Context, *pgx.Conn) error) {
-	t.Helper()
+func admin(dsn string, fn func(context.Context, *pgx.Conn) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("the database of %s: %v", Env, err)
+		return fmt.Errorf("the database of %s: %w", Env, err)
 	}
 	defer conn.Close(ctx)
 	if err := fn(ctx, conn); err != nil {
-		t.Fatalf("the database of %s: %v", Env, err)
+		return fmt.Errorf("the database of %s: %w", Env, err)
 	}
+	return nil
 }
 
 // sweep drops the schemas of this package older than staleAfter: those

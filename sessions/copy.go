@@ -1,0 +1,224 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CopyStats counts what Copy copied.
+type CopyStats struct {
+	Sessions, Messages, Events, History, Runs, RunSteps int
+}
+
+// ErrNotEmpty is Copy's refusal of a target that already holds sessions
+// or runs, unless CopyOptions.Merge.
+var ErrNotEmpty = errors.New("the target store is not empty")
+
+// CopyOptions configures Copy.
+type CopyOptions struct {
+	// Merge copies into a target that already holds sessions or runs;
+	// an id both stores hold is still refused, before anything is copied.
+	Merge bool
+	// Progress, if not nil, is called after each session and run copied.
+	Progress func(CopyStats)
+}
+
+// Copy copies every session of from into to, with its messages, events,
+// summary, metadata, status, turns, version and lineage (parent ids;
+// children follow from them), and the history a HistoryBackend keeps of
+// messages no longer current (to must keep history too when from has
+// any), then every run record when from keeps them (to must too). It
+// refuses a target that holds anything unless opts.Merge, and ids the
+// target already holds in any case, before writing. Each session and run
+// is copied in one write, parents before their forks; after the copy it
+// reloads each from to and checks its counts against from's, and returns
+// what it copied. A fork's shared messages are copied as the fork's own:
+// the target holds the same transcripts, not the same sharing.
+func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, error) {
+	var stats CopyStats
+	ids, err := copyOrder(ctx, from)
+	if err != nil {
+		return stats, err
+	}
+	fromRuns, _ := from.(RunBackend)
+	toRuns, _ := to.(RunBackend)
+	var runs []RunSummary
+	if fromRuns != nil {
+		if runs, _, err = fromRuns.ListRuns(ctx, RunFilter{}); err != nil {
+			return stats, err
+		}
+		if len(runs) > 0 && toRuns == nil {
+			return stats, fmt.Errorf("the source holds %d run records, which the target cannot keep", len(runs))
+		}
+	}
+	if err := checkTarget(ctx, to, toRuns, ids, runs, opts.Merge); err != nil {
+		return stats, err
+	}
+	fromHistory, _ := from.(HistoryBackend)
+	toHistory, _ := to.(HistoryBackend)
+	for _, id := range ids {
+		rec, err := from.Load(ctx, id)
+		if err != nil {
+			return stats, err
+		}
+		var appended map[int64]Message
+		if fromHistory != nil {
+			if appended, err = fromHistory.LoadAppended(ctx, id); err != nil {
+				return stats, err
+			}
+		}
+		rec.ChildIDs = nil
+		switch {
+		case len(appended) > 0 && toHistory == nil:
+			return stats, IDError(id, errors.New("it has a history of messages no longer current, which the target cannot keep"))
+		case toHistory != nil:
+			err = toHistory.CreateWithHistory(ctx, rec, appended)
+		default:
+			err = to.Create(ctx, rec)
+		}
+		if err != nil {
+			return stats, err
+		}
+		if err := verifyCopy(ctx, to, toHistory, rec, len(appended)); err != nil {
+			return stats, err
+		}
+		stats.Sessions++
+		stats.Messages += len(rec.Messages)
+		stats.Events += len(rec.Events)
+		stats.History += len(appended)
+		if opts.Progress != nil {
+			opts.Progress(stats)
+		}
+	}
+	for _, r := range runs {
+		rec, err := fromRuns.LoadRun(ctx, r.ID)
+		if err != nil {
+			return stats, wrapRun(r.ID, err)
+		}
+		if err := toRuns.CreateRun(ctx, rec); err != nil {
+			return stats, wrapRun(r.ID, err)
+		}
+		got, err := toRuns.LoadRun(ctx, r.ID)
+		if err != nil {
+			return stats, wrapRun(r.ID, err)
+		}
+		if len(got.Steps) != len(rec.Steps) || got.Status != rec.Status {
+			return stats, wrapRun(r.ID, fmt.Errorf("copied with %d steps (status %s), want %d (status %s)", len(got.Steps), got.Status, len(rec.Steps), rec.Status))
+		}
+		stats.Runs++
+		stats.RunSteps += len(rec.Steps)
+		if opts.Progress != nil {
+			opts.Progress(stats)
+		}
+	}
+	return stats, nil
+}
+
+// copyOrder returns the ids of from's sessions, each parent before its
+// forks (oldest first otherwise).
+func copyOrder(ctx context.Context, from Backend) ([]string, error) {
+	list, _, err := from.List(ctx, ListFilter{})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(list) // oldest first
+	parent := map[string]string{}
+	for _, s := range list {
+		parent[s.ID] = s.ParentID
+	}
+	var out []string
+	done := map[string]bool{}
+	var visit func(id string, depth int) error
+	visit = func(id string, depth int) error {
+		if done[id] {
+			return nil
+		}
+		if depth > len(list) {
+			return IDError(id, ErrCycle)
+		}
+		if p, ok := parent[id]; ok && p != "" {
+			if _, stored := parent[p]; stored {
+				if err := visit(p, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		done[id] = true
+		out = append(out, id)
+		return nil
+	}
+	for _, s := range list {
+		if err := visit(s.ID, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkTarget refuses a target that holds sessions or runs (unless
+// merge) or any of the ids to copy.
+func checkTarget(ctx context.Context, to Backend, toRuns RunBackend, ids []string, runs []RunSummary, merge bool) error {
+	_, n, err := to.List(ctx, ListFilter{Limit: 1})
+	if err != nil {
+		return err
+	}
+	nRuns := 0
+	if toRuns != nil {
+		if _, nRuns, err = toRuns.ListRuns(ctx, RunFilter{Limit: 1}); err != nil {
+			return err
+		}
+	}
+	if (n > 0 || nRuns > 0) && !merge {
+		return fmt.Errorf("%w (sessions: %d, runs: %d)", ErrNotEmpty, n, nRuns)
+	}
+	var taken []string
+	for _, id := range ids {
+		ok, err := to.Exists(ctx, id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			taken = append(taken, "'"+id+"'")
+		}
+	}
+	for _, r := range runs {
+		if toRuns == nil {
+			break
+		}
+		_, err := toRuns.LoadRun(ctx, r.ID)
+		if err == nil {
+			taken = append(taken, "run '"+r.ID+"'")
+		} else if !errors.Is(err, ErrRunNotFound) {
+			return err
+		}
+	}
+	if len(taken) > 0 {
+		return fmt.Errorf("the target already holds %s", strings.Join(taken, ", "))
+	}
+	return nil
+}
+
+// verifyCopy reloads rec's copy from to and checks its counts.
+func verifyCopy(ctx context.Context, to Backend, toHistory HistoryBackend, rec *Record, history int) error {
+	got, err := to.Load(ctx, rec.ID)
+	if err != nil {
+		return err
+	}
+	if len(got.Messages) != len(rec.Messages) || len(got.Events) != len(rec.Events) || got.ParentID != rec.ParentID || got.Version != rec.Version {
+		return IDError(rec.ID, fmt.Errorf("copied with %d messages, %d events, parent %q, version %d; want %d, %d, %q, %d",
+			len(got.Messages), len(got.Events), got.ParentID, got.Version, len(rec.Messages), len(rec.Events), rec.ParentID, rec.Version))
+	}
+	if toHistory != nil {
+		appended, err := toHistory.LoadAppended(ctx, rec.ID)
+		if err != nil {
+			return err
+		}
+		if len(appended) != history {
+			return IDError(rec.ID, fmt.Errorf("copied with %d messages of history, want %d", len(appended), history))
+		}
+	}
+	return nil
+}
