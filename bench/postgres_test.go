@@ -215,4 +215,3 @@ func BenchmarkPostgresFork(b *testing.B) {
 	b.ReportMetric(median(longRows), "rows-100k")
 	b.ReportMetric(median(shortRows), "rows-10")
 }
-
