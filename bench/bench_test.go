@@ -193,21 +193,21 @@ func walFrames(b *testing.B, db *sql.DB, mode string) int {
 // rawInserts makes n single-row INSERTs into a new SQLite file, each its
 // own transaction (INSERT and COMMIT), with the durability kind's
 // synchronous mode: the floor of a durable append. It returns the time
-// per insert in µs.
-func rawInserts(b *testing.B, kind string, n int) float64 {
+// and the process's CPU time per insert in µs.
+func rawInserts(b *testing.B, kind string, n int) (wall, cpu float64) {
 	b.Helper()
 	db := rawDB(b, filepath.Join(b.TempDir(), "raw.db"), kind)
 	if _, err := db.Exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
 	body := `{"role":"user","text":"message 1: a short note of about eighty bytes of text."}`
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime(b)
 	for range n {
 		if _, err := db.Exec(`INSERT INTO t (body) VALUES (?)`, body); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return float64(time.Since(start).Microseconds()) / float64(n)
+	return float64(time.Since(start).Microseconds()) / float64(n), float64((cpuTime(b) - cpu0).Microseconds()) / float64(n)
 }
 
 func median(xs []float64) float64 {
@@ -247,6 +247,8 @@ func BenchmarkW1(b *testing.B) {
 		cpuRatio = append(cpuRatio, d.cpuPerItem()/m.cpuPerItem())
 		commits = append(commits, float64(d.commits)/float64(d.n))
 		memFlat, durFlat = append(memFlat, lateEarly(m.marks)), append(durFlat, lateEarly(d.marks))
+		b.Logf("round %d: memory %.1f µs per iteration, process %.1f; process/memory %.2f wall, %.2f CPU",
+			len(ratio), m.perItem(), d.perItem(), ratio[len(ratio)-1], cpuRatio[len(cpuRatio)-1])
 	}
 	frames := run(b, "w1.star", string(sessions.DurabilityProcess), walN, true)
 	b.ReportMetric(median(mem), "memory-µs/iter")
@@ -277,8 +279,11 @@ func BenchmarkW1Full(b *testing.B) {
 // same round, the same number of raw single-row INSERT+COMMITs into a new
 // SQLite file in the same directory with the same synchronous mode. It
 // reports the medians of the rounds: µs per message and per raw insert,
-// and the rate of W2 over the raw rate (1 is the floor's speed), and WAL
-// frames per message (from a separate short run).
+// the rate of W2 over the raw rate (1 is the floor's speed) in wall time
+// and in CPU time (on a busy machine the wall times of two loops run
+// one after the other swing apart; CPU time does not count the waits
+// for a CPU, nor those for the disk), and WAL frames per message (from
+// a separate short run).
 func BenchmarkW2(b *testing.B) {
 	for _, d := range sessions.Durabilities {
 		n := w2N
@@ -286,17 +291,20 @@ func BenchmarkW2(b *testing.B) {
 			n = w2FullN
 		}
 		b.Run("durability="+string(d), func(b *testing.B) {
-			var inject, raw, rate []float64
+			var inject, raw, rate, cpuRate []float64
 			for b.Loop() {
 				w := run(b, "w2.star", string(d), n, false)
-				r := rawInserts(b, string(d), n)
+				r, rcpu := rawInserts(b, string(d), n)
 				inject, raw = append(inject, w.perItem()), append(raw, r)
-				rate = append(rate, r/w.perItem())
+				rate, cpuRate = append(rate, r/w.perItem()), append(cpuRate, rcpu/w.cpuPerItem())
+				b.Logf("round %d: inject %.1f µs per message (%.1f CPU), raw %.1f µs per insert (%.1f CPU), inject/raw rate %.2f (CPU %.2f)",
+					len(rate), w.perItem(), w.cpuPerItem(), r, rcpu, rate[len(rate)-1], cpuRate[len(cpuRate)-1])
 			}
 			frames := run(b, "w2.star", string(d), walN, true)
 			b.ReportMetric(median(inject), "inject-µs/msg")
 			b.ReportMetric(median(raw), "raw-µs/insert")
 			b.ReportMetric(median(rate), "inject/raw-rate")
+			b.ReportMetric(median(cpuRate), "cpu-inject/raw-rate")
 			b.ReportMetric(float64(frames.frames)/float64(frames.n), "WAL-frames/msg")
 		})
 	}

@@ -19,9 +19,15 @@ type hub struct {
 	size    int
 	metrics *metrics
 
-	mu      sync.Mutex
-	clients map[string]map[*client]bool
-	closed  bool
+	// watch, when set, starts push notification of the events other
+	// processes write to a session (sessions.Notifier) while the session
+	// has clients; it returns the function that stops it.
+	watch func(id string) (stop func())
+
+	mu       sync.Mutex
+	clients  map[string]map[*client]bool
+	watching map[string]func() // the stop functions of watch, by session
+	closed   bool
 }
 
 // client is one SSE stream's subscription.
@@ -40,10 +46,12 @@ type client struct {
 func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
 
 func newHub(size int, m *metrics) *hub {
-	return &hub{size: size, metrics: m, clients: map[string]map[*client]bool{}}
+	return &hub{size: size, metrics: m, clients: map[string]map[*client]bool{}, watching: map[string]func(){}}
 }
 
-// subscribe registers a client for the events of session id.
+// subscribe registers a client for the events of session id. For the
+// first client of a session it starts watching the session, when the
+// hub watches, and returns once the watch is in place.
 func (h *hub) subscribe(id string) *client {
 	c := &client{events: make(chan sessions.Event, h.size), gone: make(chan struct{}), wake: make(chan struct{}, 1)}
 	h.mu.Lock()
@@ -52,11 +60,25 @@ func (h *hub) subscribe(id string) *client {
 		c.drop()
 		return c
 	}
-	if h.clients[id] == nil {
+	first := h.clients[id] == nil
+	if first {
 		h.clients[id] = map[*client]bool{}
 	}
 	h.clients[id][c] = true
 	h.metrics.sseClients.Inc()
+	if !first || h.watch == nil {
+		return c
+	}
+	// Watch outside the lock (it waits for the store), and keep it only
+	// while the session has clients.
+	h.mu.Unlock()
+	stop := h.watch(id)
+	h.mu.Lock()
+	if len(h.clients[id]) == 0 || h.watching[id] != nil {
+		stop()
+	} else {
+		h.watching[id] = stop
+	}
 	return c
 }
 
@@ -64,14 +86,26 @@ func (h *hub) subscribe(id string) *client {
 func (h *hub) unsubscribe(id string, c *client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if set := h.clients[id]; set[c] {
-		delete(set, c)
-		if len(set) == 0 {
-			delete(h.clients, id)
-		}
-		h.metrics.sseClients.Dec()
-	}
+	h.removeLocked(id, c)
 	c.drop()
+}
+
+// removeLocked removes a client of session id, if it is one, and stops
+// watching a session left without clients. The caller holds h.mu.
+func (h *hub) removeLocked(id string, c *client) {
+	set := h.clients[id]
+	if !set[c] {
+		return
+	}
+	delete(set, c)
+	h.metrics.sseClients.Dec()
+	if len(set) == 0 {
+		delete(h.clients, id)
+		if stop := h.watching[id]; stop != nil {
+			stop()
+			delete(h.watching, id)
+		}
+	}
 }
 
 // publish hands e to the clients of its session; a client with a full
@@ -83,8 +117,7 @@ func (h *hub) publish(e sessions.Event) {
 		select {
 		case c.events <- e:
 		default:
-			delete(h.clients[e.SessionID], c)
-			h.metrics.sseClients.Dec()
+			h.removeLocked(e.SessionID, c)
 			h.metrics.sseDropped.Inc()
 			c.drop()
 		}
@@ -124,10 +157,9 @@ func (h *hub) closeAll() {
 	h.closed = true
 	for id, set := range h.clients {
 		for c := range set {
+			h.removeLocked(id, c)
 			c.drop()
-			h.metrics.sseClients.Dec()
 		}
-		delete(h.clients, id)
 	}
 }
 

@@ -52,6 +52,22 @@ func followTurns(t testing.TB, url, id string, ready chan<- struct{}, out chan<-
 	}
 }
 
+// checkEchoes fails b unless session i's messages are its prompts
+// ("s<i> p<n>") and the load agent's echoes of them, in turn.
+func checkEchoes(b *testing.B, rec *sessions.Record, i, prompts int) {
+	if len(rec.Messages) != 2*prompts {
+		b.Errorf("session %d: %d messages", i, len(rec.Messages))
+		return
+	}
+	for p := range prompts {
+		want := fmt.Sprintf("s%d p%d", i, p)
+		u, a := rec.Messages[2*p], rec.Messages[2*p+1]
+		if u.Role != "user" || u.Text != want || a.Role != "assistant" || !strings.HasSuffix(a.Text, want) {
+			b.Errorf("session %d turn %d: %q / %q", i, p, u.Text, a.Text)
+		}
+	}
+}
+
 // BenchmarkLoad200x5 runs 200 sessions at once, each sending 5 prompts in
 // turn to a Starlark agent on the mock provider, each session followed
 // over SSE. It checks that every session ends with its 10 messages in
@@ -117,17 +133,7 @@ func BenchmarkLoad200x5(b *testing.B) {
 				if len(seen) != len(rec.Events) {
 					b.Errorf("session %d: %d events over SSE, %d stored", i, len(seen), len(rec.Events))
 				}
-				if len(rec.Messages) != 2*prompts {
-					b.Errorf("session %d: %d messages", i, len(rec.Messages))
-					return
-				}
-				for p := range prompts {
-					want := fmt.Sprintf("s%d p%d", i, p)
-					u, a := rec.Messages[2*p], rec.Messages[2*p+1]
-					if u.Role != "user" || u.Text != want || a.Role != "assistant" || !strings.HasSuffix(a.Text, want) {
-						b.Errorf("session %d turn %d: %q / %q", i, p, u.Text, a.Text)
-					}
-				}
+				checkEchoes(b, rec, i, prompts)
 			})
 		}
 		wg.Wait()

@@ -9,21 +9,45 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/postgres"
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
+// databases runs fn once per shared backend, as subtests: two SQLite
+// Backends on one file; two PostgreSQL Backends on one schema (skipped
+// without SKEIN_TEST_POSTGRES). open returns one more backend over the
+// database.
+func databases(t *testing.T, fn func(t *testing.T, open func() sessions.Backend)) {
+	t.Run("sqlite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		fn(t, func() sessions.Backend {
+			be, err := sqlite.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return be
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.DSN(t)
+		fn(t, func() sessions.Backend {
+			be, err := postgres.Open(t.Context(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return be
+		})
+	})
+}
+
 // replicas returns two servers, each with its own store and backend over
-// one SQLite file, as two skein serve processes on one database are.
-// Their agents block each turn until block is closed (nil: never block).
-func replicas(t *testing.T, cfg Config, block chan struct{}) (a, b *testServer) {
+// one database, as two skein serve processes on one database are. Their
+// agents block each turn until block is closed (nil: never block).
+func replicas(t *testing.T, open func() sessions.Backend, cfg Config, block chan struct{}) (a, b *testServer) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sessions.db")
 	newReplica := func() *testServer {
-		be, err := sqlite.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		store, err := sessions.NewStore(be)
+		store, err := sessions.NewStore(open())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +67,10 @@ func replicas(t *testing.T, cfg Config, block chan struct{}) (a, b *testServer) 
 // turn that ran on the other, in order and without duplicates, and a
 // stream resumed on the other replica with Last-Event-ID continues
 // without gaps.
-func TestReplicasEvents(t *testing.T) {
-	a, b := replicas(t, Config{}, nil)
+func TestReplicasEvents(t *testing.T) { databases(t, testReplicasEvents) }
+
+func testReplicasEvents(t *testing.T, open func() sessions.Backend) {
+	a, b := replicas(t, open, Config{}, nil)
 	id := a.create(nil)
 	s := a.events(id, "")
 	s.waitComment(t, "ready")
@@ -100,8 +126,10 @@ func messageRoles(m map[string]any) string {
 // TestReplicasAlternatePrompts: prompts to one session alternate between
 // replicas; each turn starts from what the other wrote (a replica's
 // cached copy of the session is refreshed), so none conflicts.
-func TestReplicasAlternatePrompts(t *testing.T) {
-	a, b := replicas(t, Config{}, nil)
+func TestReplicasAlternatePrompts(t *testing.T) { databases(t, testReplicasAlternatePrompts) }
+
+func testReplicasAlternatePrompts(t *testing.T, open func() sessions.Backend) {
+	a, b := replicas(t, open, Config{}, nil)
 	id := a.create(nil)
 	for i := range 6 {
 		ts := []*testServer{a, b}[i%2]
@@ -118,9 +146,11 @@ func TestReplicasAlternatePrompts(t *testing.T) {
 // refuses a second turn (409), shows the session running, and can
 // cancel the turn (the session stays active) or delete the session (it
 // waits for the turn to stop).
-func TestReplicasOneTurn(t *testing.T) {
+func TestReplicasOneTurn(t *testing.T) { databases(t, testReplicasOneTurn) }
+
+func testReplicasOneTurn(t *testing.T, open func() sessions.Backend) {
 	block := make(chan struct{})
-	a, b := replicas(t, Config{}, block)
+	a, b := replicas(t, open, Config{}, block)
 	id := a.create(nil)
 	b.expect(b.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "slow"}), http.StatusAccepted, "")
 	a.expect(a.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "second"}), http.StatusConflict, "turn_running")
@@ -155,8 +185,10 @@ func TestReplicasOneTurn(t *testing.T) {
 
 // TestReplicasMaxSessions: the active-session limit counts the sessions
 // of every replica.
-func TestReplicasMaxSessions(t *testing.T) {
-	a, b := replicas(t, Config{MaxSessions: 3}, nil)
+func TestReplicasMaxSessions(t *testing.T) { databases(t, testReplicasMaxSessions) }
+
+func testReplicasMaxSessions(t *testing.T, open func() sessions.Backend) {
+	a, b := replicas(t, open, Config{MaxSessions: 3}, nil)
 	ids := []string{a.create(nil), b.create(nil), a.create(nil)}
 	for _, ts := range []*testServer{a, b} {
 		r := ts.do("POST", "/api/sessions", map[string]any{})
@@ -172,8 +204,10 @@ func TestReplicasMaxSessions(t *testing.T) {
 
 // TestReplicasCreateRace: replicas creating sessions at once never
 // exceed the limit together.
-func TestReplicasCreateRace(t *testing.T) {
-	a, b := replicas(t, Config{MaxSessions: 5}, nil)
+func TestReplicasCreateRace(t *testing.T) { databases(t, testReplicasCreateRace) }
+
+func testReplicasCreateRace(t *testing.T, open func() sessions.Backend) {
+	a, b := replicas(t, open, Config{MaxSessions: 5}, nil)
 	results := make(chan int, 20)
 	for i := range 20 {
 		ts := []*testServer{a, b}[i%2]
@@ -198,12 +232,17 @@ func TestReplicasCreateRace(t *testing.T) {
 
 // TestReplicasIdleReaper: a replica completes an idle session another
 // replica created, once, and not while a turn of it runs elsewhere.
-func TestReplicasIdleReaper(t *testing.T) {
+func TestReplicasIdleReaper(t *testing.T) { databases(t, testReplicasIdleReaper) }
+
+func testReplicasIdleReaper(t *testing.T, open func() sessions.Backend) {
 	block := make(chan struct{})
-	a, b := replicas(t, Config{IdleTimeout: 200 * time.Millisecond}, block)
+	// The busy session is prompted as soon as it exists: idle for the
+	// timeout before its prompt, it would be reaped (and the prompt
+	// refused) on a slow machine.
+	a, b := replicas(t, open, Config{IdleTimeout: 500 * time.Millisecond}, block)
 	busy := a.create(nil)
-	idle := a.create(nil)
 	a.expect(a.do("POST", "/api/sessions/"+busy+"/prompt", map[string]any{"text": "slow"}), http.StatusAccepted, "")
+	idle := a.create(nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for b.do("GET", "/api/sessions/"+idle, nil).json()["status"] != "completed" {
 		if time.Now().After(deadline) {
@@ -211,7 +250,7 @@ func TestReplicasIdleReaper(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Second)
 	if got := b.do("GET", "/api/sessions/"+busy, nil).json(); got["status"] != "active" {
 		t.Fatalf("a session with a running turn was reaped: %v", got["status"])
 	}
@@ -229,5 +268,30 @@ func TestReplicasIdleReaper(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the idle session was completed %d times", n)
+	}
+}
+
+// TestReplicasEventsPushed: with PostgreSQL, events cross replicas by
+// notification, without polling (the poll interval here is an hour).
+func TestReplicasEventsPushed(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	a, b := replicas(t, func() sessions.Backend {
+		be, err := postgres.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return be
+	}, Config{PollInterval: time.Hour}, nil)
+	id := a.create(nil)
+	s := a.events(id, "")
+	s.waitComment(t, "ready")
+	for p := range 3 {
+		b.expect(b.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "from b"}), http.StatusAccepted, "")
+		for want := 2*p + 1; want <= 2*p+2; want++ {
+			if f := s.next(t); f.id != strconv.Itoa(want) {
+				t.Fatalf("event id %q, want %d (%v)", f.id, want, f.data)
+			}
+		}
+		b.waitIdle(id)
 	}
 }

@@ -76,13 +76,14 @@ type Config struct {
 // Server is the session API. Its Handler serves HTTP; Close stops its
 // background work. Create one with New.
 type Server struct {
-	cfg     Config
-	store   *sessions.Store
-	log     *slog.Logger
-	mux     *http.ServeMux
-	hub     *hub
-	metrics *metrics
-	locks   sessions.Locker
+	cfg      Config
+	store    *sessions.Store
+	log      *slog.Logger
+	mux      *http.ServeMux
+	hub      *hub
+	metrics  *metrics
+	locks    sessions.Locker
+	notifier sessions.Notifier // nil: the backend pushes no word of events
 
 	// turnCtx is the parent of every turn's context; cancelling it
 	// cancels every running turn (shutdown after the grace period).
@@ -156,8 +157,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	s.locks = locks
+	if nb, ok := cfg.Store.Backend().(sessions.NotifierBackend); ok {
+		if s.notifier, err = nb.NewNotifier(); err != nil {
+			locks.Close()
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		s.hub.watch = func(id string) func() {
+			return s.notifier.Watch(id, func(seq int64) { s.hub.wake(id, seq) })
+		}
+	}
 	if err := s.healActive(context.Background()); err != nil {
-		locks.Close()
+		s.closeShared()
 		return nil, fmt.Errorf("serve: reading the session store: %w", err)
 	}
 	s.stopWatch = []func(){s.store.Observe(s.observe), s.store.ObserveLogged(s.observeLogged)}
@@ -229,8 +239,16 @@ func (s *Server) Close() {
 		stop()
 	}
 	s.hub.closeAll()
+	s.closeShared()
+}
+
+// closeShared releases the server's locks and stops its notifier.
+func (s *Server) closeShared() {
 	if err := s.locks.Close(); err != nil {
 		s.log.Error("releasing locks failed", "err", err)
+	}
+	if s.notifier != nil {
+		s.notifier.Close()
 	}
 }
 

@@ -32,8 +32,9 @@ def handle(session_id, text):
         fail("reply %r does not answer %r" % (last["content"], text))
 `
 
-// starlarkServer serves agent source from a fresh VM over store.
-func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessions int) (*serve.Server, *httptest.Server) {
+// starlarkServer serves agent source from a fresh VM over store; opts
+// adjust the server's configuration.
+func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessions int, opts ...func(*serve.Config)) (*serve.Server, *httptest.Server) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "echo.star")
@@ -52,8 +53,12 @@ func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessi
 	if h.Name() != "echo" {
 		t.Fatalf("agent name %q", h.Name())
 	}
-	srv, err := serve.New(serve.Config{Store: store, Agents: map[string]serve.Agent{"echo": h}, Token: "t",
-		MaxSessions: maxSessions, MaxRunning: maxSessions})
+	cfg := serve.Config{Store: store, Agents: map[string]serve.Agent{"echo": h}, Token: "t",
+		MaxSessions: maxSessions, MaxRunning: maxSessions}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := serve.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,3 +104,25 @@ func EventsAfter(ctx context.Context, backend Backend, id string, after int64) (
 	}
 	return events[i:], nil
 }
+
+// NotifierBackend is implemented by durable backends that push word of
+// new events to every process sharing them (PostgreSQL's LISTEN/NOTIFY),
+// so that a process following a session need not poll for it.
+type NotifierBackend interface {
+	// NewNotifier returns a Notifier over the backend; its Close stops
+	// it.
+	NewNotifier() (Notifier, error)
+}
+
+// Notifier tells of new events of sessions as they are committed, by
+// any process.
+type Notifier interface {
+	// Watch calls fn with the seq of the newest event each time session
+	// id's log grows, until the returned function is called. fn runs on
+	// the Notifier's goroutine and must be quick. Word may be lost (while
+	// a broken connection is re-established): a caller that must not
+	// miss events also polls (EventReader.LastSeqs).
+	Watch(id string, fn func(seq int64)) (stop func())
+	// Close stops the Notifier.
+	Close() error
+}

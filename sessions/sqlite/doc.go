@@ -66,8 +66,11 @@
 // stored in key order in one b-tree, so an append changes one page of
 // each, and a write of a loop step writes a handful of WAL frames (the
 // sessions row, the messages and events leaves it appended to, and the
-// b-tree pages above them when a leaf splits). The statements every write
-// runs are prepared once per connection.
+// b-tree pages above them when a leaf splits). A write that keeps the
+// session's status and its view's base does not assign their columns,
+// so it rewrites no entry of the sessions indexes: an appended message
+// writes three pages (TestWritePages). The statements every write runs
+// are prepared once per connection.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses skein's encodings
@@ -153,7 +156,14 @@
 // Every Write, Fork, Create and Delete is one IMMEDIATE transaction: it
 // takes SQLite's write lock before reading, checks the session's version
 // against the caller's base (ErrConflict, with nothing written, when
-// another writer got there first) and bumps it. Writes through one
+// another writer got there first) and bumps it. A Write that follows
+// the same Backend's previous write of the session takes the state that
+// write left instead of reading it, and updates the session's row first,
+// on the condition that its sid and version are that state's; when they
+// are not (another writer was there), it reads the row and goes on as
+// usual. A begun write runs to its commit without its context's
+// cancellation (the driver would watch each statement with a goroutine
+// of its own); a cancelled context stops a write before it begins. Writes through one
 // Backend queue on a mutex; other Backends and processes on the same file
 // wait for the lock up to busy_timeout. Two processes writing one session therefore never
 // interleave: the second gets sessions.ErrConflict. Loads run in read

@@ -120,55 +120,11 @@ func TestLockLost(t *testing.T) {
 	}
 }
 
-// TestEventsAfter checks the event reader against the whole log.
+// TestEventsAfter runs the event reader's conformance tests.
 func TestEventsAfter(t *testing.T) {
-	ctx := context.Background()
-	b := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
-	store, err := sessions.NewStore(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"a", "b"} {
-		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := range 5 {
-		if _, err := store.Apply(ctx, "a", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m"}},
-			Events: []sessions.Event{sessions.NewEvent("note", map[string]any{"i": int64(i)})}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	all, err := b.LoadEvents(ctx, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, after := range []int64{0, 3, int64(len(all)), 100} {
-		got, err := b.EventsAfter(ctx, "a", after, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := all[min(int(after), len(all)):]
-		if len(got) != len(want) {
-			t.Fatalf("after %d: %d events, want %d", after, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Seq != want[i].Seq || got[i].Type != want[i].Type || !got[i].Time.Equal(want[i].Time) ||
-				got[i].SessionID != "a" || len(got[i].Data) != len(want[i].Data) {
-				t.Fatalf("after %d: event %d is %+v, want %+v", after, i, got[i], want[i])
-			}
-		}
-	}
-	if got, err := b.EventsAfter(ctx, "a", 2, 3); err != nil || len(got) != 3 || got[0].Seq != 3 {
-		t.Fatalf("limit 3: %v, %v", got, err)
-	}
-	if _, err := b.EventsAfter(ctx, "nope", 0, 0); !errors.Is(err, sessions.ErrNotFound) {
-		t.Fatalf("unknown id: %v", err)
-	}
-	seqs, err := b.LastSeqs(ctx, []string{"a", "b", "nope"})
-	if err != nil || len(seqs) != 2 || seqs["a"] != all[len(all)-1].Seq || seqs["b"] != 0 {
-		t.Fatalf("LastSeqs: %v, %v", seqs, err)
-	}
+	sessionstest.RunEventReaderTests(t, func(t *testing.T) sessions.Backend {
+		return openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
+	})
 }
 
 // TestLazyLocker runs the conformance tests with two Lazy backends on a

@@ -1,0 +1,195 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// NewNotifier returns a Notifier that LISTENs, on a connection of its
+// own, on the channel of each watched session (see sharedSchema: the
+// trigger on skein_events notifies it in the transaction of every write
+// that appends events). A broken connection is re-established, and
+// every channel listened to again, after a second.
+func (b *Backend) NewNotifier() (sessions.Notifier, error) {
+	schema, err := b.ensureShared(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &notifier{b: b, schema: schema, channels: map[string]*channel{},
+		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go n.run(ctx)
+	return n, nil
+}
+
+// notifier is a sessions.Notifier over LISTEN/NOTIFY.
+type notifier struct {
+	b      *Backend
+	schema string
+	kick   chan struct{} // the channels to listen to changed
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	channels map[string]*channel // watched channels
+	next     int
+}
+
+// channel is a watched channel.
+type channel struct {
+	fns   map[int]func(int64)
+	ready chan struct{} // closed once the channel is listened to
+}
+
+// reconnectDelay is how long the notifier waits before it connects again
+// after a failure.
+const reconnectDelay = time.Second
+
+// listenWait bounds how long Watch waits for its LISTEN to take effect.
+const listenWait = 2 * time.Second
+
+// Watch returns once the session's channel is listened to (so that
+// every event committed after it returns is notified), or after
+// listenWait while the connection is down.
+func (n *notifier) Watch(id string, fn func(seq int64)) (stop func()) {
+	name := eventChannel(n.schema, id)
+	n.mu.Lock()
+	ch := n.channels[name]
+	if ch == nil {
+		ch = &channel{fns: map[int]func(int64){}, ready: make(chan struct{})}
+		n.channels[name] = ch
+	}
+	k := n.next
+	n.next++
+	ch.fns[k] = fn
+	n.mu.Unlock()
+	n.poke()
+	select {
+	case <-ch.ready:
+	case <-time.After(listenWait):
+	case <-n.done:
+	}
+	return func() {
+		n.mu.Lock()
+		delete(ch.fns, k)
+		if len(ch.fns) == 0 && n.channels[name] == ch {
+			delete(n.channels, name)
+		}
+		n.mu.Unlock()
+		n.poke()
+	}
+}
+
+// poke wakes the listening loop to LISTEN or UNLISTEN.
+func (n *notifier) poke() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *notifier) Close() error {
+	n.cancel()
+	<-n.done
+	return nil
+}
+
+// dispatch hands a notification to the watchers of its channel.
+func (n *notifier) dispatch(_ *pgconn.PgConn, note *pgconn.Notification) {
+	seq, err := strconv.ParseInt(note.Payload, 10, 64)
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	var fns []func(int64)
+	if ch := n.channels[note.Channel]; ch != nil {
+		for _, fn := range ch.fns {
+			fns = append(fns, fn)
+		}
+	}
+	n.mu.Unlock()
+	for _, fn := range fns {
+		fn(seq)
+	}
+}
+
+// run keeps a listening connection until ctx ends.
+func (n *notifier) run(ctx context.Context) {
+	defer close(n.done)
+	for ctx.Err() == nil {
+		n.listen(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(reconnectDelay):
+		}
+	}
+}
+
+// listen connects, then listens to the watched channels (following
+// Watch's changes) until the connection fails or ctx ends.
+func (n *notifier) listen(ctx context.Context) {
+	cfg := n.b.pool.Config().ConnConfig.Copy()
+	cfg.OnNotification = n.dispatch
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return
+	}
+	defer conn.Close(context.Background())
+	listened := map[string]*channel{}
+	for {
+		var sql strings.Builder
+		var added []*channel
+		n.mu.Lock()
+		for name, ch := range n.channels {
+			if listened[name] != ch {
+				sql.WriteString("LISTEN " + pgx.Identifier{name}.Sanitize() + ";")
+				listened[name] = ch
+				added = append(added, ch)
+			}
+		}
+		for name := range listened {
+			if n.channels[name] == nil {
+				sql.WriteString("UNLISTEN " + pgx.Identifier{name}.Sanitize() + ";")
+				delete(listened, name)
+			}
+		}
+		n.mu.Unlock()
+		if sql.Len() > 0 {
+			if _, err := conn.Exec(ctx, sql.String()); err != nil {
+				return
+			}
+		}
+		for _, ch := range added {
+			select {
+			case <-ch.ready:
+			default:
+				close(ch.ready)
+			}
+		}
+		wctx, wcancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-n.kick:
+				wcancel()
+			case <-wctx.Done():
+			}
+		}()
+		err := conn.PgConn().WaitForNotification(wctx)
+		interrupted := wctx.Err() != nil
+		wcancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !interrupted:
+			return // the connection failed: connect again
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
+	"github.com/skein-dev/skein/sessions/sessionstest"
+)
+
+// testPoll is the lock poll interval of the tests.
+const testPoll = 10 * time.Millisecond
+
+func newTestLocker(t *testing.T, b *Backend) sessions.Locker {
+	t.Helper()
+	l, err := b.NewLocker(testPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// TestLocker runs the conformance tests with two Backends on one
+// schema, as two processes would have.
+func TestLocker(t *testing.T) {
+	sessionstest.RunLockerTests(t, func(t *testing.T) (sessions.Locker, sessions.Locker) {
+		dsn := pgtest.DSN(t)
+		return newTestLocker(t, openClosed(t, dsn)), newTestLocker(t, openClosed(t, dsn))
+	})
+}
+
+// TestLockOfDeadHolder: when the connection holding a lock ends (its
+// process died), the lock is free at once, listed as abandoned until it
+// is taken, and its holder, if it lives on, is told it lost the lock.
+func TestLockOfDeadHolder(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	la, lb := newTestLocker(t, a), newTestLocker(t, b)
+	lk, err := la.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lb.TryLock(ctx, "x"); !errors.Is(err, sessions.ErrLocked) {
+		t.Fatalf("TryLock of a held lock: %v", err)
+	}
+	pid := la.(*locker).conn.PgConn().PID()
+	if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		names, err := lb.Abandoned(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) == 1 && names[0] == "x" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Abandoned: %v", names)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if held, err := lb.Held(ctx, []string{"x"}); err != nil || held["x"] {
+		t.Fatalf("Held after the holder's connection ended: %v, %v", held, err)
+	}
+	taken, err := lb.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatalf("TryLock of an abandoned lock: %v", err)
+	}
+	if names, err := lb.Abandoned(ctx, 0); err != nil || len(names) != 0 {
+		t.Fatalf("Abandoned after taking it: %v, %v", names, err)
+	}
+	select {
+	case <-lk.Interrupted():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder was not told it lost its lock")
+	}
+	if lk.Reason() != sessions.ReasonLockLost {
+		t.Fatalf("Reason %q", lk.Reason())
+	}
+	// The old holder's Unlock leaves the new holder's lock alone, and its
+	// locker takes new locks on a new connection.
+	lk.Unlock(ctx)
+	if held, err := la.Held(ctx, []string{"x"}); err != nil || !held["x"] {
+		t.Fatalf("the new holder's lock after a stale Unlock: %v, %v", held, err)
+	}
+	taken.Unlock(ctx)
+	again, err := la.TryLock(ctx, "x")
+	if err != nil {
+		t.Fatalf("TryLock after reconnecting: %v", err)
+	}
+	again.Unlock(ctx)
+}
+
+// TestNotifier: a watcher hears of the events another backend appends,
+// with the newest seq, and nothing after it stops watching.
+func TestNotifier(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	n, err := a.NewNotifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"s", "other"} {
+		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan int64, 100)
+	stop := n.Watch("s", func(seq int64) { got <- seq })
+	appendOne := func(id string) {
+		t.Helper()
+		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}},
+			Events: []sessions.Event{sessions.NewEvent("note", nil)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The LISTEN may not be in place yet: append until word arrives.
+	deadline := time.After(10 * time.Second)
+	var seq int64
+	for seq == 0 {
+		appendOne("s")
+		select {
+		case seq = <-got:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no notification within 10s")
+		}
+	}
+	last, err := a.LastSeqs(ctx, []string{"s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq < last["s"] { // word of the appends before the LISTEN took
+		select {
+		case seq = <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("seq %d, stored %d", seq, last["s"])
+		}
+	}
+	appendOne("other")
+	appendOne("s")
+	select {
+	case next := <-got:
+		if next != seq+2 {
+			t.Fatalf("notified seq %d after %d, want %d (a message and a note event)", next, seq, seq+2)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification within 10s")
+	}
+	stop()
+	time.Sleep(100 * time.Millisecond)
+	appendOne("s")
+	select {
+	case s := <-got:
+		t.Fatalf("notified %d after Watch stopped", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestEventsAfter runs the event reader's conformance tests.
+func TestEventsAfter(t *testing.T) {
+	sessionstest.RunEventReaderTests(t, func(t *testing.T) sessions.Backend { return openClosed(t, pgtest.DSN(t)) })
+}
