@@ -305,7 +305,13 @@ func messagesToStarlark(msgs []sessions.Message) *starlark.List {
 // eventToStarlark converts an event to a fresh dict with the envelope keys
 // first, then the event's fields in sorted order.
 func eventToStarlark(e *sessions.Event) *starlark.Dict {
-	d := starlark.NewDict(6 + len(e.Data))
+	// The exact size: a hint of 8 or more makes Starlark allocate a
+	// second bucket table beside the dict's own (about 1 KB per event).
+	n := 4 + len(e.Data)
+	if e.CorrID != "" {
+		n++
+	}
+	d := starlark.NewDict(n)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
 	set("type", starlark.String(e.Type))
 	set("session_id", starlark.String(e.SessionID))

@@ -23,7 +23,10 @@ type memRecord struct {
 	transcript Transcript
 }
 
-var _ Backend = (*MemoryBackend)(nil)
+var (
+	_ Backend       = (*MemoryBackend)(nil)
+	_ PartialLoader = (*MemoryBackend)(nil)
+)
 
 // NewMemoryBackend returns an empty in-memory backend.
 func NewMemoryBackend() *MemoryBackend {
@@ -65,6 +68,36 @@ func (b *MemoryBackend) Load(_ context.Context, id string) (*Record, error) {
 	out := cloneRecordFields(&r.rec)
 	out.Messages = slices.Clone(r.transcript.Slice())
 	return &out, nil
+}
+
+// LoadTranscript returns a copy of the stored session without its event
+// log, and the seq of the log's newest event (PartialLoader): the store
+// keeps a live session's log here only, not twice.
+func (b *MemoryBackend) LoadTranscript(_ context.Context, id string) (*Record, int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return nil, 0, IDError(id, ErrNotFound)
+	}
+	out := cloneRecordMeta(&r.rec)
+	out.Messages = slices.Clone(r.transcript.Slice())
+	var last int64
+	if n := len(r.rec.Events); n > 0 {
+		last = r.rec.Events[n-1].Seq
+	}
+	return &out, last, nil
+}
+
+// LoadEvents returns a copy of the session's event log (PartialLoader).
+func (b *MemoryBackend) LoadEvents(_ context.Context, id string) ([]Event, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.sessions[id]
+	if !ok {
+		return nil, IDError(id, ErrNotFound)
+	}
+	return slices.Clone(r.rec.Events), nil
 }
 
 // LoadMeta returns a copy of the stored session without messages and events.

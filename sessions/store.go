@@ -265,23 +265,38 @@ func (s *Store) peek(ctx context.Context, id string, withLog bool) (*Session, *R
 func (s *Store) record(ctx context.Context, sess *Session) (*Record, error) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if !sess.logLoaded {
-		events, err := s.backend.(PartialLoader).LoadEvents(ctx, sess.rec.ID)
-		if err != nil {
-			return nil, wrap(sess.rec.ID, err)
-		}
-		n := len(events)
-		for n > 0 && events[n-1].Seq > sess.lastSeq {
-			n--
-		}
-		// The staged events are not in the backend yet.
-		for _, ch := range sess.staged {
-			events = append(events[:n:n], ch.Events...)
-			n = len(events)
-		}
-		sess.rec.Events, sess.logLoaded = events[:n:n], true
+	if sess.logLoaded {
+		return sess.record(), nil
 	}
-	return sess.record(), nil
+	events, err := s.backend.(PartialLoader).LoadEvents(ctx, sess.rec.ID)
+	if err != nil {
+		return nil, wrap(sess.rec.ID, err)
+	}
+	n := len(events)
+	for n > 0 && events[n-1].Seq > sess.lastSeq {
+		n--
+	}
+	// The staged events are not in the backend yet.
+	for _, ch := range sess.staged {
+		events = append(events[:n:n], ch.Events...)
+		n = len(events)
+	}
+	// The copy gets the log; the session does not keep it (see shed).
+	rec := sess.record()
+	rec.Events = events[:n:n]
+	return rec, nil
+}
+
+// shed drops the event log that a new live session holds when the
+// backend can load it (a PartialLoader): the log then lives in the
+// backend only, and a snapshot reads it from there, so a long session
+// does not hold every event twice (memory) or in memory at all (SQLite).
+// The caller holds sess.mu or is its only user.
+func (s *Store) shed(sess *Session) *Session {
+	if _, ok := s.backend.(PartialLoader); ok {
+		sess.rec.Events, sess.logLoaded = nil, false
+	}
+	return sess
 }
 
 // Open resumes id if it is live or stored, or creates it empty; either
@@ -391,7 +406,7 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 	if err := s.backend.Create(ctx, rec); err != nil {
 		return wrap(id, err)
 	}
-	s.lru.Add(id, newSession(rec))
+	s.lru.Add(id, s.shed(newSession(rec)))
 	return nil
 }
 
@@ -839,7 +854,8 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	s.observers.notify([]Event{srcEvent}, false)
 	parent.mu.Unlock()
 	childSess.mu.Lock()
-	s.logged(childSess, childSess.rec.Events, nil)
+	s.logged(childSess, child.Events, nil)
+	s.shed(childSess)
 	childSess.mu.Unlock()
 	s.observers.notify(child.Events, true)
 	s.observers.notify(child.Events, false)
