@@ -39,6 +39,7 @@ type REPL struct {
 	file    string   // REPLFile inside Root, for load()
 	pending []string // lines read past the end of the previous input
 	eof     bool     // the line source reported io.EOF
+	last    string   // the source of the last input read, see LastSource
 }
 
 // Input is one unit read by REPL.Read: a compound statement (a def, if,
@@ -50,6 +51,24 @@ type Input struct {
 	// trimmed, such as ":help".
 	Meta string
 	file *syntax.File
+	src  string
+}
+
+// Source is the input's text as typed: its lines (indentation included)
+// without the blank lines that ended it or the lines read past it, and
+// without a final newline; a meta command's trimmed line.
+func (in *Input) Source() string { return in.src }
+
+// LastSource is the text of the input the last Read consumed, as
+// Input.Source gives it, also when Read returned a syntax error (the
+// lines of the bad input, so a line editor can keep them in its history
+// for the user to fix); "" after an error of the line source (Ctrl-C
+// while typing) or the end of input.
+func (r *REPL) LastSource() string { return r.last }
+
+// sourceOf joins lines into an input's source.
+func sourceOf(lines []string) string {
+	return strings.TrimRight(strings.Join(lines, ""), "\n")
 }
 
 // Empty reports whether the input has nothing to run (a comment line).
@@ -95,6 +114,7 @@ func (r *REPL) Read(next func(continued bool) (string, error)) (*Input, error) {
 		lines   []string // lines given to the parser
 		nextErr error    // an error of next other than io.EOF
 	)
+	r.last = ""
 	read := func() (string, error) {
 		if len(r.pending) > 0 {
 			line := r.pending[0]
@@ -130,7 +150,8 @@ func (r *REPL) Read(next func(continued bool) (string, error)) (*Input, error) {
 		}
 		if trimmed := strings.TrimSpace(line); trimmed != "" {
 			if strings.HasPrefix(trimmed, ":") {
-				return &Input{Meta: trimmed}, nil
+				r.last = trimmed
+				return &Input{Meta: trimmed, src: trimmed}, nil
 			}
 			first = line
 			break
@@ -164,6 +185,7 @@ func (r *REPL) Read(next func(continued bool) (string, error)) (*Input, error) {
 		return nil, nextErr
 	}
 	if err != nil {
+		r.last = sourceOf(lines)
 		var serr syntax.Error
 		if errors.As(err, &serr) && serr.Msg == io.EOF.Error() {
 			serr.Msg = "unexpected end of input"
@@ -187,7 +209,8 @@ func (r *REPL) Read(next func(continued bool) (string, error)) (*Input, error) {
 			break
 		}
 	}
-	return &Input{file: f}, nil
+	r.last = sourceOf(lines[:min(end, len(lines))])
+	return &Input{file: f, src: r.last}, nil
 }
 
 // Eval runs one input under ctx on a new thread of the State (so the

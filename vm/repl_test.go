@@ -282,3 +282,33 @@ func TestREPLComplete(t *testing.T) {
 		t.Errorf("Complete(word.up) = %q", words)
 	}
 }
+
+// TestREPLSource: each input's source is its lines as typed, without
+// the blank line that ended it or a line read past it; a syntax error's
+// lines are kept by LastSource.
+func TestREPLSource(t *testing.T) {
+	r, _ := newREPL(t, t.TempDir())
+	next := lineSource("\n1 + 2\ndef f(n):\n    n += 1\n    return n * 2\n\n  :help \nif True:\n    x = 1\nx\nx = [1,\n  2 +]\n3\n", nil)
+	var got []string
+	for {
+		in, err := r.Read(next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			got = append(got, "error: "+r.LastSource())
+			continue
+		}
+		if in.Source() != r.LastSource() {
+			t.Fatalf("Source %q, LastSource %q", in.Source(), r.LastSource())
+		}
+		got = append(got, in.Source())
+	}
+	want := []string{"1 + 2", "def f(n):\n    n += 1\n    return n * 2", ":help", "if True:\n    x = 1", "x", "error: x = [1,\n  2 +]", "3"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("sources\n%q\nwant\n%q", got, want)
+	}
+	if _, err := r.Read(func(bool) (string, error) { return "", errors.New("interrupt") }); err == nil || r.LastSource() != "" {
+		t.Fatalf("after an interrupt: %v, LastSource %q", err, r.LastSource())
+	}
+}

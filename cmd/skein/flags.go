@@ -27,6 +27,9 @@ type flagDef struct {
 	env     string
 	envUnit time.Duration
 	usage   string // one line; "; env NAME" is added for an env
+	// defDoc, when set, is what the help says the default is, for a def
+	// that depends on the machine (the help, and docs/cli.md, do not).
+	defDoc string
 }
 
 // registerFlags adds the rows of a flag table to fs. A row's environment
@@ -55,6 +58,9 @@ func registerFlags(fs *flag.FlagSet, defs []flagDef) error {
 			}
 		}
 		fl.DefValue = fl.Value.String() // the help shows the default in effect
+		if d.defDoc != "" {
+			fl.DefValue = d.defDoc
+		}
 	}
 	return envErr
 }

@@ -25,6 +25,7 @@ func TestAddingAFlag(t *testing.T) {
 		{name: "s", value: &v.s, def: "hello", usage: "a string"},
 		{name: "d", value: &v.d, def: "1m0s", env: "SKEIN_TEST_D", envUnit: time.Minute, usage: "a duration"},
 		{name: "list", value: &v.list, usage: "a list"},
+		{name: "cores", value: new(int), def: "3", defDoc: "the number of cores", usage: "a machine's default"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,8 @@ func TestAddingAFlag(t *testing.T) {
 	var help bytes.Buffer
 	fs.SetOutput(&help)
 	fs.PrintDefaults()
-	for _, want := range []string{"a number; env SKEIN_TEST_N (default 7)", "a string (default \"hello\")", "a duration; env SKEIN_TEST_D in minutes (default 3m0s)", "a list"} {
+	for _, want := range []string{"a number; env SKEIN_TEST_N (default 7)", "a string (default \"hello\")", "a duration; env SKEIN_TEST_D in minutes (default 3m0s)", "a list",
+		"a machine's default (default the number of cores)"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("the help has no %q:\n%s", want, help.String())
 		}

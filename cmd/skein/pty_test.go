@@ -38,13 +38,10 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 	term.expect(`undefined: dropped`)
 
 	// a top-level while True loop
+	// (pasted: one write, whose lines bring their own indentation, so
+	// the REPL does not indent them again)
 	term.send("n = 0\r")
-	term.send("if True:\r")
-	term.expect(`\.\.\. `)
-	term.send("    print('spin' + 'ning')\r")
-	term.send("    while True:\r")
-	term.send("        n += 1\r")
-	term.send("\r")
+	term.send("if True:\r    print('spin' + 'ning')\r    while True:\r        n += 1\r\r")
 	term.expect(`spinning`)
 	time.Sleep(100 * time.Millisecond)
 	term.send("\x03")
@@ -70,7 +67,8 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 
 	// a tool blocked in sleep()
 	term.send("def slow():\r")
-	term.send("    sleep(60)\r")
+	term.continuation(4)
+	term.send("sleep(60)\r") // indented by the REPL
 	term.send("\r")
 	term.send("llm_mock(tool_calls = [{'name': 'slow'}])\r")
 	term.send("print('tool' + 'ing'); agent_loop('go', provider = 'mock', session_id = s, tools = [slow])\r")
@@ -97,6 +95,91 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 	}
 	if !strings.Contains(string(history), "unique_answer = 41") {
 		t.Fatalf("history does not have the inputs:\n%s", history)
+	}
+}
+
+// TestREPLEditingUnderPTY: an interactive REPL starts with a one-line
+// banner (version, :help); continuation lines start indented (deeper
+// after a ':', shallower after return), so a block is typed without
+// indenting by hand and ended by Enter on the indentation alone; the
+// history holds whole inputs: Up recalls a multi-line for loop as one
+// entry (shown with ↵), Enter runs it again, and the next session
+// recalls it from the history file.
+func TestREPLEditingUnderPTY(t *testing.T) {
+	bin, err := exec.LookPath("skein")
+	if err != nil {
+		t.Skip("skein is not on PATH:", err)
+	}
+	config, dir := t.TempDir(), t.TempDir()
+	term := startPTY(t, bin, dir, config, "repl", "--store", "memory")
+	term.expect(`skein \S+ \(go\S+ \w+/\w+\): type :help for help, Ctrl-D to exit\r?\n`)
+	term.expect(">>> ")
+
+	// a def: its body is indented for us, deeper after an if, shallower
+	// after return (what is echoed after the "... " prompt is the
+	// indentation the REPL put there, then what was typed)
+	term.send("def double(n):\r")
+	term.continuation(4)
+	term.send("if n < 0:\r")
+	term.expect(`\.\.\. {5}if n < 0:`)
+	term.continuation(8)
+	term.send("return 0\r")
+	term.expect(`\.\.\. {9}return 0`)
+	term.continuation(4)
+	term.send("return n * 2\r")
+	term.expect(`\.\.\. {5}return n \* 2`)
+	term.send("\r")
+	term.expect(">>> ")
+	term.send("double(21)\r")
+	term.expect(`\n42\r?\n`)
+
+	// pasted code keeps its own indentation (its lines arrive at once)
+	term.send("def triple(n):\r    x = n * 3\r    if x > 0:\r        return x\r    return 0\r\r")
+	term.expect(">>> ")
+	term.send("triple(5)\r")
+	term.expect(`\n15\r?\n`)
+
+	// nested blocks; Enter on a line of indentation alone ends the block
+	term.send("for i in range(2):\r")
+	term.continuation(4)
+	term.send("if i >= 0:\r")
+	term.expect(`\.\.\. {5}if i >= 0:`)
+	term.continuation(8)
+	term.send("print('loop' + str(i))\r")
+	term.expect(`\.\.\. {9}print`)
+	term.send("\r")
+	term.expect(`loop0\r?\nloop1\r?\n`)
+	term.expect(">>> ")
+
+	// Up recalls the whole loop as one entry; Enter runs it again
+	term.send("\x1b[A")
+	term.expect(`for i in range\(2\):↵    if i >= 0:↵        print\('loop' \+ str\(i\)\)`)
+	term.send("\r")
+	term.expect(`loop0\r?\nloop1\r?\n`)
+	term.send("\x04")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("skein repl exited %d\n%s", code, term.output())
+	}
+	history, err := os.ReadFile(filepath.Join(config, "skein", "history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := "for i in range(2):\r\n    if i >= 0:\r\n        print('loop' + str(i))\n"
+	def := "def double(n):\r\n    if n < 0:\r\n        return 0\r\n    return n * 2\n"
+	if !strings.Contains(string(history), def) || !strings.Contains(string(history), loop) {
+		t.Fatalf("the history file does not hold the blocks whole:\n%q", history)
+	}
+
+	// the next session recalls the loop from the file
+	term = startPTY(t, bin, dir, config, "repl", "--store", "memory")
+	term.expect(">>> ")
+	term.send("\x1b[A")
+	term.expect(`↵        print`)
+	term.send("\r")
+	term.expect(`loop0\r?\nloop1\r?\n`)
+	term.send("\x04")
+	if code := term.wait(); code != 0 {
+		t.Fatalf("skein repl exited %d\n%s", code, term.output())
 	}
 }
 
@@ -206,6 +289,15 @@ func (p *pty) send(s string) {
 		p.t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // let readline see keys one batch at a time
+}
+
+// continuation waits for the continuation prompt pre-filled with indent
+// spaces (drawn, then drawn again: the ESC starts the second drawing), so
+// that the next line is typed after it. A line typed ahead would be
+// waiting when the prompt comes, and taken for pasted: not indented.
+func (p *pty) continuation(indent int) {
+	p.t.Helper()
+	p.expect(`\.\.\. ` + strings.Repeat(" ", indent) + `\x1b\[J`)
 }
 
 // expect waits until the output after the previous match matches re.

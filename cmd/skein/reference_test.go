@@ -74,10 +74,25 @@ const cliFooter = `
 | 0 | success |
 | 1 | a script error, failing tests, or a session store that cannot be opened or written |
 | 2 | a usage error: a bad flag or argument, a file that cannot be read |
-| 130 | ` + "`skein repl`" + `: a second Ctrl-C while a cancelled input had not stopped yet |
+| 130 | a second Ctrl-C (or SIGTERM) before the first one's cancellation stopped ` + "`skein run`" + `, ` + "`skein test`" + ` or a ` + "`skein repl`" + ` input |
 
 A usage error prints one line, ` + "`skein CMD: problem (see 'skein CMD -h')`" + `; a script
 error prints the Starlark traceback, innermost call last, on stderr.
+
+## Common errors
+
+The errors of builtins (a script's errors) are in [agents.md](agents.md#errors-and-what-to-do).
+The commands' own:
+
+| error | cause | what to do |
+|---|---|---|
+| ` + "`skein CMD: ... (see 'skein CMD -h')`" + ` | a usage error (exit 2): a bad flag, value or argument | ` + "`skein CMD -h`" + ` lists the flags; a misspelt flag gets a "did you mean" |
+| ` + "`cannot open the session store: ... (--store names another, --store memory runs without one)`" + ` | the ` + "`--store`" + ` database cannot be opened (exit 1): a file that is not a skein database, a directory without write access | point ` + "`--store`" + ` (or ` + "`SKEIN_STORE`" + `) elsewhere, or run with ` + "`--store memory`" + ` |
+| ` + "`hint: session 'x' is stored in FILE, perhaps by an earlier run: ...`" + ` | a script creates a session under a fixed id that an earlier run stored | remove it with the ` + "`skein sessions rm`" + ` command the hint gives, pick another id (None mints one) or use ` + "`--store memory`" + ` |
+| ` + "`unknown session id 'x' in FILE`" + ` | ` + "`skein sessions show/export/rm`" + ` of an id that FILE does not hold | ` + "`skein sessions ls`" + ` lists the ids; check ` + "`--store`" + ` |
+| ` + "`timeout: the run exceeded --timeout D`" + ` | the run took longer than ` + "`--timeout`" + ` | raise ` + "`--timeout`" + `; stored sessions are healed and can be resumed |
+| ` + "`llm replay: request N does not match the one recorded at FILE:LINE: ...`" + ` | ` + "`--llm-replay`" + ` (strict mode) got a request other than the one the fixture recorded | the diff says what changed; record the fixture again with the command printed after ` + "`record it again:`" + `, or use ` + "`--llm-replay-mode order`" + ` |
+| ` + "`environment variable X=\"v\" is not a valid --flag value`" + ` | a variable of the table below does not parse (exit 2) | fix or unset it |
 
 ## Environment variables
 

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -30,10 +30,12 @@ const (
 )
 
 const replHelp = `Type Starlark statements or expressions; a bare expression's value is
-printed and bound to _. A def, if, for or while ends with a blank line.
+printed and bound to _. A def, if, for or while ends with a blank line;
+its lines start indented (Enter on the indentation alone ends it).
 load() paths are relative to the working directory.
 
   Tab      complete names, builtins and attributes (x.<Tab>)
+  Up/Down  earlier inputs, a whole def as one (↵ between its lines)
   Ctrl-C   cancel the running input (or the line being typed)
   Ctrl-D   exit
 
@@ -72,32 +74,20 @@ func replCommand(args []string, std stdio) int {
 	}
 	repl := vm.NewREPL(st)
 	interactive := isTerminal(std.in) && isTerminal(std.out)
-	var lines func(continued bool) (string, error)
+	var lines lineSource = pipedLines{bufio.NewReader(std.in)}
 	if interactive {
-		rl, err := newLineEditor(repl, std)
+		history := openHistory(historyFile())
+		in := &lineReader{r: std.in}
+		rl, err := newLineEditor(repl, in, std)
 		if err != nil {
 			closeVM()
 			fmt.Fprintf(std.err, "skein repl: %v\n", err)
 			return exitFailed
 		}
 		defer rl.Close()
-		lines = func(continued bool) (string, error) {
-			if continued {
-				rl.SetPrompt(continuationPrompt)
-			} else {
-				rl.SetPrompt(primaryPrompt)
-			}
-			return rl.Readline()
-		}
-	} else {
-		in := bufio.NewReader(std.in)
-		lines = func(bool) (string, error) {
-			line, err := in.ReadString('\n')
-			if errors.Is(err, io.EOF) && line != "" {
-				err = nil
-			}
-			return line, err
-		}
+		history.load(rl)
+		lines = &editorLines{rl: rl, in: in, history: history}
+		fmt.Fprintf(std.out, "skein %s (%s %s/%s): type :help for help, Ctrl-D to exit\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	}
 
 	intr := newInterrupter(interactive)
@@ -116,9 +106,10 @@ func replCommand(args []string, std stdio) int {
 // loop reads and evaluates inputs until the end of input or :quit.
 // Errors are printed and the loop goes on; it reports whether any input
 // failed.
-func loop(repl *vm.REPL, st *vm.State, lines func(bool) (string, error), intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) (failed bool) {
+func loop(repl *vm.REPL, st *vm.State, lines lineSource, intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) (failed bool) {
 	for {
-		in, err := repl.Read(lines)
+		in, err := repl.Read(lines.line)
+		lines.done(repl.LastSource())
 		switch {
 		case errors.Is(err, io.EOF):
 			return
@@ -296,33 +287,23 @@ func isTerminal(f any) bool {
 	return ok && readline.IsTerminal(int(file.Fd()))
 }
 
-// newLineEditor returns the readline instance of an interactive REPL:
-// history in the user's config directory, completion from the REPL.
-func newLineEditor(repl *vm.REPL, std stdio) (*readline.Instance, error) {
+// newLineEditor returns the readline instance of an interactive REPL
+// reading in: completion from the REPL, multi-line history entries shown
+// on one line (the history itself is replHistory's).
+func newLineEditor(repl *vm.REPL, in *lineReader, std stdio) (*readline.Instance, error) {
 	return readline.NewEx(&readline.Config{
-		Prompt:            primaryPrompt,
-		HistoryFile:       historyFile(),
-		HistorySearchFold: true,
-		AutoComplete:      completer{repl},
-		Stdout:            std.out.(*os.File),
-		Stderr:            std.err,
-		InterruptPrompt:   "^C",
-		EOFPrompt:         "\n",
+		Stdin:                  readline.NewCancelableStdin(in),
+		Prompt:                 primaryPrompt,
+		HistoryLimit:           historyLimit,
+		DisableAutoSaveHistory: true,
+		HistorySearchFold:      true,
+		AutoComplete:           completer{repl},
+		Painter:                blockPainter{},
+		Stdout:                 std.out.(*os.File),
+		Stderr:                 std.err,
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "\n",
 	})
-}
-
-// historyFile is the REPL's history: skein/history in the user's config
-// directory ("" when there is none: no history is kept).
-func historyFile() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return ""
-	}
-	dir = filepath.Join(dir, "skein")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "history")
 }
 
 // completer adapts REPL.Complete (and the meta commands) to readline.

@@ -55,7 +55,7 @@ func testCommand(args []string, std stdio) int {
 		{name: "v", value: &opts.verbose, usage: "print every test's name, status, duration and printed output"},
 		{name: "json", value: &opts.json, usage: "print the events of the run on stdout in go test -json's format (test2json), for gotestsum, IDEs and CI tools"},
 		{name: "junit", value: &opts.junit, usage: "also write a JUnit XML report to this file"},
-		{name: "parallel", value: &opts.parallel, def: strconv.Itoa(runtime.NumCPU()), usage: "how many tests run at once"},
+		{name: "parallel", value: &opts.parallel, def: strconv.Itoa(runtime.NumCPU()), defDoc: "the number of cores", usage: "how many tests run at once"},
 		{name: "shard", value: &shardSpec, usage: "run only shard I of N, written I/N with 1 <= I <= N: a stable split of the tests across CI machines"},
 		{name: "fail-fast", value: &opts.failFast, usage: "start no test after the first failure"},
 		{name: "count", value: &opts.count, def: "1", usage: "run each test this many times (each file's tests in turn, then again)"},

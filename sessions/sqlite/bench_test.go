@@ -236,3 +236,40 @@ func BenchmarkDiskPerMessage(b *testing.B) {
 	b.ReportMetric(float64(size()-empty)/n, "disk-bytes/msg")
 	b.ReportMetric(float64(len(body)), "json-bytes/msg")
 }
+
+// withID is typical(i) as the store appends it: with an id and a time.
+func withID(i int) sessions.Message {
+	m := typical(i)
+	m.ID = sessions.NewMessageID()
+	m.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	return m
+}
+
+// BenchmarkMessageIDs measures what a message's id and created_at cost,
+// side by side with the same messages without them: loading a session of
+// 10,000 typical messages, and encoding one message for its row.
+func BenchmarkMessageIDs(b *testing.B) {
+	const n = 10_000
+	be := openClosed(b, filepath.Join(b.TempDir(), "sessions.db"))
+	fill(b, be, "plain", n, typical, false)
+	fill(b, be, "ids", n, withID, false)
+	for _, id := range []string{"plain", "ids"} {
+		b.Run("Load/"+id, func(b *testing.B) {
+			for b.Loop() {
+				rec, err := be.Load(b.Context(), id)
+				if err != nil || len(rec.Messages) != n {
+					b.Fatalf("%v, %d messages", err, len(rec.Messages))
+				}
+			}
+		})
+	}
+	for name, m := range map[string]sessions.Message{"plain": typical(1), "ids": withID(1)} {
+		b.Run("Encode/"+name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := json.Marshal(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
