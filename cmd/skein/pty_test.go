@@ -67,6 +67,7 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 
 	// a tool blocked in sleep()
 	term.send("def slow():\r")
+	term.continuation(4)
 	term.send("sleep(60)\r") // indented by the REPL
 	term.send("\r")
 	term.send("llm_mock(tool_calls = [{'name': 'slow'}])\r")
@@ -118,10 +119,13 @@ func TestREPLEditingUnderPTY(t *testing.T) {
 	// after return (what is echoed after the "... " prompt is the
 	// indentation the REPL put there, then what was typed)
 	term.send("def double(n):\r")
+	term.continuation(4)
 	term.send("if n < 0:\r")
 	term.expect(`\.\.\. {5}if n < 0:`)
+	term.continuation(8)
 	term.send("return 0\r")
 	term.expect(`\.\.\. {9}return 0`)
+	term.continuation(4)
 	term.send("return n * 2\r")
 	term.expect(`\.\.\. {5}return n \* 2`)
 	term.send("\r")
@@ -137,8 +141,10 @@ func TestREPLEditingUnderPTY(t *testing.T) {
 
 	// nested blocks; Enter on a line of indentation alone ends the block
 	term.send("for i in range(2):\r")
+	term.continuation(4)
 	term.send("if i >= 0:\r")
 	term.expect(`\.\.\. {5}if i >= 0:`)
+	term.continuation(8)
 	term.send("print('loop' + str(i))\r")
 	term.expect(`\.\.\. {9}print`)
 	term.send("\r")
@@ -283,6 +289,15 @@ func (p *pty) send(s string) {
 		p.t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond) // let readline see keys one batch at a time
+}
+
+// continuation waits for the continuation prompt pre-filled with indent
+// spaces (drawn, then drawn again: the ESC starts the second drawing), so
+// that the next line is typed after it. A line typed ahead would be
+// waiting when the prompt comes, and taken for pasted: not indented.
+func (p *pty) continuation(indent int) {
+	p.t.Helper()
+	p.expect(`\.\.\. ` + strings.Repeat(" ", indent) + `\x1b\[J`)
 }
 
 // expect waits until the output after the previous match matches re.
