@@ -61,6 +61,11 @@ func newLocker(store *sessions.Store, poll time.Duration) (sessions.Locker, erro
 // has (a delete waiting for a turn to stop, a create for another).
 const lockWait = 30 * time.Second
 
+// maxLockPause bounds the pause between two attempts of waitLock: the
+// locks it waits for are held for milliseconds (a create) or until a
+// turn has stopped.
+const maxLockPause = 20 * time.Millisecond
+
 // waitLock takes the lock called name, waiting while another holder has
 // it, up to lockWait. With interrupt set it first asks the holder to
 // give it up, with that reason.
@@ -89,7 +94,7 @@ func (s *Server) waitLock(ctx context.Context, name, interrupt string) (sessions
 			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, s.cfg.PollInterval)
+		pause = min(2*pause, maxLockPause)
 	}
 }
 

@@ -99,6 +99,10 @@ func (s *Server) agentNames() []string {
 // while it counts and creates, so that replicas sharing the store never
 // exceed the limit together. It returns the active count after.
 func (s *Server) createCounted(ctx context.Context, id string, info sessions.Info) (int, error) {
+	// The creations of this process queue here, so that only one at a
+	// time waits for the create lock.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	lk, err := s.waitLock(ctx, lockCreate, "")
 	if err != nil {
 		return 0, err
