@@ -103,7 +103,7 @@ func (s *Server) createCounted(ctx context.Context, id string, info sessions.Inf
 	// time waits for the create lock.
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
-	lk, err := s.waitLock(ctx, lockCreate, "")
+	lk, err := s.waitLock(ctx, lockCreate, "session creation", "")
 	if err != nil {
 		return 0, err
 	}
@@ -298,7 +298,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The turn lock stops the running turn, wherever it runs, and keeps
 	// new turns and the idle reaper away while the session ends.
-	lk, err := s.waitLock(ctx, turnLock(id), reasonDelete)
+	lk, err := s.waitLock(ctx, turnLock(id), "session '"+id+"'", reasonDelete)
 	if err != nil {
 		return err
 	}
