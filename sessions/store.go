@@ -577,9 +577,12 @@ const openAttempts = 8
 func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool) ([]Event, error) {
 	stale := false
 	defer func() {
-		if stale {
-			// Another process wrote the session: this live copy is stale.
-			// Drop it (after unlocking it) so the next use reloads it.
+		// Another process wrote the session: this live copy is stale.
+		// Drop it (after unlocking it) so the next use reloads it. A
+		// session being loaded (get heals it, holding s.mu, before it
+		// enters the LRU) is not live: there is nothing to drop, and
+		// forget would wait for s.mu forever.
+		if cur, ok := s.lru.Peek(sess.rec.ID); stale && ok && cur == sess {
 			s.forget(sess.rec.ID, sess)
 		}
 	}()
@@ -1023,7 +1026,7 @@ func (s *Store) Live() []Summary {
 		out = append(out, Summary{ID: sess.rec.ID, Status: sess.rec.Status, CreatedAt: sess.rec.CreatedAt,
 			UpdatedAt: sess.rec.UpdatedAt, ParentID: sess.rec.ParentID, Length: sess.transcript.Len(),
 			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs), Title: sess.rec.Title,
-			FirstPrompt: sess.rec.FirstPrompt, Metadata: CloneJSONObject(sess.rec.Metadata)})
+			FirstPrompt: sess.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(sess.rec.Metadata)})
 		sess.mu.Unlock()
 	}
 	return out
