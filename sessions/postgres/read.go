@@ -39,6 +39,7 @@ func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error)
 		if r.Messages, err = loadMessages(ctx, tx, st); err != nil {
 			return sessions.IDError(id, err)
 		}
+		b.states.put(id, *st)
 		if r.Events, err = loadEvents(ctx, tx, st.Row, id); err != nil {
 			return sessions.IDError(id, err)
 		}
@@ -61,6 +62,7 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 		if r.Messages, err = loadMessages(ctx, tx, st); err != nil {
 			return sessions.IDError(id, err)
 		}
+		b.states.put(id, *st)
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM skein_events WHERE sid = $1`, st.Row).Scan(&lastSeq); err != nil {
 			return sessions.IDError(id, fmt.Errorf("events: %w", err))
 		}

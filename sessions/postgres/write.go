@@ -142,29 +142,42 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	if err != nil {
 		return err
 	}
-	st, err := loadState(ctx, b.pool, id, false)
-	if err != nil {
-		return err
+	st, cached := b.states.get(id)
+	if !cached || st.Version != base {
+		fresh, err := loadState(ctx, b.pool, id, false)
+		if err != nil {
+			b.states.drop(id)
+			return err
+		}
+		st, cached = *fresh, false
 	}
 	if st.Version != base {
 		return sessions.IDError(id, sessions.ErrConflict)
 	}
-	p, err := rowstore.PlanWrite(id, st, encoded, func(rowstore.View) (int64, error) { return 0, rowstore.ErrFreeze })
+	p, err := rowstore.PlanWrite(id, &st, encoded, func(rowstore.View) (int64, error) { return 0, rowstore.ErrFreeze })
 	switch {
 	case errors.Is(err, rowstore.ErrFreeze):
 	case err != nil:
 		return err
 	case len(p.Release) == 0:
-		ok, err := apply(ctx, b.pool, st, p)
+		ok, err := apply(ctx, b.pool, &st, p)
 		if err != nil {
+			b.states.drop(id)
 			return sessions.IDError(id, err)
 		}
 		if !ok {
+			b.states.drop(id)
+			if cached { // the guess was stale: read the state this time
+				return b.Write(ctx, id, base, changes...)
+			}
 			return b.lostRace(ctx, id)
 		}
+		b.states.put(id, p.After(&st))
 		return nil
 	}
-	return b.write(ctx, func(tx pgx.Tx) error {
+	b.states.drop(id)
+	var after rowstore.State
+	err = b.write(ctx, func(tx pgx.Tx) error {
 		st, err := loadState(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -187,8 +200,13 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 				return sessions.IDError(id, err)
 			}
 		}
+		after = p.After(st)
 		return nil
 	})
+	if err == nil {
+		b.states.put(id, after)
+	}
+	return err
 }
 
 // lostRace returns the error of a write whose statement found the session
@@ -341,19 +359,25 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		return err
 	}
 	rows := rowstore.AppendRows(rowstore.AppendRows(nil, 0, history), int64(len(history)), bodies)
-	return b.write(ctx, func(tx pgx.Tx) error {
+	st := rowstore.State{Version: rec.Version, Length: int64(len(bodies)), View: rowstore.View{OwnFrom: int64(len(history))}}
+	err = b.write(ctx, func(tx pgx.Tx) error {
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, row, st.View, st.Length)
 		if err != nil {
 			return err
 		}
+		st.Row = sid
 		if err := insertRows(ctx, tx, sid, rows, events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
 	})
+	if err == nil {
+		b.states.put(rec.ID, st)
+	}
+	return err
 }
 
 // Fork creates spec.Dst sharing the first KeepFirst messages of spec.Src
@@ -365,6 +389,7 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 	if err != nil {
 		return err
 	}
+	b.states.drop(spec.Src)
 	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx}) })
 }
 
