@@ -117,7 +117,7 @@ func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64
 }
 
 // insertMessageRows inserts rows as session sid's messages.
-func (b *Backend) insertMessageRows(ctx context.Context, tx *sql.Tx, sid int64, rows []rowstore.MessageRow) error {
+func (b *Backend) insertMessageRows(ctx context.Context, tx stmter, sid int64, rows []rowstore.MessageRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
