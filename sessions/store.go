@@ -396,7 +396,11 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 }
 
 // create stores a new session and makes it live. The caller holds s.mu.
+// Every new id is checked here (CheckID), whichever call names it.
 func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
 	now := s.clock()
 	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns,
 		Metadata: MergeMetadata(nil, info.Metadata)}
@@ -804,6 +808,9 @@ type ForkOptions struct {
 // first KeepFirst). It refreshes src before inserting dst, so a fork never
 // evicts its own source. It returns the fork event logged on src.
 func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]Event, error) {
+	if err := CheckID(dst); err != nil {
+		return nil, err
+	}
 	parent, err := s.get(ctx, src)
 	if err != nil {
 		return nil, err
