@@ -230,7 +230,7 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	}
 	maxCost := o.float("max_cost_usd")
 	if maxCost != nil && !(*maxCost > 0) {
-		return nil, fmt.Errorf("%s: `max_cost_usd` must be > 0", b.Name())
+		return nil, fmt.Errorf("%s: 'max_cost_usd' must be > 0", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
