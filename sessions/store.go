@@ -1026,7 +1026,7 @@ func (s *Store) Live() []Summary {
 		out = append(out, Summary{ID: sess.rec.ID, Status: sess.rec.Status, CreatedAt: sess.rec.CreatedAt,
 			UpdatedAt: sess.rec.UpdatedAt, ParentID: sess.rec.ParentID, Length: sess.transcript.Len(),
 			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs), Title: sess.rec.Title,
-			FirstPrompt: sess.rec.FirstPrompt, Metadata: CloneJSONObject(sess.rec.Metadata)})
+			FirstPrompt: sess.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(sess.rec.Metadata)})
 		sess.mu.Unlock()
 	}
 	return out
