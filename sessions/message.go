@@ -336,13 +336,13 @@ var UsageKeys = []string{"cache_read_tokens", "cache_write_tokens", "input_token
 func checkUsage(usage map[string]any) error {
 	for _, k := range SortedKeys(usage) {
 		if !slices.Contains(UsageKeys, k) {
-			return fmt.Errorf("unknown 'usage' key %q (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
+			return fmt.Errorf("unknown 'usage' key '%s' (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
 		}
 		switch n, ok := usage[k].(int64); {
 		case !ok:
-			return fmt.Errorf("'usage' key %q must be an int >= 0, got %s", k, jsonvalue.TypeName(usage[k]))
+			return fmt.Errorf("'usage' key '%s' must be an int >= 0, got %s", k, jsonvalue.TypeName(usage[k]))
 		case n < 0:
-			return fmt.Errorf("'usage' key %q must be an int >= 0, got %d", k, n)
+			return fmt.Errorf("'usage' key '%s' must be an int >= 0, got %d", k, n)
 		}
 	}
 	return nil
