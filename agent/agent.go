@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
@@ -780,7 +781,7 @@ func StripSentinel(text string) string {
 func (l *loop) logToolCalls(calls []sessions.ToolCall) error {
 	events := make([]sessions.Event, len(calls))
 	for i, call := range calls {
-		events[i] = sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": sessions.CloneJSONObject(call.Arguments)})
+		events[i] = sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": jsonvalue.CloneObject(call.Arguments)})
 		events[i].CorrID = call.ID
 	}
 	return l.stage(&sessions.Change{Events: events})

@@ -115,6 +115,25 @@ func run(b *testing.B, file, kind string, n int, countFrames bool) result {
 		counting = &countingBackend{Backend: sb}
 		backend = counting
 	}
+	var raw *sql.DB
+	if countFrames {
+		raw = rawDB(b, path, kind)
+		walFrames(b, raw, "TRUNCATE")
+	}
+	res := runOn(b, file, backend, n)
+	if countFrames {
+		res.frames = walFrames(b, raw, "PASSIVE")
+	}
+	if counting != nil {
+		res.commits = counting.writes
+	}
+	return res
+}
+
+// runOn runs workload file with argument n over a new store on backend,
+// which it closes.
+func runOn(b *testing.B, file string, backend sessions.Backend, n int) result {
+	b.Helper()
 	store, err := sessions.NewStore(backend)
 	if err != nil {
 		b.Fatal(err)
@@ -123,19 +142,8 @@ func run(b *testing.B, file, kind string, n int, countFrames bool) result {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var raw *sql.DB
-	if countFrames {
-		raw = rawDB(b, path, kind)
-		walFrames(b, raw, "TRUNCATE")
-	}
 	res := exec(b, st, file)
 	res.n = n
-	if countFrames {
-		res.frames = walFrames(b, raw, "PASSIVE")
-	}
-	if counting != nil {
-		res.commits = counting.writes
-	}
 	if err := store.Shutdown(); err != nil {
 		b.Fatal(err)
 	}

@@ -10,7 +10,8 @@
 //
 // The benchmarks (go test -bench . ./bench) run the same files in
 // process, over the in-memory store and the SQLite store at each
-// durability level, and report the ratios the performance targets are
+// durability level (and the Postgres* benchmarks over PostgreSQL, when
+// SKEIN_TEST_POSTGRES names a test database; they skip otherwise), and report the ratios the performance targets are
 // stated in, measured side by side in one run: the machine they run on
 // is usually shared, so a ratio of two runs made back to back, and CPU
 // time, mean more than an absolute time.

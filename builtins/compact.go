@@ -189,8 +189,8 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if o.has("compact_strategy") || o.has("hard_limit_strategy") {
 		// the llm strategy defaults to the session's last model; a read
 		// that does not refresh recency (the compaction itself will)
-		if rec, err := st.Store.Snapshot(ctx, id); err == nil {
-			model = lastModel(rec.Messages)
+		if msgs, err := st.Store.ReadMessages(ctx, id); err == nil {
+			model = lastModel(msgs)
 		}
 	}
 	opts, err := compactOptions(thread, st, o, "", model)
@@ -225,11 +225,11 @@ func sessionViewport(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, err
 	}
-	rec, err := st.Store.Snapshot(vm.ContextOf(thread), id)
+	msgs, err := st.Store.ReadMessages(vm.ContextOf(thread), id)
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
-	view, err := compact.PinnedViewport(rec.Messages, keepFirst, budget)
+	view, err := compact.PinnedViewport(msgs, keepFirst, budget)
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}

@@ -327,14 +327,16 @@ func TestTurnErrorEndsSession(t *testing.T) {
 func TestIdleCleanup(t *testing.T) {
 	dir := t.TempDir()
 	_ = dir
-	ts := newTestServer(t, Config{IdleTimeout: 150 * time.Millisecond, MaxSessions: 1})
+	// The idle timeout leaves room for a loaded machine: a prompt, its
+	// turn and the pause between prompts must fit in it.
+	ts := newTestServer(t, Config{IdleTimeout: 500 * time.Millisecond, MaxSessions: 1})
 	id := ts.create(nil)
 	ts.expect(ts.do("POST", "/api/sessions", nil), http.StatusTooManyRequests, "too_many_sessions")
 	// Activity keeps it alive.
 	for range 3 {
 		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "ping"}), http.StatusAccepted, "")
 		ts.waitIdle(id)
-		time.Sleep(60 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 	if g := ts.do("GET", "/api/sessions/"+id, nil).json(); g["status"] != "active" {
 		t.Fatalf("active session reaped: %v", g)

@@ -131,13 +131,13 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 
 // userTurns counts the user messages of the session up to index.
 func (s *Server) userTurns(ctx context.Context, id string, index int) (int, error) {
-	rec, err := s.store.Snapshot(ctx, id)
+	msgs, err := s.store.ReadMessages(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for i := 0; i <= index && i < len(rec.Messages); i++ {
-		if rec.Messages[i].Role == sessions.RoleUser {
+	for i := 0; i <= index && i < len(msgs); i++ {
+		if msgs[i].Role == sessions.RoleUser {
 			n++
 		}
 	}

@@ -24,6 +24,11 @@ type CopyOptions struct {
 	Merge bool
 	// Progress, if not nil, is called after each session and run copied.
 	Progress func(CopyStats)
+	// IDPrefix, if not empty, is put before the id of every session
+	// copied (and of its parent, when the parent is copied too), and
+	// runs are not copied: skein test stores each test's sessions under
+	// the run and the test.
+	IDPrefix string
 }
 
 // Copy copies every session of from into to, with its messages, events,
@@ -46,7 +51,7 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 	fromRuns, _ := from.(RunBackend)
 	toRuns, _ := to.(RunBackend)
 	var runs []RunSummary
-	if fromRuns != nil {
+	if fromRuns != nil && opts.IDPrefix == "" {
 		if runs, _, err = fromRuns.ListRuns(ctx, RunFilter{}); err != nil {
 			return stats, err
 		}
@@ -54,7 +59,12 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 			return stats, fmt.Errorf("the source holds %d run records, which the target cannot keep", len(runs))
 		}
 	}
-	if err := checkTarget(ctx, to, toRuns, ids, runs, opts.Merge); err != nil {
+	copied := map[string]bool{}
+	targets := make([]string, len(ids))
+	for i, id := range ids {
+		copied[id], targets[i] = true, opts.IDPrefix+id
+	}
+	if err := checkTarget(ctx, to, toRuns, targets, runs, opts.Merge); err != nil {
 		return stats, err
 	}
 	fromHistory, _ := from.(HistoryBackend)
@@ -71,6 +81,9 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 			}
 		}
 		rec.ChildIDs = nil
+		if opts.IDPrefix != "" {
+			rename(rec, opts.IDPrefix, copied)
+		}
 		switch {
 		case len(appended) > 0 && toHistory == nil:
 			return stats, IDError(id, errors.New("it has a history of messages no longer current, which the target cannot keep"))
@@ -115,6 +128,18 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 		}
 	}
 	return stats, nil
+}
+
+// rename puts prefix before rec's id, its events' session id, and its
+// parent's id when copied holds the parent.
+func rename(rec *Record, prefix string, copied map[string]bool) {
+	rec.ID = prefix + rec.ID
+	for i := range rec.Events {
+		rec.Events[i].SessionID = rec.ID
+	}
+	if copied[rec.ParentID] {
+		rec.ParentID = prefix + rec.ParentID
+	}
 }
 
 // copyOrder returns the ids of from's sessions, each parent before its

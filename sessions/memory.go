@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	"github.com/skein-dev/skein/internal/jsonvalue"
 )
 
 // MemoryBackend is a Backend that keeps sessions in process memory. It is
@@ -210,7 +212,7 @@ func ApplyToRecord(rec *Record, ch *Change) {
 		rec.Title = ch.Title
 	}
 	if ch.SetMetadata {
-		rec.Metadata = CloneJSONObject(ch.Metadata)
+		rec.Metadata = jsonvalue.CloneObject(ch.Metadata)
 	}
 	if ch.SetFirstPrompt {
 		rec.FirstPrompt = ch.FirstPrompt
@@ -259,7 +261,7 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		all = append(all, Summary{ID: r.rec.ID, Status: r.rec.Status, CreatedAt: r.rec.CreatedAt,
 			UpdatedAt: r.rec.UpdatedAt, ParentID: r.rec.ParentID, Length: r.transcript.Len(),
 			Turns: r.rec.Turns, Children: len(r.rec.ChildIDs), Title: r.rec.Title,
-			FirstPrompt: r.rec.FirstPrompt, Metadata: CloneJSONObject(r.rec.Metadata)})
+			FirstPrompt: r.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(r.rec.Metadata)})
 	}
 	b.mu.Unlock()
 	sort.Slice(all, func(i, j int) bool {
@@ -373,7 +375,7 @@ func cloneRecordMeta(rec *Record) Record {
 	out.Messages, out.Events = nil, nil
 	out.ChildIDs = slices.Clone(rec.ChildIDs)
 	out.Summary = cloneString(rec.Summary)
-	out.Metadata = CloneJSONObject(rec.Metadata)
+	out.Metadata = jsonvalue.CloneObject(rec.Metadata)
 	if rec.BranchedAt != nil {
 		n := *rec.BranchedAt
 		out.BranchedAt = &n
@@ -387,30 +389,4 @@ func cloneString(s *string) *string {
 	}
 	v := *s
 	return &v
-}
-
-// CloneJSONObject deep-copies a JSON object.
-func CloneJSONObject(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneJSON(v)
-	}
-	return out
-}
-
-func cloneJSON(v any) any {
-	switch v := v.(type) {
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = cloneJSON(x)
-		}
-		return out
-	case map[string]any:
-		return CloneJSONObject(v)
-	}
-	return v
 }

@@ -6,6 +6,10 @@
 // in front of a Backend that gives durability; every write goes through to
 // the backend before the call that made it returns.
 //
+// Free-form data (metadata, usage, tool arguments, event fields) holds
+// the JSON values of internal/jsonvalue. The formats a session is
+// exported in, and imported from, are package sessions/export.
+//
 // This package never imports Starlark: the Starlark surface lives in
 // package builtins, one layer up.
 package sessions
@@ -68,7 +72,7 @@ type Block struct {
 }
 
 // ToolCall is one tool invocation requested by an assistant message.
-// Arguments holds JSON values (see the package doc of JSON values in json.go).
+// Arguments holds JSON values (see package internal/jsonvalue).
 type ToolCall struct {
 	ID        string         `json:"id"`
 	Name      string         `json:"name"`
@@ -332,13 +336,13 @@ var UsageKeys = []string{"cache_read_tokens", "cache_write_tokens", "input_token
 func checkUsage(usage map[string]any) error {
 	for _, k := range SortedKeys(usage) {
 		if !slices.Contains(UsageKeys, k) {
-			return fmt.Errorf("unknown 'usage' key %q (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
+			return fmt.Errorf("unknown 'usage' key '%s' (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
 		}
 		switch n, ok := usage[k].(int64); {
 		case !ok:
-			return fmt.Errorf("'usage' key %q must be an int >= 0, got %s", k, jsonvalue.TypeName(usage[k]))
+			return fmt.Errorf("'usage' key '%s' must be an int >= 0, got %s", k, jsonvalue.TypeName(usage[k]))
 		case n < 0:
-			return fmt.Errorf("'usage' key %q must be an int >= 0, got %d", k, n)
+			return fmt.Errorf("'usage' key '%s' must be an int >= 0, got %d", k, n)
 		}
 	}
 	return nil

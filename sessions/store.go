@@ -446,6 +446,20 @@ func (s *Store) Snapshot(ctx context.Context, id string) (*Record, error) {
 	return rec, nil
 }
 
+// ReadMessages returns the session's current messages, without its event
+// log (which a live session does not hold: see shed) and without
+// refreshing recency: a read. The caller must not modify them.
+func (s *Store) ReadMessages(ctx context.Context, id string) ([]Message, error) {
+	sess, rec, err := s.peek(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		return sess.messages(), nil
+	}
+	return rec.Messages, nil
+}
+
 // Messages returns the current message list for a write (an agent loop
 // about to extend it), refreshing recency. The caller must not modify it.
 func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
@@ -563,9 +577,12 @@ const openAttempts = 8
 func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool) ([]Event, error) {
 	stale := false
 	defer func() {
-		if stale {
-			// Another process wrote the session: this live copy is stale.
-			// Drop it (after unlocking it) so the next use reloads it.
+		// Another process wrote the session: this live copy is stale.
+		// Drop it (after unlocking it) so the next use reloads it. A
+		// session being loaded (get heals it, holding s.mu, before it
+		// enters the LRU) is not live: there is nothing to drop, and
+		// forget would wait for s.mu forever.
+		if cur, ok := s.lru.Peek(sess.rec.ID); stale && ok && cur == sess {
 			s.forget(sess.rec.ID, sess)
 		}
 	}()
@@ -1009,7 +1026,7 @@ func (s *Store) Live() []Summary {
 		out = append(out, Summary{ID: sess.rec.ID, Status: sess.rec.Status, CreatedAt: sess.rec.CreatedAt,
 			UpdatedAt: sess.rec.UpdatedAt, ParentID: sess.rec.ParentID, Length: sess.transcript.Len(),
 			Turns: sess.rec.Turns, Children: len(sess.rec.ChildIDs), Title: sess.rec.Title,
-			FirstPrompt: sess.rec.FirstPrompt, Metadata: CloneJSONObject(sess.rec.Metadata)})
+			FirstPrompt: sess.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(sess.rec.Metadata)})
 		sess.mu.Unlock()
 	}
 	return out

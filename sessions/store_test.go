@@ -259,3 +259,50 @@ func TestOpenReports(t *testing.T) {
 		t.Fatalf("resume = %+v, %v", o, err)
 	}
 }
+
+// conflictingBackend is a memory backend that says it is durable and
+// refuses its next write with ErrConflict when conflict is set, as a
+// durable backend does when another process wrote the session since it
+// was loaded.
+type conflictingBackend struct {
+	*MemoryBackend
+	conflict bool
+}
+
+func (b *conflictingBackend) Durable() bool { return true }
+
+func (b *conflictingBackend) Write(ctx context.Context, id string, base int64, changes ...*Change) error {
+	if b.conflict {
+		b.conflict = false
+		return ErrConflict
+	}
+	return b.MemoryBackend.Write(ctx, id, base, changes...)
+}
+
+// TestLoadHealConflict: the heal that loading a session runs (it left
+// tool calls open) meets a write of another process: the use fails with
+// the conflict, and the store neither hangs nor keeps the stale copy.
+func TestLoadHealConflict(t *testing.T) {
+	b := &conflictingBackend{MemoryBackend: NewMemoryBackend()}
+	now := time.Unix(1700000000, 0)
+	open := []Message{{Role: RoleUser, Text: "go"}, {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "work", Arguments: map[string]any{}}}}}
+	if err := b.Create(ctx, &Record{ID: "s", Status: StatusActive, CreatedAt: now, UpdatedAt: now, Messages: open}); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestStore(t, b, 4)
+	b.conflict = true
+	done := make(chan error, 1)
+	go func() { _, err := s.Messages(ctx, "s"); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrConflict) {
+			t.Fatalf("load with a conflicting heal: %v, want ErrConflict", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the store hangs when the heal of a loaded session conflicts")
+	}
+	msgs, err := s.Messages(ctx, "s")
+	if err != nil || len(msgs) != 3 || msgs[2].Role != RoleTool {
+		t.Fatalf("the next use: %d messages, %v (want the open call healed)", len(msgs), err)
+	}
+}

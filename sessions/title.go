@@ -58,12 +58,12 @@ func (s *Summary) Label() string {
 // merged deeply), as a new object; nil when the result is empty. Neither
 // argument is modified.
 func MergeMetadata(base, update map[string]any) map[string]any {
-	out := CloneJSONObject(base)
+	out := jsonvalue.CloneObject(base)
 	if out == nil {
 		out = make(map[string]any, len(update))
 	}
 	for k, v := range update {
-		out[k] = cloneJSON(v)
+		out[k] = jsonvalue.Clone(v)
 	}
 	if len(out) == 0 {
 		return nil

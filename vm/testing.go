@@ -80,6 +80,9 @@ type TestRunner struct {
 	Timeout time.Duration
 	// Context is the parent of every test's context (default Background).
 	Context context.Context
+	// Done, if not nil, is called after each test that got a VM, with the
+	// VM (its store still open) and the result.
+	Done func(st *State, res TestResult)
 
 	mu       sync.Mutex
 	programs map[string]*compiled // by file name
@@ -177,6 +180,9 @@ func (r *TestRunner) Run(file string, src []byte, name string) (res TestResult) 
 		return res
 	}
 	defer st.Store.Shutdown()
+	if r.Done != nil {
+		defer func() { r.Done(st, res) }()
+	}
 	ctx := r.context()
 	if r.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -116,14 +116,20 @@ func (p *serveProcess) waitRunning(id string, want bool) map[string]any {
 }
 
 // TestServeReplicas runs two skein serve processes on one session
-// database: an SSE stream on one sees the events of a turn that runs on
-// the other, and resumes there with Last-Event-ID; a second turn is
-// refused across them; the active-session limit counts both; a replica
-// killed mid-turn releases its turn and the other heals the session and
-// runs its next turn.
+// database (an SQLite file; a PostgreSQL schema): an SSE stream on one
+// sees the events of a turn that runs on the other, and resumes there
+// with Last-Event-ID; a second turn is refused across them; the
+// active-session limit counts both; a replica killed mid-turn releases
+// its turn and the other heals the session and runs its next turn.
 func TestServeReplicas(t *testing.T) {
+	forEachDurableStore(t, func(t *testing.T, newStore func(t *testing.T) durableStore) {
+		testServeReplicas(t, newStore(t).target)
+	})
+}
+
+func testServeReplicas(t *testing.T, store string) {
 	dir := t.TempDir()
-	args := []string{"--max-sessions", "2", "--poll-interval", "50ms"}
+	args := []string{"--store", store, "--max-sessions", "2", "--poll-interval", "50ms"}
 	p := startServe(t, dir, args...)
 	q := startServe(t, dir, args...)
 

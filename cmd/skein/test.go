@@ -50,7 +50,9 @@ func testCommand(args []string, std stdio) int {
 	fs.Lookup("llm-replay").Usage = "answer the model calls of every test from this JSONL fixture (a test file's own <name>.llm.jsonl wins)"
 	var opts testOptions
 	var runExpr, shardSpec string
+	store := storeFlag{registered: true, durability: string(sessions.DurabilityProcess)}
 	registerFlags(fs, []flagDef{
+		{name: "store", value: &store.path, def: storeMemory, usage: "also keep every test's sessions in this store (an SQLite file or a postgres:// URL), under test-<run id>/<file>::<test>/; the tests still run each on its own in-memory store"},
 		{name: "run", value: &runExpr, usage: "run only the tests whose function name matches this regular expression"},
 		{name: "v", value: &opts.verbose, usage: "print every test's name, status, duration and printed output"},
 		{name: "json", value: &opts.json, usage: "print the events of the run on stdout in go test -json's format (test2json), for gotestsum, IDEs and CI tools"},
@@ -116,14 +118,24 @@ func testCommand(args []string, std stdio) int {
 		defer junit.Close()
 	}
 
+	var rec *testRecorder
+	if !store.memory() {
+		if rec, err = newTestRecorder(&store); err != nil {
+			return failState(std, fs.Name(), err)
+		}
+	}
 	started := time.Now()
 	ctx, stopRun := runContext(0)
 	defer stopRun()
 	suite := loadTestFiles(ctx, files, global, opts.parallel, func(f *testFile) *vm.TestRunner {
 		root, fx := filepath.Dir(f.path), f.fixture
-		return &vm.TestRunner{Timeout: vf.timeout, Context: ctx, NewState: func(stdout io.Writer) (*vm.State, error) {
+		runner := &vm.TestRunner{Timeout: vf.timeout, Context: ctx, NewState: func(stdout io.Writer) (*vm.State, error) {
 			return vf.testVM(stdout, root, fx)
 		}}
+		if rec != nil {
+			runner.Done = rec.done
+		}
+		return runner
 	})
 	cases := repeatCases(selectTests(suite, opts.run, only, opts.shard), opts.count)
 
@@ -169,8 +181,13 @@ func testCommand(args []string, std stdio) int {
 	if usd, known := vf.budget.Spent(); known && usd > 0 {
 		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.Date)
 	}
-	fmt.Fprintln(summary, t.summary(time.Since(started)))
 	code := exitOK
+	if rec != nil {
+		if err := rec.close(std, func(line string) { fmt.Fprintln(summary, line) }); err != nil {
+			code = exitFailed
+		}
+	}
+	fmt.Fprintln(summary, t.summary(time.Since(started)))
 	if t.failed > 0 || ctx.Err() != nil || noMatch {
 		code = exitFailed
 	}

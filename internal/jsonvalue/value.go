@@ -237,3 +237,30 @@ func TypeName(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// CloneObject deep-copies a JSON object (nil stays nil).
+func CloneObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = Clone(v)
+	}
+	return out
+}
+
+// Clone deep-copies a JSON value.
+func Clone(v any) any {
+	switch v := v.(type) {
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = Clone(x)
+		}
+		return out
+	case map[string]any:
+		return CloneObject(v)
+	}
+	return v
+}

@@ -101,3 +101,20 @@ func FuzzFast(f *testing.F) {
 		}
 	})
 }
+
+// TestClone: a clone shares no list or object with the original.
+func TestClone(t *testing.T) {
+	orig := map[string]any{"a": []any{int64(1), map[string]any{"b": "c"}}, "d": 2.5}
+	c := CloneObject(orig)
+	if !reflect.DeepEqual(c, orig) {
+		t.Fatalf("clone %#v of %#v", c, orig)
+	}
+	c["a"].([]any)[1].(map[string]any)["b"] = "changed"
+	c["a"].([]any)[0] = int64(9)
+	if orig["a"].([]any)[1].(map[string]any)["b"] != "c" || orig["a"].([]any)[0] != int64(1) {
+		t.Errorf("changing the clone changed the original: %#v", orig)
+	}
+	if CloneObject(nil) != nil {
+		t.Errorf("CloneObject(nil) is not nil")
+	}
+}

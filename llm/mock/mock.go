@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -274,7 +275,7 @@ func (r *Response) calls() []sessions.ToolCall {
 		if args == nil {
 			args = map[string]any{}
 		}
-		out[i] = sessions.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: sessions.CloneJSONObject(args)}
+		out[i] = sessions.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: jsonvalue.CloneObject(args)}
 	}
 	return out
 }

@@ -1,7 +1,8 @@
 // Package schema compiles and enforces JSON Schemas: the parameters of
 // agent tools and the output contracts of workflow stages.
 //
-// It wraps github.com/santhosh-tekuri/jsonschema/v6, so every keyword of
+// It wraps santhosh-tekuri/jsonschema v6 (skein's copy in
+// internal/third_party/jsonschema), so every keyword of
 // draft 2020-12 (and of the older drafts a schema names in "$schema") is
 // enforced: type, enum, const, pattern, format, anyOf/oneOf/allOf/not,
 // $ref/$defs, minimum/maximum, lengths, items, additionalProperties and the
@@ -23,8 +24,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/skein-dev/skein/internal/third_party/jsonschema"
+	"github.com/skein-dev/skein/internal/third_party/jsonschema/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )

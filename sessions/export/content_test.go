@@ -18,7 +18,7 @@ func TestImportRefusesInvalidContent(t *testing.T) {
 		"image-bad-base64.json":   "message 0: content block 0: an image block's 'data' is not base64",
 		"image-not-an-image.json": `message 0: content block 0: an image block's 'media_type' must be an image type such as image/png, not "text/html"`,
 		"thinking-on-user.json":   "message 0: content block 0: a thinking block is only allowed on assistant messages, not user",
-		"junk-usage.json":         `message 1: unknown 'usage' key "evil"`,
+		"junk-usage.json":         `message 1: unknown 'usage' key 'evil'`,
 		"empty-tool-calls.jsonl":  "message 1: 'tool_calls' is an empty list",
 	} {
 		f, err := os.Open(filepath.Join("testdata/malicious", file))

@@ -20,6 +20,7 @@ const subtree = `WITH RECURSIVE subtree (id) AS (
 // of the surviving ancestors that only the deleted sessions used are
 // deleted too.
 func (b *Backend) Delete(ctx context.Context, id string, recursive bool) error {
+	defer b.states.clear()
 	err := b.write(ctx, func(tx pgx.Tx) error {
 		// Lock the session's row: a fork of it waits, or fails after.
 		if _, err := loadState(ctx, tx, id, true); err != nil {

@@ -58,12 +58,17 @@
 // trims within the session's own rows, resets and compactions of a
 // session that shares no prefix: every write an agent loop makes) reads
 // the session's state and then runs one statement: an UPDATE of the
-// session row WHERE its version is still the one read, and, in the same
-// statement, the INSERTs of the new message and event rows, which insert
-// nothing when the UPDATE matched no row. So it costs two round trips
-// and one commit, and a write that lost to another gets
-// sessions.ErrConflict with nothing written: PostgreSQL re-checks the
-// version after waiting for the other writer's lock. Other writes (a
+// session row WHERE its row id and version are still the ones read, and,
+// in the same statement, the INSERTs of the new message and event rows,
+// which insert nothing when the UPDATE matched no row. A write that lost
+// to another gets sessions.ErrConflict with nothing written: PostgreSQL
+// re-checks the version after waiting for the other writer's lock. The
+// Backend remembers the state of each session it last loaded, created or
+// wrote, so the next write at that version skips the read: one round
+// trip and one commit per loop step. The remembered state is a guess the
+// statement checks (a row id and a version name one state for ever); a
+// write whose guess was stale reads the state and tries once more. Other
+// writes (a
 // rewind that freezes a view, a trim or reset that releases one), Create,
 // Fork and Delete run in a read-committed transaction that locks the
 // session's row (SELECT ... FOR UPDATE) before checking its version. A

@@ -21,6 +21,7 @@ type Backend struct {
 	dsn        string // redacted
 	durability sessions.Durability
 	maxConns   int32
+	states     stateCache
 }
 
 var (

@@ -142,29 +142,42 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	if err != nil {
 		return err
 	}
-	st, err := loadState(ctx, b.pool, id, false)
-	if err != nil {
-		return err
+	st, cached := b.states.get(id)
+	if !cached || st.Version != base {
+		fresh, err := loadState(ctx, b.pool, id, false)
+		if err != nil {
+			b.states.drop(id)
+			return err
+		}
+		st, cached = *fresh, false
 	}
 	if st.Version != base {
 		return sessions.IDError(id, sessions.ErrConflict)
 	}
-	p, err := rowstore.PlanWrite(id, st, encoded, func(rowstore.View) (int64, error) { return 0, rowstore.ErrFreeze })
+	p, err := rowstore.PlanWrite(id, &st, encoded, func(rowstore.View) (int64, error) { return 0, rowstore.ErrFreeze })
 	switch {
 	case errors.Is(err, rowstore.ErrFreeze):
 	case err != nil:
 		return err
 	case len(p.Release) == 0:
-		ok, err := apply(ctx, b.pool, st, p)
+		ok, err := apply(ctx, b.pool, &st, p)
 		if err != nil {
+			b.states.drop(id)
 			return sessions.IDError(id, err)
 		}
 		if !ok {
+			b.states.drop(id)
+			if cached { // the guess was stale: read the state this time
+				return b.Write(ctx, id, base, changes...)
+			}
 			return b.lostRace(ctx, id)
 		}
+		b.states.put(id, p.After(&st))
 		return nil
 	}
-	return b.write(ctx, func(tx pgx.Tx) error {
+	b.states.drop(id)
+	var after rowstore.State
+	err = b.write(ctx, func(tx pgx.Tx) error {
 		st, err := loadState(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -187,8 +200,13 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 				return sessions.IDError(id, err)
 			}
 		}
+		after = p.After(st)
 		return nil
 	})
+	if err == nil {
+		b.states.put(id, after)
+	}
+	return err
 }
 
 // lostRace returns the error of a write whose statement found the session
@@ -321,39 +339,29 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := rowstore.CheckNoChildren(rec); err != nil {
-		return err
-	}
-	row, err := rowstore.EncodeSession(rec)
+	c, err := rowstore.EncodeCreate(rec, appended)
 	if err != nil {
 		return err
 	}
-	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
-	if err != nil {
-		return err
-	}
-	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
-	if err != nil {
-		return err
-	}
-	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
-	if err != nil {
-		return err
-	}
-	rows := rowstore.AppendRows(rowstore.AppendRows(nil, 0, history), int64(len(history)), bodies)
-	return b.write(ctx, func(tx pgx.Tx) error {
+	st := c.State
+	err = b.write(ctx, func(tx pgx.Tx) error {
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, c.Row, st.View, st.Length)
 		if err != nil {
 			return err
 		}
-		if err := insertRows(ctx, tx, sid, rows, events); err != nil {
+		st.Row = sid
+		if err := insertRows(ctx, tx, sid, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
 	})
+	if err == nil {
+		b.states.put(rec.ID, st)
+	}
+	return err
 }
 
 // Fork creates spec.Dst sharing the first KeepFirst messages of spec.Src
@@ -365,6 +373,7 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 	if err != nil {
 		return err
 	}
+	b.states.drop(spec.Src)
 	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx}) })
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -119,7 +120,7 @@ func cloneRecord(r *sessions.Record) *sessions.Record {
 	out.Messages = slices.Clone(r.Messages)
 	out.Events = slices.Clone(r.Events)
 	out.ChildIDs = slices.Clone(r.ChildIDs)
-	out.Metadata = sessions.CloneJSONObject(r.Metadata)
+	out.Metadata = jsonvalue.CloneObject(r.Metadata)
 	if r.Summary != nil {
 		s := *r.Summary
 		out.Summary = &s

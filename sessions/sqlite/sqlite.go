@@ -35,6 +35,7 @@ type Backend struct {
 	// the same file wait for the lock through busy_timeout.
 	wmu   sync.Mutex
 	known knownStates // guarded by wmu
+	wconn *writeConn  // guarded by wmu; nil until writeKnown needs it
 }
 
 var (
@@ -243,7 +244,13 @@ func (b *Backend) Close() error {
 	if b.db == nil {
 		return nil
 	}
-	err := b.stmts.close()
+	b.wmu.Lock()
+	var err error
+	if b.wconn != nil {
+		err, b.wconn = b.wconn.close(false), nil
+	}
+	b.wmu.Unlock()
+	err = errors.Join(err, b.stmts.close())
 	return errors.Join(err, b.db.Close())
 }
 

@@ -46,18 +46,26 @@ const (
 		WHERE sid = ? AND version = ?`
 )
 
+// statementSQL is a statement and its SQL.
+type statementSQL struct {
+	dst   **sql.Stmt
+	query string
+}
+
+// list returns the statements with their SQL.
+func (s *statements) list() []statementSQL {
+	return []statementSQL{
+		{&s.state, stateSQL},
+		{&s.insertMessage, insertMessageSQL},
+		{&s.insertEvent, insertEventSQL},
+		{&s.update, updateSQL},
+		{&s.updateLean, updateLeanSQL},
+	}
+}
+
 // prepare prepares the statements (after the schema is migrated).
 func (b *Backend) prepare(ctx context.Context) error {
-	for _, p := range []struct {
-		dst   **sql.Stmt
-		query string
-	}{
-		{&b.stmts.state, stateSQL},
-		{&b.stmts.insertMessage, insertMessageSQL},
-		{&b.stmts.insertEvent, insertEventSQL},
-		{&b.stmts.update, updateSQL},
-		{&b.stmts.updateLean, updateLeanSQL},
-	} {
+	for _, p := range b.stmts.list() {
 		stmt, err := b.db.PrepareContext(ctx, p.query)
 		if err != nil {
 			return err
@@ -70,9 +78,9 @@ func (b *Backend) prepare(ctx context.Context) error {
 // close closes the prepared statements.
 func (s *statements) close() error {
 	var errs []error
-	for _, stmt := range []*sql.Stmt{s.state, s.insertMessage, s.insertEvent, s.update, s.updateLean} {
-		if stmt != nil {
-			errs = append(errs, stmt.Close())
+	for _, p := range s.list() {
+		if *p.dst != nil {
+			errs = append(errs, (*p.dst).Close())
 		}
 	}
 	return errors.Join(errs...)

@@ -64,7 +64,7 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *r
 }
 
 // insertEvents appends events to session sid's log.
-func (b *Backend) insertEvents(ctx context.Context, tx *sql.Tx, sid int64, events []rowstore.EventRow) error {
+func (b *Backend) insertEvents(ctx context.Context, tx stmter, sid int64, events []rowstore.EventRow) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -88,22 +88,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := rowstore.CheckNoChildren(rec); err != nil {
-		return err
-	}
-	row, err := rowstore.EncodeSession(rec)
-	if err != nil {
-		return err
-	}
-	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
-	if err != nil {
-		return err
-	}
-	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
-	if err != nil {
-		return err
-	}
-	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
+	c, err := rowstore.EncodeCreate(rec, appended)
 	if err != nil {
 		return err
 	}
@@ -111,17 +96,14 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, c.Row, c.State.View, c.State.Length)
 		if err != nil {
 			return err
 		}
-		if err := b.insertMessages(ctx, tx, sid, 0, history); err != nil {
+		if err := b.insertMessageRows(ctx, tx, sid, c.Rows); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
-		if err := b.insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
-			return sessions.IDError(rec.ID, err)
-		}
-		if err := b.insertEvents(ctx, tx, sid, events); err != nil {
+		if err := b.insertEvents(ctx, tx, sid, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
@@ -139,8 +121,9 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // usual case: a session has one writer at a time) does not read the
 // session's state first: it takes the state that write left (see
 // knownStates), and the update of the session's row, made first and
-// conditional on its sid and version, checks it; when another writer
-// has been there meanwhile, the row is read as usual.
+// conditional on its sid and version, checks it (writeKnown); when
+// another writer has been there meanwhile, the write starts over and
+// reads the row.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
 	encoded, err := rowstore.EncodeChanges(id, changes)
 	if err != nil {
@@ -150,38 +133,29 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	for _, ch := range changes {
 		dropsLast = dropsLast || ch.DropLast > 0
 	}
+	if !dropsLast {
+		if err := b.writeKnown(ctx, id, base, encoded); !errors.Is(err, errNotKnown) {
+			return err
+		}
+	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		// A DropLast may write a frozen view while planning: only a
-		// state read in this transaction will do for it.
-		st := b.known.get(id, base)
-		known := st != nil && !dropsLast
-		var p *rowstore.Plan
-		for {
-			if !known {
-				var err error
-				if st, err = b.loadState(ctx, tx, id); err != nil {
-					return err
-				}
-				if st.Version != base {
-					return sessions.IDError(id, sessions.ErrConflict)
-				}
-			}
-			var err error
-			p, err = rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
-			if err != nil {
-				return err
-			}
-			updated, err := b.updateRow(ctx, tx, st, p, base)
-			if err != nil {
-				return sessions.IDError(id, err)
-			}
-			if updated {
-				break
-			}
-			if !known {
-				return sessions.IDError(id, errors.New("the session's row was not updated"))
-			}
-			known = false // another writer was there: nothing is written yet
+		st, err := b.loadState(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if st.Version != base {
+			return sessions.IDError(id, sessions.ErrConflict)
+		}
+		p, err := rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
+		if err != nil {
+			return err
+		}
+		updated, err := b.updateRow(ctx, tx, st, p, base)
+		if err == nil && !updated {
+			err = errors.New("the session's row was not updated")
+		}
+		if err != nil {
+			return sessions.IDError(id, err)
 		}
 		if err := b.insertMessageRows(ctx, tx, st.Row, p.Rows); err != nil {
 			return sessions.IDError(id, err)
@@ -204,7 +178,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 // updateRow updates session st's row as p says, bumping its version by
 // the number of changes, if the row's sid and version are st's and base:
 // it reports whether they were.
-func (b *Backend) updateRow(ctx context.Context, tx *sql.Tx, st *rowstore.State, p *rowstore.Plan, base int64) (bool, error) {
+func (b *Backend) updateRow(ctx context.Context, tx stmter, st *rowstore.State, p *rowstore.Plan, base int64) (bool, error) {
 	v, u := p.View, &p.Update
 	args := []any{p.Changes, v.BaseFrom, v.BaseTo, v.OwnFrom, p.Length,
 		u.SetSummary, u.Summary, u.Turns,

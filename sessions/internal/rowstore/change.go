@@ -191,3 +191,9 @@ func PlanWrite(id string, st *State, changes []*Change, freeze func(View) (int64
 	}
 	return p, nil
 }
+
+// After returns the session's write state once p is applied to a session
+// whose state was st.
+func (p *Plan) After(st *State) State {
+	return State{Row: st.Row, Version: st.Version + int64(p.Changes), Length: p.Length, View: p.View}
+}

@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/postgres"
+	"github.com/skein-dev/skein/sessions/postgres/pgtest"
+)
+
+// The PostgreSQL benchmarks run against the test database that
+// SKEIN_TEST_POSTGRES names, each in a schema of its own, and skip
+// without it. Durable means a commit is on the server's disk when it
+// returns: durability full, synchronous_commit=on (the server's default,
+// which the test DSN turns off for the tests' speed).
+
+// openPostgres opens a backend on a new schema of the test database at
+// durability full.
+func openPostgres(b *testing.B, dsn string) *postgres.Backend {
+	b.Helper()
+	pb, err := postgres.Open(context.Background(), dsn, postgres.WithDurability(sessions.DurabilityFull))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pb
+}
+
+// pgBackend is the PostgreSQL backend counting the writes (commits) that
+// reach it.
+type pgBackend struct {
+	*postgres.Backend
+	writes int
+}
+
+func (c *pgBackend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
+	c.writes++
+	return c.Backend.Write(ctx, id, base, changes...)
+}
+
+// runPostgres runs workload file with argument n over a new store on
+// the database dsn at durability full.
+func runPostgres(b *testing.B, file, dsn string, n int) result {
+	b.Helper()
+	c := &pgBackend{Backend: openPostgres(b, dsn)}
+	res := runOn(b, file, c, n)
+	res.commits = c.writes
+	return res
+}
+
+// pgRawInserts makes n single-row INSERTs of an 80-byte body into a new
+// table of the database dsn, each its own transaction (autocommit), with
+// synchronous_commit=on: pgbench's single-row insert and commit, the
+// floor of a durable append on that server. It returns µs per insert.
+func pgRawInserts(b *testing.B, dsn string, n int) float64 {
+	b.Helper()
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.RuntimeParams["synchronous_commit"] = "on"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	body := `{"role":"user","text":"message 1: a short note of about eighty bytes of text."}`
+	start := time.Now()
+	for range n {
+		if _, err := conn.Exec(ctx, `INSERT INTO bench_raw (body) VALUES ($1)`, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(time.Since(start).Microseconds()) / float64(n)
+}
+
+// blocks is how many alternating blocks a round of the PostgreSQL
+// benchmarks splits its work into: the server's disk is shared, and its
+// flush time drifts by several times within seconds, so the two sides
+// of a comparison take turns in short blocks and each sees the same
+// conditions.
+const blocks = 10
+
+// BenchmarkPostgresW2 runs W2 over PostgreSQL at durability full (every
+// commit on the server's disk when it returns), the same number of raw
+// single-row INSERT+COMMITs on the same server (pgbench's simplest
+// write), and W2 over SQLite at durability full, taking turns in blocks
+// of 20 messages (200 a round). It reports the medians of the rounds: µs
+// per message on each store and per raw insert, the rate of W2 on
+// PostgreSQL over the raw rate (the target is at least 0.8), PostgreSQL's
+// time over SQLite's, and commits per message. Run it with -benchtime Nx
+// for N rounds.
+func BenchmarkPostgresW2(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	const per = w2FullN / blocks
+	var pg, lite, raw, rate, ratio, commits []float64
+	for b.Loop() {
+		var p, s, r float64
+		var c int
+		for range blocks {
+			w := runPostgres(b, "w2.star", dsn, per)
+			p, c = p+w.perItem()/blocks, c+w.commits
+			r += pgRawInserts(b, dsn, per) / blocks
+			s += run(b, "w2.star", string(sessions.DurabilityFull), per, false).perItem() / blocks
+		}
+		pg, lite, raw = append(pg, p), append(lite, s), append(raw, r)
+		rate, ratio = append(rate, r/p), append(ratio, p/s)
+		commits = append(commits, float64(c)/float64(blocks*per))
+	}
+	b.ReportMetric(median(pg), "postgres-µs/msg")
+	b.ReportMetric(median(lite), "sqlite-µs/msg")
+	b.ReportMetric(median(raw), "pg-raw-µs/insert")
+	b.ReportMetric(median(rate), "inject/raw-rate")
+	b.ReportMetric(median(ratio), "postgres/sqlite")
+	b.ReportMetric(median(commits), "commits/msg")
+}
+
+// BenchmarkPostgresW1 runs W1 over PostgreSQL and over SQLite, both at
+// durability full, taking turns in blocks of 20 iterations (200 a
+// round), and reports the medians of the rounds: µs per iteration of
+// each, their ratio, and commits per iteration on PostgreSQL.
+func BenchmarkPostgresW1(b *testing.B) {
+	dsn := pgtest.DSN(b)
+	const per = w1FullN / blocks
+	var pg, lite, ratio, commits []float64
+	for b.Loop() {
+		var p, s float64
+		var c int
+		for range blocks {
+			w := runPostgres(b, "w1.star", dsn, per)
+			p, c = p+w.perItem()/blocks, c+w.commits
+			s += run(b, "w1.star", string(sessions.DurabilityFull), per, false).perItem() / blocks
+		}
+		pg, lite = append(pg, p), append(lite, s)
+		ratio = append(ratio, p/s)
+		commits = append(commits, float64(c)/float64(blocks*per))
+	}
+	b.ReportMetric(median(pg), "postgres-µs/iter")
+	b.ReportMetric(median(lite), "sqlite-µs/iter")
+	b.ReportMetric(median(ratio), "postgres/sqlite")
+	b.ReportMetric(median(commits), "commits/iter")
+}
+
+// tableRows returns the rows of every skein_ table of the schema.
+func tableRows(b *testing.B, pb *postgres.Backend) int {
+	b.Helper()
+	total := 0
+	for _, table := range []string{"skein_sessions", "skein_views", "skein_messages", "skein_events"} {
+		var n int
+		if err := pb.Pool().QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		total += n
+	}
+	return total
+}
+
+// BenchmarkPostgresFork forks a 100,000-message session and a 10-message
+// one on PostgreSQL at durability full, alternately, and reports the
+// medians of the fork times, their ratio (a fork costs O(1) in the
+// transcript's length: the target is under 2), and the rows each fork
+// wrote in all of skein's tables.
+func BenchmarkPostgresFork(b *testing.B) {
+	const long, short = 100_000, 10
+	pb := openPostgres(b, pgtest.DSN(b))
+	defer pb.Close()
+	ctx := context.Background()
+	now := time.Now()
+	for _, n := range []int{long, short} {
+		rec := &sessions.Record{ID: fmt.Sprint("src-", n), Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}
+		for i := range n {
+			rec.Messages = append(rec.Messages, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprintf("message %d: %s", i, strings.Repeat("x", 60))})
+		}
+		if err := pb.Create(ctx, rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	versions := map[int]int64{}
+	fork := func(n, round int) (time.Duration, int) {
+		before := tableRows(b, pb)
+		src := fmt.Sprint("src-", n)
+		spec := &sessions.ForkSpec{Src: src, SrcVersion: versions[n], KeepFirst: n, SrcTime: now,
+			SrcEvent: sessions.Event{Seq: versions[n] + 1, Type: sessions.EventFork, Time: now},
+			Dst:      sessions.Record{ID: fmt.Sprintf("fork-%d-%d", n, round), Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}}
+		start := time.Now()
+		if err := pb.Fork(ctx, spec); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		versions[n]++
+		return d, tableRows(b, pb) - before
+	}
+	var longT, shortT, ratio, longRows, shortRows []float64
+	round := 0
+	for b.Loop() {
+		l, lr := fork(long, round)
+		s, sr := fork(short, round)
+		round++
+		longT, shortT = append(longT, float64(l.Microseconds())), append(shortT, float64(s.Microseconds()))
+		ratio = append(ratio, float64(l)/float64(s))
+		longRows, shortRows = append(longRows, float64(lr)), append(shortRows, float64(sr))
+	}
+	b.ReportMetric(median(longT), "fork-100k-µs")
+	b.ReportMetric(median(shortT), "fork-10-µs")
+	b.ReportMetric(median(ratio), "100k/10")
+	b.ReportMetric(median(longRows), "rows-100k")
+	b.ReportMetric(median(shortRows), "rows-10")
+}
