@@ -61,35 +61,45 @@ func newLocker(store *sessions.Store, poll time.Duration) (sessions.Locker, erro
 // has (a delete waiting for a turn to stop, a create for another).
 const lockWait = 30 * time.Second
 
+// maxLockPause bounds the pause between two attempts of waitLock: the
+// locks it waits for are held for milliseconds (a create) or until a
+// turn has stopped.
+const maxLockPause = 20 * time.Millisecond
+
+// askAgain is how often waitLock repeats its interrupt: the lock may
+// have passed to a holder that did not get the first.
+const askAgain = time.Second
+
 // waitLock takes the lock called name, waiting while another holder has
-// it, up to lockWait. With interrupt set it first asks the holder to
-// give it up, with that reason.
-func (s *Server) waitLock(ctx context.Context, name, interrupt string) (sessions.Lock, error) {
+// it, up to lockWait; what names what the lock guards, for the 503 when
+// the wait is over. With interrupt set it asks the holder to give the
+// lock up, with that reason.
+func (s *Server) waitLock(ctx context.Context, name, what, interrupt string) (sessions.Lock, error) {
 	ctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	pause := time.Millisecond
-	asked := false
+	var asked time.Time
 	for {
 		lk, err := s.locks.TryLock(ctx, name)
 		if !errors.Is(err, sessions.ErrLocked) {
 			return lk, err
 		}
-		if interrupt != "" && !asked {
+		if interrupt != "" && time.Since(asked) >= askAgain {
 			if _, err := s.locks.Interrupt(ctx, name, interrupt); err != nil {
 				return nil, err
 			}
-			asked = true
+			asked = time.Now()
 		}
 		select {
 		case <-ctx.Done():
 			if context.Cause(ctx) == context.DeadlineExceeded {
 				return nil, &apiError{status: http.StatusServiceUnavailable, code: "busy", retryAfter: 5,
-					message: "the session is busy (another request or turn did not finish within " + lockWait.String() + "); retry later"}
+					message: what + " stayed busy for " + lockWait.String() + " (another request or turn held it); retry later"}
 			}
 			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		pause = min(2*pause, s.cfg.PollInterval)
+		pause = min(2*pause, maxLockPause)
 	}
 }
 

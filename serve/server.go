@@ -93,6 +93,8 @@ type Server struct {
 	stopPoller func()
 	stopWatch  []func()
 
+	createMu sync.Mutex // serialises this process's creations (see createCounted)
+
 	mu       sync.Mutex
 	running  map[string]*turn // this process's running turns by session id
 	starting int              // turns between the MaxRunning check and their registration

@@ -99,7 +99,11 @@ func (s *Server) agentNames() []string {
 // while it counts and creates, so that replicas sharing the store never
 // exceed the limit together. It returns the active count after.
 func (s *Server) createCounted(ctx context.Context, id string, info sessions.Info) (int, error) {
-	lk, err := s.waitLock(ctx, lockCreate, "")
+	// The creations of this process queue here, so that only one at a
+	// time waits for the create lock.
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	lk, err := s.waitLock(ctx, lockCreate, "session creation", "")
 	if err != nil {
 		return 0, err
 	}
@@ -294,7 +298,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The turn lock stops the running turn, wherever it runs, and keeps
 	// new turns and the idle reaper away while the session ends.
-	lk, err := s.waitLock(ctx, turnLock(id), reasonDelete)
+	lk, err := s.waitLock(ctx, turnLock(id), "session '"+id+"'", reasonDelete)
 	if err != nil {
 		return err
 	}

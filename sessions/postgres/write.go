@@ -339,37 +339,21 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := rowstore.CheckNoChildren(rec); err != nil {
-		return err
-	}
-	row, err := rowstore.EncodeSession(rec)
+	c, err := rowstore.EncodeCreate(rec, appended)
 	if err != nil {
 		return err
 	}
-	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
-	if err != nil {
-		return err
-	}
-	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
-	if err != nil {
-		return err
-	}
-	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
-	if err != nil {
-		return err
-	}
-	rows := rowstore.AppendRows(rowstore.AppendRows(nil, 0, history), int64(len(history)), bodies)
-	st := rowstore.State{Version: rec.Version, Length: int64(len(bodies)), View: rowstore.View{OwnFrom: int64(len(history))}}
+	st := c.State
 	err = b.write(ctx, func(tx pgx.Tx) error {
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, st.View, st.Length)
+		sid, err := insertSession(ctx, tx, rec, c.Row, st.View, st.Length)
 		if err != nil {
 			return err
 		}
 		st.Row = sid
-		if err := insertRows(ctx, tx, sid, rows, events); err != nil {
+		if err := insertRows(ctx, tx, sid, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil

@@ -110,12 +110,6 @@ func release(ctx context.Context, tx *sql.Tx, vid int64) error {
 	return nil
 }
 
-// insertMessages inserts bodies as session sid's message rows from
-// position pos on.
-func (b *Backend) insertMessages(ctx context.Context, tx *sql.Tx, sid, pos int64, bodies []rowstore.Body) error {
-	return b.insertMessageRows(ctx, tx, sid, rowstore.AppendRows(nil, pos, bodies))
-}
-
 // insertMessageRows inserts rows as session sid's messages.
 func (b *Backend) insertMessageRows(ctx context.Context, tx stmter, sid int64, rows []rowstore.MessageRow) error {
 	if len(rows) == 0 {

@@ -88,22 +88,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
-	if err := rowstore.CheckNoChildren(rec); err != nil {
-		return err
-	}
-	row, err := rowstore.EncodeSession(rec)
-	if err != nil {
-		return err
-	}
-	bodies, err := rowstore.EncodeMessages(rec.ID, "message", rec.Messages)
-	if err != nil {
-		return err
-	}
-	events, err := rowstore.EncodeEvents(rec.ID, rec.Events)
-	if err != nil {
-		return err
-	}
-	history, err := rowstore.EncodeHistory(rec.ID, events, appended)
+	c, err := rowstore.EncodeCreate(rec, appended)
 	if err != nil {
 		return err
 	}
@@ -111,17 +96,14 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, row, rowstore.View{OwnFrom: int64(len(history))}, int64(len(bodies)))
+		sid, err := insertSession(ctx, tx, rec, c.Row, c.State.View, c.State.Length)
 		if err != nil {
 			return err
 		}
-		if err := b.insertMessages(ctx, tx, sid, 0, history); err != nil {
+		if err := b.insertMessageRows(ctx, tx, sid, c.Rows); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
-		if err := b.insertMessages(ctx, tx, sid, int64(len(history)), bodies); err != nil {
-			return sessions.IDError(rec.ID, err)
-		}
-		if err := b.insertEvents(ctx, tx, sid, events); err != nil {
+		if err := b.insertEvents(ctx, tx, sid, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil

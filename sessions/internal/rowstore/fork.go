@@ -139,3 +139,43 @@ func (f *Fork) Apply(tx ForkTx) error {
 	}
 	return nil
 }
+
+// Create is a new session (sessions.Backend.Create, and CreateWithHistory
+// of a sessions.HistoryBackend) in its stored form.
+type Create struct {
+	Row    *SessionRow
+	Rows   []MessageRow // the history's rows, then the current messages'
+	Events []EventRow
+	// State is the new session's write state but its row id.
+	State State
+}
+
+// EncodeCreate checks rec (it may list no children: Fork records them)
+// and returns its stored form: appended, the messages some of its
+// "message" events appended by seq, become rows before the current
+// messages (EncodeHistory).
+func EncodeCreate(rec *sessions.Record, appended map[int64]sessions.Message) (*Create, error) {
+	if err := CheckNoChildren(rec); err != nil {
+		return nil, err
+	}
+	c := &Create{}
+	var err error
+	if c.Row, err = EncodeSession(rec); err != nil {
+		return nil, err
+	}
+	bodies, err := EncodeMessages(rec.ID, "message", rec.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if c.Events, err = EncodeEvents(rec.ID, rec.Events); err != nil {
+		return nil, err
+	}
+	history, err := EncodeHistory(rec.ID, c.Events, appended)
+	if err != nil {
+		return nil, err
+	}
+	h := int64(len(history))
+	c.Rows = AppendRows(AppendRows(nil, 0, history), h, bodies)
+	c.State = State{Version: rec.Version, Length: int64(len(bodies)), View: View{OwnFrom: h}}
+	return c, nil
+}

@@ -1,7 +1,9 @@
 package rowstore
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
@@ -129,3 +131,73 @@ func RunFilter(rf sessions.RunFilter) *Filter {
 // ListOrder is the order of every listing: newest first, by creation
 // time, then id, descending.
 const ListOrder = "created_at DESC, id DESC"
+
+// Pager is a backend's read of one page of a listing: in one read
+// transaction, the count query's one integer, and each row of the rows
+// query handed to each with the function that scans it. Both queries use
+// ? placeholders.
+type Pager interface {
+	ReadPage(ctx context.Context, count string, countArgs []any, rows string, rowsArgs []any,
+		each func(scan func(dest ...any) error) error) (int, error)
+}
+
+// listPage reads one page of a listing of table: how many rows match f,
+// and columns of those rows (the table aliased s) in ListOrder, limit
+// (0: all, which the database writes as noLimit) and offset applied,
+// each scanned into the targets of a new row.
+func listPage[R any](ctx context.Context, p Pager, table, columns string, f *Filter, limit, offset int, noLimit any,
+	newRow func() (*R, []any)) ([]*R, int, error) {
+	var page any = noLimit
+	if limit > 0 {
+		page = limit
+	}
+	var out []*R
+	total, err := p.ReadPage(ctx, "SELECT count(*) FROM "+table+f.Clause(), f.Args,
+		"SELECT "+columns+" FROM "+table+" s"+f.Clause()+" ORDER BY "+ListOrder+" LIMIT ? OFFSET ?",
+		append(slices.Clone(f.Args), page, offset),
+		func(scan func(dest ...any) error) error {
+			r, targets := newRow()
+			if err := scan(targets...); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	return out, total, err
+}
+
+// List is sessions.Backend.List over p, the sessions being in table;
+// noLimit is the database's LIMIT for no limit.
+func List(ctx context.Context, p Pager, table string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+	q, err := SessionFilter(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, total, err := listPage(ctx, p, table, fmt.Sprintf(SummaryColumns, table), q, f.Limit, f.Offset, noLimit,
+		func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list: %w", err)
+	}
+	out := make([]sessions.Summary, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.Summary(); err != nil {
+			return nil, 0, fmt.Errorf("list: %w", err)
+		}
+	}
+	return out, total, nil
+}
+
+// ListRuns is sessions.RunBackend.ListRuns over p, the runs being in
+// table; noLimit is as for List.
+func ListRuns(ctx context.Context, p Pager, table string, noLimit any, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
+	rows, total, err := listPage(ctx, p, table, RunColumns, RunFilter(f), f.Limit, f.Offset, noLimit,
+		func() (*RunRow, []any) { r := &RunRow{}; return r, r.Targets() })
+	if err != nil {
+		return nil, 0, fmt.Errorf("list runs: %w", err)
+	}
+	out := make([]sessions.RunSummary, len(rows))
+	for i, r := range rows {
+		out[i] = r.Summary()
+	}
+	return out, total, nil
+}
