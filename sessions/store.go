@@ -1113,7 +1113,10 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 		return wrap(id, err)
 	}
 	sess.mu.Lock()
-	stale := rec.Version != sess.storedVersion()
+	// A newer stored version makes the copy stale (an older one is a
+	// read that began before this store's own commit), and so does
+	// another creation time (the session was deleted and created again).
+	stale := rec.Version > sess.storedVersion() || !rec.CreatedAt.Equal(sess.rec.CreatedAt)
 	sess.mu.Unlock()
 	if stale {
 		s.forget(id, sess)

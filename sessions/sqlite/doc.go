@@ -160,12 +160,15 @@
 // the same Backend's previous write of the session takes the state that
 // write left instead of reading it, and updates the session's row first,
 // on the condition that its sid and version are that state's; when they
-// are not (another writer was there), it reads the row and goes on as
-// usual. A begun write runs to its commit without its context's
-// cancellation (the driver would watch each statement with a goroutine
-// of its own); a cancelled context stops a write before it begins. Writes through one
-// Backend queue on a mutex; other Backends and processes on the same file
-// wait for the lock up to busy_timeout. Two processes writing one session therefore never
+// are not (another writer was there), it rolls back, having written
+// nothing, and starts over reading the row. Such a write runs on a
+// connection the Backend keeps for it, with BEGIN IMMEDIATE and COMMIT as
+// prepared statements of its own. A begun write runs to its commit
+// without its context's cancellation (the driver would watch each
+// statement with a goroutine of its own); a cancelled context stops a
+// write before it begins. Writes through one Backend queue on a mutex;
+// other Backends and processes on the same file wait for the lock up to
+// busy_timeout. Two processes writing one session therefore never
 // interleave: the second gets sessions.ErrConflict. Loads run in read
 // transactions and see one consistent state.
 //
