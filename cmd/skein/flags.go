@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"time"
@@ -104,6 +105,9 @@ func setFromEnv(v flag.Value, s string, unit time.Duration) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return err
+	}
+	if n < 0 || n > int64(math.MaxInt64/unit) {
+		return fmt.Errorf("%d is out of range", n) // it would wrap around
 	}
 	return v.Set((time.Duration(n) * unit).String())
 }

@@ -52,4 +52,15 @@ func TestAddingAFlag(t *testing.T) {
 	if err == nil || err.Error() != `environment variable SKEIN_TEST_N="many" is not a valid --n value` || v.n != 5 {
 		t.Errorf("a bad environment value: %v, n=%d (want the error and the default 5)", err, v.n)
 	}
+
+	// A whole number of minutes past what a duration holds wraps around
+	// (307445735 minutes would be 26 seconds): refused like any bad value.
+	for _, bad := range []string{"307445735", "153722868", "-3"} {
+		t.Setenv("SKEIN_TEST_D", bad)
+		fs = flag.NewFlagSet("z", flag.ContinueOnError)
+		err = registerFlags(fs, []flagDef{{name: "d", value: &v.d, def: "1m0s", env: "SKEIN_TEST_D", envUnit: time.Minute, usage: "a duration"}})
+		if err == nil || v.d != time.Minute {
+			t.Errorf("SKEIN_TEST_D=%s: %v, d=%s (want the error and the default 1m0s)", bad, err, v.d)
+		}
+	}
 }
