@@ -132,6 +132,11 @@ type Hooks struct {
 	Emit func(sessions.Event) error
 	// PostTurn runs after every turn.
 	PostTurn func(TurnInfo) (PostTurn, error)
+	// Listening, when set, reports whether Emit delivers the transient
+	// "state" events anywhere. When it returns false and no observer
+	// watches the store (sessions.Store.Observed), the loop does not
+	// build them at all. Unset means Emit always listens.
+	Listening func() bool
 }
 
 // Defaults of a loop: DefaultConfig has them, and Run and Call read a
@@ -271,14 +276,17 @@ func (e *CancelledError) Error() string { return "cancelled: " + e.Reason }
 
 // loop is the state of one running loop.
 type loop struct {
-	cfg    Config
-	ctx    context.Context // the loop's context (with its timeout)
-	res    *Result
-	clock  func() time.Time
-	start  time.Time
-	texts  []string
-	nudges int
-	reply  *llm.Response // the last reply (Call)
+	cfg Config
+	ctx context.Context // the loop's context (with its timeout)
+	// writeCtx is ctx without its cancellation: the loop's writes use it,
+	// so a cancelled run still stores what it did.
+	writeCtx context.Context
+	res      *Result
+	clock    func() time.Time
+	start    time.Time
+	texts    []string
+	nudges   int
+	reply    *llm.Response // the last reply (Call)
 	// unsent are the events of the changes staged since the last commit:
 	// subscribers get them once they are committed.
 	unsent []sessions.Event
@@ -361,7 +369,7 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		loopCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
-	l.ctx = loopCtx
+	l.ctx, l.writeCtx = loopCtx, context.WithoutCancel(loopCtx)
 	err = body(l)
 	if err == nil {
 		err = l.commit()
@@ -428,7 +436,7 @@ func (l *loop) idle() error {
 // the heal failed) is healed on its next load from a durable store; a
 // live one makes the next loop fail loudly, naming the open calls.
 func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Event) {
-	ctx := context.WithoutCancel(l.ctx)
+	ctx := l.writeCtx
 	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
 	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: []sessions.Event{ev}})
 	if err == nil {
@@ -440,7 +448,7 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 // commit); appended messages are recorded in the result as the store
 // keeps them (known secrets redacted).
 func (l *loop) stage(ch *sessions.Change) error {
-	events, err := l.cfg.Store.Stage(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
+	events, err := l.cfg.Store.Stage(l.writeCtx, l.cfg.SessionID, ch)
 	if err != nil {
 		return err
 	}
@@ -460,7 +468,7 @@ func (l *loop) stage(ch *sessions.Change) error {
 // transaction and then emits their events. It writes with a context that
 // is not cancelled: a cancelled run still stores what it did.
 func (l *loop) commit() error {
-	if err := l.cfg.Store.Commit(context.WithoutCancel(l.ctx), l.cfg.SessionID); err != nil {
+	if err := l.cfg.Store.Commit(l.writeCtx, l.cfg.SessionID); err != nil {
 		return err
 	}
 	events := l.unsent
@@ -505,6 +513,9 @@ func (l *loop) setState(state string, call *sessions.ToolCall) error {
 		return nil
 	}
 	l.state = state
+	if !l.stateHeard() {
+		return nil
+	}
 	e := sessions.Event{Type: EventState, Seq: l.sentSeq, SessionID: l.cfg.SessionID, Time: l.clock(), Data: map[string]any{"state": state}}
 	if call != nil {
 		e.CorrID, e.Data["tool"] = call.ID, call.Name
@@ -513,6 +524,15 @@ func (l *loop) setState(state string, call *sessions.ToolCall) error {
 		l.cfg.Store.Publish(e)
 	}
 	return l.emit(e)
+}
+
+// stateHeard reports whether a "state" event would reach anyone: the
+// store's observers or the hooks.
+func (l *loop) stateHeard() bool {
+	if l.cfg.Store != nil && l.cfg.Store.Observed() {
+		return true
+	}
+	return l.cfg.Hooks.Emit != nil && (l.cfg.Hooks.Listening == nil || l.cfg.Hooks.Listening())
 }
 
 // turnCap is the turn cap of this loop: Config.MaxTurns, else the

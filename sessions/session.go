@@ -107,20 +107,19 @@ func (s *Session) length() int {
 }
 
 // stamp sequences and timestamps events for this session, starting after
-// the last logged seq.
+// the last logged seq, in place, and returns events.
 func (s *Session) stamp(events []Event, now time.Time) []Event {
 	seq := s.lastSeq
-	out := make([]Event, len(events))
-	for i, e := range events {
+	for i := range events {
+		e := &events[i]
 		seq++
 		e.Seq = seq
 		e.SessionID = s.rec.ID
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		out[i] = e
 	}
-	return out
+	return events
 }
 
 // Subscribers returns the session's subscribers in registration order.
