@@ -473,7 +473,13 @@ func (l *loop) commit() error {
 	}
 	events := l.unsent
 	l.unsent = nil
-	return l.emit(events...)
+	err := l.emit(events...)
+	if l.unsent == nil {
+		// The backing array serves the next step: emit keeps no event.
+		clear(events)
+		l.unsent = events[:0]
+	}
+	return err
 }
 
 // write stages a change and commits at once.

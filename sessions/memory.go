@@ -198,6 +198,11 @@ func ApplyToTranscript(t Transcript, ch *Change) Transcript {
 // version.
 func ApplyToRecord(rec *Record, ch *Change) {
 	rec.Events = append(rec.Events, ch.Events...)
+	applyFields(rec, ch)
+}
+
+// applyFields is ApplyToRecord but for the events.
+func applyFields(rec *Record, ch *Change) {
 	if ch.SetSummary {
 		rec.Summary = cloneString(ch.Summary)
 	}

@@ -63,7 +63,11 @@ func resumedSession(rec *Record, lastSeq int64) *Session {
 // the log is loaded) and in lastSeq.
 func (s *Session) applied(ch *Change) {
 	s.transcript = ApplyToTranscript(s.transcript, ch)
-	ApplyToRecord(&s.rec, ch)
+	if s.logLoaded {
+		ApplyToRecord(&s.rec, ch)
+	} else {
+		applyFields(&s.rec, ch) // no log to append to: see logged
+	}
 	s.logged(ch.Events)
 }
 
