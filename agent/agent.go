@@ -287,6 +287,13 @@ type loop struct {
 	texts    []string
 	nudges   int
 	reply    *llm.Response // the last reply (Call)
+	// specs and chain are the tools' specs and the counted provider chain
+	// of every model call, built on the first.
+	specs []llm.ToolSpec
+	chain []llm.Target
+	// emitErr is the first error a hook returned during the current
+	// model call (from a streamed delta or a retry event).
+	emitErr error
 	// unsent are the events of the changes staged since the last commit:
 	// subscribers get them once they are committed.
 	unsent []sessions.Event
@@ -698,58 +705,67 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	req.System = cfg.System
 	req.Messages = msgs
 	req.Cache = &l.wire
-	req.Tools = make([]llm.ToolSpec, len(cfg.Tools))
-	for i, t := range cfg.Tools {
-		req.Tools[i] = t.Spec()
-	}
-	var emitErr error
-	if req.Stream && cfg.Hooks.Emit != nil {
-		req.OnDelta = func(d llm.Delta) {
-			if d.Text == "" || emitErr != nil {
-				return
-			}
-			e := sessions.Event{Type: EventTextDelta, Seq: l.sentSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
-			if cfg.Store != nil {
-				cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
-			}
-			emitErr = cfg.Hooks.Emit(e)
+	if l.specs == nil {
+		// Built once: the tools do not change during the loop, and
+		// providers only read a request's specs.
+		l.specs = make([]llm.ToolSpec, len(cfg.Tools))
+		for i, t := range cfg.Tools {
+			l.specs[i] = t.Spec()
 		}
+		l.chain = make([]llm.Target, len(cfg.Chain))
+		for i, t := range cfg.Chain {
+			l.chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
+		}
+	}
+	req.Tools = l.specs
+	l.emitErr = nil
+	if req.Stream && cfg.Hooks.Emit != nil {
+		req.OnDelta = l.onDelta
 	}
 	if err := l.checkBudgets(&req); err != nil {
 		return nil, err
 	}
 	retry := cfg.Retry
-	retry.OnRetry = func(attempt int, e *llm.Error, wait time.Duration) {
-		if emitErr == nil { // delivered at once: the wait may be long
-			emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
-				"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
-		}
-	}
-	chain := make([]llm.Target, len(cfg.Chain))
-	for i, t := range cfg.Chain {
-		chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
-	}
+	retry.OnRetry = l.onRetry
 	if err := l.setState(StateLLMGenerating, nil); err != nil {
 		return nil, err
 	}
 	started := l.clock()
-	resp, err := llm.Fallback(l.ctx, chain, retry, &req)
-	if emitErr != nil {
-		return nil, emitErr
+	resp, err := llm.Fallback(l.ctx, l.chain, retry, &req)
+	if l.emitErr != nil {
+		return nil, l.emitErr
 	}
 	if err != nil {
 		return nil, err
 	}
 	l.res.Usage = l.res.Usage.Add(resp.Usage)
-	data := map[string]any{"provider": resp.Provider, "model": resp.Model, "latency_ms": l.clock().Sub(started).Milliseconds(),
-		"stop_reason": resp.StopReason}
-	for k, v := range resp.Usage.Map() {
-		data[k] = v
-	}
+	data := make(map[string]any, 10)
+	data["provider"], data["model"], data["latency_ms"], data["stop_reason"] = resp.Provider, resp.Model, l.clock().Sub(started).Milliseconds(), resp.StopReason
+	resp.Usage.Put(data)
 	if cost, known := l.account(resp, req.Model); known {
 		data["cost_usd"] = cost
 	}
 	return resp, l.event(EventLLMCall, data)
+}
+
+// onDelta emits a streamed text delta of the current model call.
+func (l *loop) onDelta(d llm.Delta) {
+	if d.Text == "" || l.emitErr != nil {
+		return
+	}
+	e := sessions.Event{Type: EventTextDelta, Seq: l.sentSeq, SessionID: l.cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
+	if l.cfg.Store != nil {
+		l.cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
+	}
+	l.emitErr = l.cfg.Hooks.Emit(e)
+}
+
+// onRetry records a retry of the current model call.
+func (l *loop) onRetry(attempt int, e *llm.Error, wait time.Duration) {
+	if l.emitErr == nil { // delivered at once: the wait may be long
+		l.emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
+			"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
+	}
 }
 
 // counting counts provider calls.
