@@ -7,6 +7,7 @@ package builtins
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -33,6 +35,7 @@ func agentSpecs() []Spec {
 // callOptions are the options agent_loop and llm_call share.
 type callOptions struct {
 	provider, model, baseURL string
+	apiVersion               string // Azure OpenAI's api-version ("" if unset)
 	sessionID                string // "" for anonymous
 	tools                    []Tool
 	retries                  int
@@ -48,6 +51,10 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url"),
 		retries: o.int("llm_retries"), backoffMS: o.int("llm_backoff_ms"), timeout: o.seconds("timeout_s"),
 		request: llm.Request{Temperature: o.float("temperature"), MaxTokens: o.int("max_tokens"), Stream: o.bool("stream")},
+	}
+	var err error
+	if c.apiVersion, err = apiVersionOption(o); err != nil {
+		return nil, err
 	}
 	if o.has("session_id") {
 		c.sessionID = o.string("session_id")
@@ -141,6 +148,9 @@ func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
 			return nil, err
 		}
 		t := llm.TargetSpec{Provider: o.string("provider"), Model: o.string("model"), BaseURL: o.string("base_url")}
+		if t.APIVersion, err = apiVersionOption(o); err != nil {
+			return nil, err
+		}
 		if t.Provider == "" && t.Model == "" {
 			return nil, fmt.Errorf("%s: fallback[%d] needs a provider or a model", fn, i)
 		}
@@ -149,10 +159,28 @@ func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
 	return out, nil
 }
 
+// apiVersionPattern is what an api-version may hold: the characters a
+// URL query value carries unescaped ("2024-10-21", "2025-01-01-preview").
+var apiVersionPattern = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+
+// apiVersionOption reads the api_version option ("" when not given); an
+// empty value, or one a query value cannot carry as it is, is an error.
+func apiVersionOption(o *options) (string, error) {
+	v, ok := o.get("api_version")
+	if !ok {
+		return "", nil
+	}
+	s := string(v.(starlark.String))
+	if !apiVersionPattern.MatchString(s) {
+		return "", fmt.Errorf("%s: option 'api_version': got %q, want a version such as '%s' (letters, digits, '-', '.', '_', '~')", o.fn, s, openai.DefaultAzureAPIVersion)
+	}
+	return s, nil
+}
+
 // chain resolves the call's provider and fallbacks (llm.Settings.Chain);
 // the VM's mock queue wraps every provider.
 func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
-	specs := append([]llm.TargetSpec{{Provider: c.provider, Model: c.model, BaseURL: c.baseURL}}, c.fallback...)
+	specs := append([]llm.TargetSpec{{Provider: c.provider, Model: c.model, BaseURL: c.baseURL, APIVersion: c.apiVersion}}, c.fallback...)
 	return st.LLM.Chain(specs, st.Mock.Wrap)
 }
 
@@ -236,7 +264,7 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	}
 	maxCost := o.float("max_cost_usd")
 	if maxCost != nil && !(*maxCost > 0) {
-		return nil, fmt.Errorf("%s: `max_cost_usd` must be > 0", b.Name())
+		return nil, fmt.Errorf("%s: 'max_cost_usd' must be > 0", b.Name())
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -277,7 +305,7 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 		}
 	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
-		maxIterations: cfg.MaxIterations}
+		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations}
 	emit := cfg.Hooks.Emit
 	cfg.Hooks.Emit = func(e sessions.Event) error {
 		if e.Type == agent.EventTurnStart {

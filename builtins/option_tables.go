@@ -6,6 +6,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/openai"
 )
 
 // The option tables of the builtin families. Each drives its builtins'
@@ -19,6 +20,8 @@ var callRows = []option{
 		Doc: "The provider: `mock`, a named provider of docs/providers.md (`openai`, `openai_responses`, `anthropic`, `gemini`, `azure`, `ollama`, `openrouter`, ...), or any other name with a `base_url` (an OpenAI-compatible server)."},
 	{Name: "model", Kind: kindString, DefaultDoc: "the run's (`--model`)", Doc: "The model name sent to the provider."},
 	{Name: "base_url", Kind: kindString, DefaultDoc: "the provider's", Doc: "The server's base URL (an OpenAI-compatible server for an unknown provider name)."},
+	{Name: "api_version", Kind: kindString, DefaultDoc: "`AZURE_OPENAI_API_VERSION`, else `" + openai.DefaultAzureAPIVersion + "`",
+		Doc: "Azure OpenAI's `api-version` (`provider = \"azure\"` only; another provider refuses it)."},
 	{Name: "session_id", Kind: kindString, Type: "string or None",
 		Doc: "Run on this session (created when missing); None runs on an anonymous session that is discarded afterwards."},
 	{Name: "tools", Kind: kindAny, Type: "list of tools", Doc: "The tools the model may call: `tool(...)` values or the built-in `tools.*`."},
@@ -26,7 +29,7 @@ var callRows = []option{
 	{Name: "llm_backoff_ms", Kind: kindInt, Min: 0, Default: int(llm.DefaultBackoff / time.Millisecond),
 		Doc: "The first wait between retries, doubling after each (a provider's retry-after replaces it; at most 60 s)."},
 	{Name: "fallback", Kind: kindAny, Type: "list of dicts",
-		Doc: "Providers tried in order when a call still fails after its retries: `{provider, model, base_url}` each."},
+		Doc: "Providers tried in order when a call still fails after its retries: `{provider, model, base_url, api_version}` each."},
 	{Name: "temperature", Kind: kindFloat, DefaultDoc: "the provider's", Doc: "Sampling temperature."},
 	{Name: "max_tokens", Kind: kindInt, Min: 1, DefaultDoc: "the provider's", Doc: "The most tokens a reply may have."},
 	{Name: "stop", Kind: kindAny, Type: "string or list of strings", Doc: "Stop sequences."},
@@ -120,6 +123,8 @@ var fallbackTable = newOptionTable("fallback entries", "Keys of each dict in the
 	{Name: "provider", Kind: kindString, DefaultDoc: "resolved from the model", Doc: "The provider to fall back to."},
 	{Name: "model", Kind: kindString, DefaultDoc: "the provider's default", Doc: "Its model."},
 	{Name: "base_url", Kind: kindString, DefaultDoc: "the provider's", Doc: "Its base URL."},
+	{Name: "api_version", Kind: kindString, DefaultDoc: "`AZURE_OPENAI_API_VERSION`, else `" + openai.DefaultAzureAPIVersion + "`",
+		Doc: "Its Azure OpenAI `api-version` (Azure only)."},
 })
 
 // postTurnTable is the dict a post_turn_callback may return.

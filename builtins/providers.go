@@ -38,7 +38,7 @@ func DefaultLLM(getenv func(string) string) *llm.Settings {
 func openAIFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 	cfg := openai.Config{Name: pc.Name, BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout}
 	if pc.Protocol == llm.ProtocolAzure {
-		cfg.Name, cfg.APIVersion = openai.NameAzure, pc.Getenv("AZURE_OPENAI_API_VERSION")
+		cfg.Name, cfg.APIVersion = openai.NameAzure, pc.APIVersion
 	}
 	return openai.New(cfg)
 }

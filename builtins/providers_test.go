@@ -4,11 +4,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -102,5 +104,89 @@ def run(base):
 	}
 	if r := fake.bodies["/v1/responses"]; len(r) != 1 || !strings.Contains(r[0], `"reasoning":{"effort":"low","summary":"auto"}`) {
 		t.Errorf("responses request: %q", r)
+	}
+}
+
+// fakeAzure is an Azure OpenAI deployment "d" that records the
+// api-version of every request ("deployment api-version") and calls the
+// delegate tool when asked to.
+type fakeAzure struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (f *fakeAzure) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	deployment := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/openai/deployments/"), "/chat/completions")
+	f.mu.Lock()
+	f.seen = append(f.seen, deployment+" "+r.URL.Query().Get("api-version"))
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case deployment != "d" || r.Header.Get("api-key") != "az-test":
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"code":"DeploymentNotFound","message":"no deployment `+deployment+`"}}`)
+	case strings.Contains(string(body), `"role":"tool"`):
+		io.WriteString(w, strings.Replace(chatReply, "from chat", "parent done", 1))
+	case strings.Contains(string(body), "delegate please"):
+		io.WriteString(w, `{"model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"delegate","arguments":"{\"q\":\"sub task\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+	default:
+		io.WriteString(w, chatReply)
+	}
+}
+
+// TestAzureAPIVersion checks the api-version each Azure request carries:
+// the api_version option of llm_call, agent_loop, a fallback entry and a
+// workflow node, inherited by an agent_spawn child; else
+// AZURE_OPENAI_API_VERSION; else the default.
+func TestAzureAPIVersion(t *testing.T) {
+	fake := &fakeAzure{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	env := map[string]string{"AZURE_OPENAI_API_KEY": "az-test", "AZURE_OPENAI_ENDPOINT": srv.URL, "AZURE_OPENAI_API_VERSION": "2024-06-01"}
+	runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
+		return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: builtins.DefaultLLM(func(k string) string { return env[k] })}, 1)
+	}}
+	src := []byte(`
+def delegate(q):
+    """Ask a sub-agent.
+
+    Args:
+      q: what to ask.
+    """
+    return agent_spawn(q, carry = "reset")["text"]
+
+def test_option_and_env():
+    assert.eq(llm_call("hi", provider = "azure", model = "d", api_version = "2025-01-01-preview", stream = False)["text"], "from chat")
+    assert.eq(llm_call("hi", provider = "azure", model = "d", stream = False)["text"], "from chat")
+    r = llm_call("hi", provider = "azure", model = "gone", llm_retries = 0, stream = False,
+                 fallback = [{"provider": "azure", "model": "d", "api_version": "2024-12-01-preview"}])
+    assert.eq(r["text"], "from chat")
+    r = agent_loop("delegate please", provider = "azure", model = "d", api_version = "2025-03-01-preview", tools = [delegate], stream = False)
+    assert.eq(r["text"], "parent done")
+    g = workflow_graph(name = "w", entry = "ask", nodes = {"ask": {"mode": "llm", "prompt": "{task}", "stream": False,
+        "model_policy": {"provider": "azure", "model": "d", "api_version": "2023-05-15"}}}, edges = [])
+    workflow_execute("hi", g)
+
+def test_default():
+    assert.eq(llm_call("hi", provider = "azure", model = "d", stream = False)["text"], "from chat")
+`)
+	if res := runner.Run("azure_test.star", src, "test_option_and_env"); res.Status != vm.TestPass {
+		t.Fatalf("%s %s %v", res.Status, res.Error, res.Failures)
+	}
+	delete(env, "AZURE_OPENAI_API_VERSION")
+	if res := runner.Run("azure_test.star", src, "test_default"); res.Status != vm.TestPass {
+		t.Fatalf("%s %s %v", res.Status, res.Error, res.Failures)
+	}
+	want := []string{
+		"d 2025-01-01-preview",                    // the option
+		"d 2024-06-01",                            // AZURE_OPENAI_API_VERSION
+		"gone 2024-06-01", "d 2024-12-01-preview", // a fallback entry's own
+		"d 2025-03-01-preview", "d 2025-03-01-preview", "d 2025-03-01-preview", // parent, spawned child, parent
+		"d 2023-05-15",                       // a workflow node's model_policy
+		"d " + openai.DefaultAzureAPIVersion, // neither
+	}
+	if !slices.Equal(fake.seen, want) {
+		t.Errorf("requests:\n got %q\nwant %q", fake.seen, want)
 	}
 }

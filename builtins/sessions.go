@@ -442,10 +442,11 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 type loopFrame struct {
 	sessionID string
 	store     *sessions.Store // the VM's store, or an anonymous loop's own
-	// provider, model and baseURL are the loop's options ("" if unset).
-	provider, model, baseURL string
-	maxIterations            int
-	iterations               int // turns started so far
+	// provider, model, baseURL and apiVersion are the loop's options (""
+	// if unset).
+	provider, model, baseURL, apiVersion string
+	maxIterations                        int
+	iterations                           int // turns started so far
 }
 
 // currentLoop returns the innermost running agent loop.

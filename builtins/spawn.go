@@ -11,6 +11,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -73,6 +74,9 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if budget == 0 {
 		budget = max(1, (parent.maxIterations-parent.iterations)/2)
 	}
+	if err := checkChildAPIVersion(st, o, parent); err != nil {
+		return nil, fail(fn, err)
+	}
 	ctx := vm.ContextOf(thread)
 	child, err := childSession(thread, st, fn, parent, carry)
 	if err != nil {
@@ -95,7 +99,13 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if tools != starlark.None {
 		call = append(call, starlark.Tuple{starlark.String("tools"), tools})
 	}
-	for _, kv := range [][2]string{{"provider", parent.provider}, {"model", parent.model}, {"base_url", parent.baseURL}} {
+	inherited := [][2]string{{"provider", parent.provider}, {"model", parent.model}, {"base_url", parent.baseURL}}
+	if !o.has("provider") {
+		// the api-version belongs to the parent's provider: a child
+		// naming its own provider does not get it
+		inherited = append(inherited, [2]string{"api_version", parent.apiVersion})
+	}
+	for _, kv := range inherited {
 		if key, def := kv[0], kv[1]; !o.has(key) && def != "" {
 			call = append(call, starlark.Tuple{starlark.String(key), starlark.String(def)})
 		}
@@ -184,4 +194,30 @@ func closedPrefix(msgs []sessions.Message) int {
 		}
 	}
 	return keep
+}
+
+// checkChildAPIVersion refuses, before the child's session is made, an
+// api_version option that is malformed or given for a child provider
+// that is not Azure OpenAI (the child's provider is its own, else the
+// parent's, else resolved as agent_loop resolves it).
+func checkChildAPIVersion(st *vm.State, o *options, parent *loopFrame) error {
+	v, err := apiVersionOption(o)
+	if err != nil || v == "" {
+		return err
+	}
+	provider, model := parent.provider, parent.model
+	if o.has("provider") {
+		provider = o.string("provider")
+	}
+	if o.has("model") {
+		model = o.string("model")
+	}
+	if model == "" {
+		model = st.LLM.Model
+	}
+	name, err := st.LLM.ResolveName(provider, model)
+	if err != nil {
+		return nil // the child's loop reports it
+	}
+	return llm.CheckAPIVersion(name, v)
 }

@@ -457,7 +457,7 @@ func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workf
 		add(k, vm.ToStarlark(n.Options[k]))
 	}
 	p := n.ModelPolicy
-	for k, v := range map[string]string{"provider": p.Provider, "model": p.Model, "base_url": p.BaseURL} {
+	for k, v := range map[string]string{"provider": p.Provider, "model": p.Model, "base_url": p.BaseURL, "api_version": p.APIVersion} {
 		if v != "" {
 			add(k, starlark.String(v))
 		}

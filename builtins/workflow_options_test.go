@@ -12,7 +12,7 @@ import (
 // one of theirs, and every option of theirs is either passed through,
 // set elsewhere in the node, or deliberately left out.
 func TestWorkflowStageOptions(t *testing.T) {
-	elsewhere := []string{"session_id", "tools", "provider", "model", "base_url", "temperature", "max_tokens"}
+	elsewhere := []string{"session_id", "tools", "provider", "model", "base_url", "api_version", "temperature", "max_tokens"}
 	leftOut := map[string]string{
 		"post_turn_callback": "a function: nodes are data, written to files",
 		"compress_callback":  "a function: nodes are data, written to files",

@@ -1,12 +1,17 @@
 package llm
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // TargetSpec names one entry of a fallback chain as a script writes it:
 // a provider name (or "" to resolve it from the model and the defaults),
-// a model ("" for the default) and a base URL ("" for the provider's).
+// a model ("" for the default), a base URL ("" for the provider's) and
+// an Azure OpenAI api-version ("" for AzureAPIVersionEnv, else the
+// client's default).
 type TargetSpec struct {
-	Provider, Model, BaseURL string
+	Provider, Model, BaseURL, APIVersion string
 }
 
 // Wrapper wraps each provider of a chain: it gets the resolved name and
@@ -17,8 +22,10 @@ type TargetSpec struct {
 type Wrapper func(name string, real Provider, buildErr error) Provider
 
 // Chain resolves specs into a fallback chain. The first spec's empty
-// model is the default model. A name that cannot be resolved is an error;
-// a provider that cannot be built is passed to wrap with its error (or,
+// model is the default model. A name that cannot be resolved, and an
+// api-version given to a provider that is not Azure OpenAI, are errors
+// (the latter prefixed "fallback[i]: " for the specs after the first); a
+// provider that cannot be built is passed to wrap with its error (or,
 // without wrap, is an error).
 func (s *Settings) Chain(specs []TargetSpec, wrap Wrapper) ([]Target, error) {
 	out := make([]Target, 0, len(specs))
@@ -30,10 +37,16 @@ func (s *Settings) Chain(specs []TargetSpec, wrap Wrapper) ([]Target, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := CheckAPIVersion(name, t.APIVersion); err != nil {
+			if i > 0 {
+				err = fmt.Errorf("fallback[%d]: %w", i-1, err)
+			}
+			return nil, err
+		}
 		var p Provider
 		var buildErr error
 		if name != ProviderMock {
-			p, buildErr = s.Build(name, t.BaseURL)
+			p, buildErr = s.Build(name, t.BaseURL, t.APIVersion)
 		}
 		switch {
 		case wrap != nil:

@@ -183,16 +183,17 @@ func TestFallback(t *testing.T) {
 }
 
 func TestBuildFromPresets(t *testing.T) {
-	env := map[string]string{"GROQ_API_KEY": "gk", "GOOGLE_API_KEY": "goog", "SKEIN_OLLAMA_BASE_URL": "http://gpu:11434/v1", "MYSERVER_API_KEY": "mk"}
+	env := map[string]string{"GROQ_API_KEY": "gk", "GOOGLE_API_KEY": "goog", "SKEIN_OLLAMA_BASE_URL": "http://gpu:11434/v1", "MYSERVER_API_KEY": "mk",
+		"AZURE_OPENAI_API_KEY": "ak", "AZURE_OPENAI_API_VERSION": "2024-06-01"}
 	var got ProviderConfig
 	s := &Settings{Getenv: func(k string) string { return env[k] }, Factories: map[string]Factory{}}
 	for _, proto := range []string{ProtocolOpenAI, ProtocolOpenAIResponses, ProtocolAnthropic, ProtocolGemini, ProtocolAzure} {
 		s.Factories[proto] = func(pc ProviderConfig) (Provider, error) { got = pc; return &flaky{name: pc.Name}, nil }
 	}
 	tests := []struct {
-		name, base string
-		want       ProviderConfig
-		err        string
+		name, base, apiVersion string
+		want                   ProviderConfig
+		err                    string
 	}{
 		{name: "groq", want: ProviderConfig{Name: "groq", Protocol: "openai", BaseURL: "https://api.groq.com/openai/v1", APIKey: "gk"}},
 		{name: "groq", base: "http://proxy/v1", want: ProviderConfig{Name: "groq", Protocol: "openai", BaseURL: "http://proxy/v1", APIKey: "gk"}},
@@ -200,6 +201,9 @@ func TestBuildFromPresets(t *testing.T) {
 		{name: "ollama", want: ProviderConfig{Name: "ollama", Protocol: "openai", BaseURL: "http://gpu:11434/v1"}},
 		{name: "vllm", want: ProviderConfig{Name: "vllm", Protocol: "openai", BaseURL: "http://localhost:8000/v1"}},
 		{name: "myserver", base: "http://box/v1", want: ProviderConfig{Name: "myserver", Protocol: "openai", BaseURL: "http://box/v1", APIKey: "mk"}},
+		{name: "azure", base: "http://az", want: ProviderConfig{Name: "azure", Protocol: "azure", BaseURL: "http://az", APIKey: "ak", APIVersion: "2024-06-01"}},
+		{name: "azure", base: "http://az", apiVersion: "2025-01-01-preview", want: ProviderConfig{Name: "azure", Protocol: "azure", BaseURL: "http://az", APIKey: "ak", APIVersion: "2025-01-01-preview"}},
+		{name: "groq", apiVersion: "2024-10-21", err: "option 'api_version' is for Azure OpenAI only, not provider 'groq'"},
 		{name: "openai_responses", err: "provider openai_responses: OPENAI_API_KEY is not set"},
 		{name: "azure", err: "provider azure needs a base_url (or AZURE_OPENAI_ENDPOINT)"},
 		{name: "openai_compatible", err: `provider "openai_compatible" needs a base_url`},
@@ -207,16 +211,16 @@ func TestBuildFromPresets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got = ProviderConfig{}
-		_, err := s.Build(tt.name, tt.base)
+		_, err := s.Build(tt.name, tt.base, tt.apiVersion)
 		if tt.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("Build(%q, %q): got %v, want %q", tt.name, tt.base, err, tt.err)
+				t.Errorf("Build(%q, %q, %q): got %v, want %q", tt.name, tt.base, tt.apiVersion, err, tt.err)
 			}
 			continue
 		}
 		got.Getenv, got.HTTPClient = nil, nil
 		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("Build(%q, %q): got %+v, %v; want %+v", tt.name, tt.base, got, err, tt.want)
+			t.Errorf("Build(%q, %q, %q): got %+v, %v; want %+v", tt.name, tt.base, tt.apiVersion, got, err, tt.want)
 		}
 	}
 }

@@ -28,10 +28,14 @@ const (
 // protocol, and the base URL and key already resolved from the base_url
 // option, the environment and the preset.
 type ProviderConfig struct {
-	Name       string // as the script wrote it
-	Protocol   string // one of the Protocol* constants
-	BaseURL    string // never empty
-	APIKey     string // "" when none is set (and none is required)
+	Name     string // as the script wrote it
+	Protocol string // one of the Protocol* constants
+	BaseURL  string // never empty
+	APIKey   string // "" when none is set (and none is required)
+	// APIVersion is Azure OpenAI's api-version: the option, else
+	// AzureAPIVersionEnv ("" for the client's default; always "" for
+	// other protocols).
+	APIVersion string
 	Getenv     func(string) string
 	HTTPClient *http.Client
 }
@@ -113,10 +117,28 @@ func (s *Settings) getenv(k string) string {
 	return s.Getenv(k)
 }
 
+// AzureAPIVersionEnv is the environment variable of Azure OpenAI's
+// api-version, used when the api_version option is not given.
+const AzureAPIVersionEnv = "AZURE_OPENAI_API_VERSION"
+
+// CheckAPIVersion refuses an api-version given to the provider name when
+// it does not speak Azure OpenAI: it would do nothing.
+func CheckAPIVersion(name, apiVersion string) error {
+	if apiVersion == "" {
+		return nil
+	}
+	if p, _ := LookupPreset(name); p.Protocol != ProtocolAzure {
+		return fmt.Errorf("option 'api_version' is for Azure OpenAI only, not provider '%s'", name)
+	}
+	return nil
+}
+
 // Build constructs the real provider name (not the mock), wrapped in
-// Middleware.
-func (s *Settings) Build(name, baseURL string) (Provider, error) {
-	p, err := s.build(name, baseURL)
+// Middleware. apiVersion is Azure OpenAI's api-version ("" for
+// AzureAPIVersionEnv, else the client's default); for any other provider
+// it must be "".
+func (s *Settings) Build(name, baseURL, apiVersion string) (Provider, error) {
+	p, err := s.build(name, baseURL, apiVersion)
 	if err != nil || s.Middleware == nil {
 		return p, err
 	}
@@ -128,7 +150,10 @@ func (s *Settings) Build(name, baseURL string) (Provider, error) {
 // environment variable, else its default) and the key (the first of the
 // preset's key variables that is set). A hosted service without its key,
 // and a name without a preset or a base URL, fail here, before any call.
-func (s *Settings) build(name, baseURL string) (Provider, error) {
+func (s *Settings) build(name, baseURL, apiVersion string) (Provider, error) {
+	if err := CheckAPIVersion(name, apiVersion); err != nil {
+		return nil, err
+	}
 	preset, known := LookupPreset(name)
 	f := s.Factories[preset.Protocol]
 	if f == nil || (!known && baseURL == "" && name != ProviderOpenAICompatible) {
@@ -139,6 +164,11 @@ func (s *Settings) build(name, baseURL string) (Provider, error) {
 	cfg := ProviderConfig{Name: name, Protocol: preset.Protocol, BaseURL: baseURL, Getenv: s.Getenv, HTTPClient: s.HTTPClient}
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
+	}
+	if preset.Protocol == ProtocolAzure {
+		if cfg.APIVersion = apiVersion; cfg.APIVersion == "" {
+			cfg.APIVersion = cfg.Getenv(AzureAPIVersionEnv)
+		}
 	}
 	if cfg.BaseURL == "" && preset.BaseURLEnv != "" {
 		cfg.BaseURL = cfg.Getenv(preset.BaseURLEnv)

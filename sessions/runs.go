@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode"
 )
 
 // Run records are what package workflow writes about each workflow run:
@@ -89,13 +90,14 @@ func (s *Store) runs() (RunBackend, error) {
 	return rb, nil
 }
 
-// checkRunID refuses an empty run id or one with control characters.
+// checkRunID refuses an empty run id or one with control characters
+// (those CheckID refuses in a session id, C1 controls included).
 func checkRunID(id string) error {
 	if id == "" {
 		return fmt.Errorf("a run id must not be empty")
 	}
 	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) {
 			return fmt.Errorf("run id %q contains a control character", id)
 		}
 	}

@@ -396,7 +396,11 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 }
 
 // create stores a new session and makes it live. The caller holds s.mu.
+// Every new id is checked here (CheckID), whichever call names it.
 func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
 	now := s.clock()
 	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns,
 		Metadata: MergeMetadata(nil, info.Metadata)}
@@ -810,6 +814,9 @@ type ForkOptions struct {
 // first KeepFirst). It refreshes src before inserting dst, so a fork never
 // evicts its own source. It returns the fork event logged on src.
 func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]Event, error) {
+	if err := CheckID(dst); err != nil {
+		return nil, err
+	}
 	parent, err := s.get(ctx, src)
 	if err != nil {
 		return nil, err
@@ -1112,7 +1119,10 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 		return wrap(id, err)
 	}
 	sess.mu.Lock()
-	stale := rec.Version != sess.storedVersion()
+	// A newer stored version makes the copy stale (an older one is a
+	// read that began before this store's own commit), and so does
+	// another creation time (the session was deleted and created again).
+	stale := rec.Version > sess.storedVersion() || !rec.CreatedAt.Equal(sess.rec.CreatedAt)
 	sess.mu.Unlock()
 	if stale {
 		s.forget(id, sess)

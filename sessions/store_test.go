@@ -306,3 +306,40 @@ func TestLoadHealConflict(t *testing.T) {
 		t.Fatalf("the next use: %d messages, %v (want the open call healed)", len(msgs), err)
 	}
 }
+
+// laggingBackend is a durable memory backend whose LoadMeta answers
+// with the version before the last write, as a read that began before
+// this process's own commit does.
+type laggingBackend struct{ *MemoryBackend }
+
+func (b laggingBackend) Durable() bool { return true }
+
+func (b laggingBackend) LoadMeta(ctx context.Context, id string) (*Record, error) {
+	rec, err := b.MemoryBackend.LoadMeta(ctx, id)
+	if err == nil {
+		rec.Version--
+	}
+	return rec, err
+}
+
+// TestRefreshKeepsNewerCopy: Refresh drops a live copy only when the
+// backend holds a newer version; a read that lags this store's own
+// writes (one that began before a commit) leaves the copy alone, so a
+// turn that is writing the session keeps it.
+func TestRefreshKeepsNewerCopy(t *testing.T) {
+	b := laggingBackend{NewMemoryBackend()}
+	s := newTestStore(t, b, 4)
+	if err := s.Create(ctx, "s", Info{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, "s", &Change{Append: []Message{{Role: RoleUser, Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	live, _ := s.lru.Peek("s")
+	if err := s.Refresh(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if cur, ok := s.lru.Peek("s"); !ok || cur != live {
+		t.Fatal("Refresh dropped a live copy newer than the backend's answer")
+	}
+}

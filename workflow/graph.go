@@ -71,6 +71,8 @@ type Node struct {
 // ModelPolicy is a node's model_policy. Zero fields are unset.
 type ModelPolicy struct {
 	Provider, Model, BaseURL string
+	// APIVersion is Azure OpenAI's api-version.
+	APIVersion string
 	// SessionID, when not blank, is the stage session's id.
 	SessionID   string
 	Temperature *float64

@@ -94,7 +94,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"loop option on llm", node("classify", map[string]any{"max_iterations": 2}), "node 'classify': option 'max_iterations' is not allowed on an llm node"},
 		{"fn without fn", node("report", map[string]any{"fn": nil}), "node 'report': missing 'fn'"},
 		{"prompt on fn", node("report", map[string]any{"prompt": "x"}), "node 'report': 'prompt' is not allowed on an fn node"},
-		{"policy key", node("fix", map[string]any{"model_policy": map[string]any{"sesion_id": "x"}}), "node 'fix': model_policy: unknown key 'sesion_id' (expected one of: base_url, max_tokens, model, provider, session_id, temperature)"},
+		{"policy key", node("fix", map[string]any{"model_policy": map[string]any{"sesion_id": "x"}}), "node 'fix': model_policy: unknown key 'sesion_id' (expected one of: api_version, base_url, max_tokens, model, provider, session_id, temperature)"},
 		{"contract key", node("review", map[string]any{"input_contract": map[string]any{"transcript": true}}), "node 'review': input_contract: unknown key 'transcript' (expected one of: require_transcript)"},
 		{"bad schema", node("fix", map[string]any{"output_contract": map[string]any{"json_schema": map[string]any{"type": 5}}}), "node 'fix': output_contract: json_schema:"},
 		{"bad placeholder", node("fix", map[string]any{"prompt": "Fix {tsak}"}), "node 'fix': prompt: unknown placeholder {tsak}"},

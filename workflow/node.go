@@ -82,7 +82,7 @@ var nodeKeys = func() []string {
 }()
 
 var (
-	policyKeys = []string{"base_url", "max_tokens", "model", "provider", "session_id", "temperature"}
+	policyKeys = []string{"api_version", "base_url", "max_tokens", "model", "provider", "session_id", "temperature"}
 	inputKeys  = []string{"require_transcript"}
 	outputKeys = []string{"json_schema"}
 )
@@ -189,7 +189,7 @@ func (n *Node) decodePolicy(where string, v any) error {
 		return err
 	}
 	p := &n.ModelPolicy
-	for key, dst := range map[string]*string{"provider": &p.Provider, "model": &p.Model, "base_url": &p.BaseURL, "session_id": &p.SessionID} {
+	for key, dst := range map[string]*string{"provider": &p.Provider, "model": &p.Model, "base_url": &p.BaseURL, "api_version": &p.APIVersion, "session_id": &p.SessionID} {
 		if x, ok := m[key]; ok && x != nil {
 			s, isStr := x.(string)
 			if !isStr {

@@ -130,8 +130,8 @@ func traceLine(e sessions.Event) (style, text string) {
 // traceData reads an event's data for a trace line.
 type traceData map[string]any
 
-// str is the value of key, printable on one line, at most 200
-// characters: a string as it is, a number or a bool as Go prints it, a
+// str is the value of key, printable on one line, cut after 200
+// characters (not bytes: a cut never splits one): a string as it is, a number or a bool as Go prints it, a
 // list or a map as compact JSON; "" when missing.
 func (d traceData) str(key string) string {
 	v, ok := d[key]
@@ -149,8 +149,8 @@ func (d traceData) str(key string) string {
 		s = fmt.Sprint(x)
 	}
 	s = printable(s)
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "..."
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/skein-dev/skein/sessions"
 )
@@ -93,4 +94,16 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// TestTraceCutsLongValues: a long value is cut after 200 characters, not
+// in the middle of one.
+func TestTraceCutsLongValues(t *testing.T) {
+	var buf bytes.Buffer
+	tr := newTracer(&buf, false)
+	tr.event(sessions.Event{Type: "error", SessionID: "s", Data: map[string]any{"message": strings.Repeat("é", 300)}})
+	line := buf.String()
+	if !utf8.ValidString(line) || !strings.HasSuffix(line, ": error: "+strings.Repeat("é", 200)+"...\n") {
+		t.Fatalf("line %q", line)
+	}
 }

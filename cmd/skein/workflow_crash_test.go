@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
-	"github.com/skein-dev/skein/sessions/sqlite"
 	"github.com/skein-dev/skein/workflow"
 )
 
@@ -57,7 +56,8 @@ def stage(ctx):
 // TestWorkflowCrash runs a workflow file in a child process and kills it
 // with SIGKILL at random points (a fixed seed picks them), between and
 // inside stages, then resumes it with the same run id until it
-// completes. After every kill the run record lists each stage it
+// completes, on SQLite and on PostgreSQL (when the test database is
+// set). After every kill the run record lists each stage it
 // completed once, in order, and every stage session is valid; a stage
 // recorded completed is never started again by a later process; the
 // final run completes with every stage exactly once.
@@ -65,10 +65,14 @@ func TestWorkflowCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills many processes")
 	}
+	forEachDurableStore(t, func(t *testing.T, newStore func(*testing.T) durableStore) { workflowCrash(t, newStore(t)) })
+}
+
+func workflowCrash(t *testing.T, store durableStore) {
 	bin := skeinBinary(t)
 	dir := t.TempDir()
 	flow := crashFlow(t, dir)
-	db := filepath.Join(dir, "sessions.db")
+	db := store.target
 	rng := rand.New(rand.NewPCG(14, 2026))
 	var completed []string // nodes the record lists completed, in order
 	kills, inside, between := 0, 0, 0
@@ -119,7 +123,7 @@ func TestWorkflowCrash(t *testing.T) {
 		} else if err := <-done; err != nil {
 			t.Fatalf("attempt %d: %v\n%s", attempt, err, out.String())
 		}
-		run := loadCrashRun(t, db)
+		run := loadCrashRun(t, store)
 		var now []string
 		for _, s := range run.Steps {
 			if !s.Completed() {
@@ -168,7 +172,7 @@ func TestWorkflowCrash(t *testing.T) {
 		} else if killed {
 			between++
 		}
-		checkStageSessions(t, db, run)
+		checkStageSessions(t, store, run)
 		completed = now
 		t.Logf("attempt %d (killed %v): %d stages recorded, status %s", attempt, killed, len(now), run.Status)
 		if !killed {
@@ -184,14 +188,14 @@ func TestWorkflowCrash(t *testing.T) {
 	t.Logf("%d kills: %d inside an fn stage, %d elsewhere (in agent stages, between stages)", kills, inside, between)
 }
 
-func loadCrashRun(t *testing.T, db string) *workflow.Run {
+func loadCrashRun(t *testing.T, store durableStore) *workflow.Run {
 	t.Helper()
-	b, err := sqlite.Open(db)
+	b, err := store.open()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	run, err := workflow.Load(context.Background(), b, "r")
+	run, err := workflow.Load(context.Background(), b.(sessions.RunBackend), "r")
 	if errors.Is(err, sessions.ErrRunNotFound) {
 		return &workflow.Run{Status: workflow.StatusRunning} // killed before the run started
 	}
@@ -203,9 +207,9 @@ func loadCrashRun(t *testing.T, db string) *workflow.Run {
 
 // checkStageSessions reopens every agent stage session of the run (which
 // heals it) and validates its transcript.
-func checkStageSessions(t *testing.T, db string, run *workflow.Run) {
+func checkStageSessions(t *testing.T, db durableStore, run *workflow.Run) {
 	t.Helper()
-	b, err := sqlite.Open(db)
+	b, err := db.open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,9 +58,17 @@ const listenWait = 2 * time.Second
 
 // Watch returns once the session's channel is listened to (so that
 // every event committed after it returns is notified), or after
-// listenWait while the connection is down.
+// listenWait while the connection is down. The channel is named after
+// the session's row id: a session that is not stored (or cannot be
+// read now) is not watched, and its watcher relies on polling.
 func (n *notifier) Watch(id string, fn func(seq int64)) (stop func()) {
-	name := eventChannel(n.schema, id)
+	ctx, cancel := context.WithTimeout(context.Background(), listenWait)
+	defer cancel()
+	sid, err := sessionRow(ctx, n.b.pool, id)
+	if err != nil {
+		return func() {}
+	}
+	name := eventChannel(n.schema, sid)
 	n.mu.Lock()
 	ch := n.channels[name]
 	if ch == nil {

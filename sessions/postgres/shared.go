@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -24,7 +25,8 @@ import (
 //     connection, which the server releases when the connection ends;
 //   - trigger skein_events_notify on skein_events: every statement that
 //     appends events notifies, in its transaction (so at its commit),
-//     channel eventChannel(schema, id) of each session it appended to,
+//     channel eventChannel(schema, sid) of each session it appended to
+//     (sid: the session's row id, so the trigger reads no other table),
 //     with the seq of the newest event as the payload.
 const sharedSchema = `
 CREATE TABLE IF NOT EXISTS skein_locks (
@@ -38,8 +40,8 @@ LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
 	r record;
 BEGIN
-	FOR r IN SELECT s.id, max(n.seq) AS seq FROM skein_new_events n JOIN skein_sessions s ON s.sid = n.sid GROUP BY s.id LOOP
-		PERFORM pg_notify('skein_' || md5(TG_TABLE_SCHEMA || '/' || r.id), r.seq::text);
+	FOR r IN SELECT n.sid, max(n.seq) AS seq FROM skein_new_events n GROUP BY n.sid LOOP
+		PERFORM pg_notify('skein_' || md5(TG_TABLE_SCHEMA || '/' || r.sid), r.seq::text);
 	END LOOP;
 	RETURN NULL;
 END
@@ -76,9 +78,10 @@ func (b *Backend) ensureShared(ctx context.Context) (string, error) {
 	return schema, nil
 }
 
-// eventChannel is the notification channel of session id's new events
-// in schema (as the trigger of sharedSchema names it).
-func eventChannel(schema, id string) string {
-	sum := md5.Sum([]byte(schema + "/" + id))
+// eventChannel is the notification channel of the new events of the
+// session whose row id is sid in schema (as the trigger of sharedSchema
+// names it).
+func eventChannel(schema string, sid int64) string {
+	sum := md5.Sum([]byte(schema + "/" + strconv.FormatInt(sid, 10)))
 	return "skein_" + hex.EncodeToString(sum[:])
 }

@@ -77,6 +77,23 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) (*wire.JSON, error))
 			}
 		}
 	}
+	// The bodies above would match as well if encode ignored the cache.
+	// A message changed in place (which a transcript never does) shows
+	// that the cached form is what is sent.
+	req := &llm.Request{Model: "m", System: "you are a test", Messages: msgs, MaxTokens: 100, Cache: cache}
+	before, err := encode(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := bytes.Clone(before.Bytes())
+	msgs[0].Text = "changed in place"
+	after, err := encode(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after.Bytes(), sent) {
+		t.Fatalf("a message at the same address was encoded again: the cache is not used\n%s", after.Bytes())
+	}
 }
 
 // BenchRequestBuild measures what building a request body (encode) costs
