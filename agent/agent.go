@@ -132,6 +132,11 @@ type Hooks struct {
 	Emit func(sessions.Event) error
 	// PostTurn runs after every turn.
 	PostTurn func(TurnInfo) (PostTurn, error)
+	// Listening, when set, reports whether Emit delivers the transient
+	// "state" events anywhere. When it returns false and no observer
+	// watches the store (sessions.Store.Observed), the loop does not
+	// build them at all. Unset means Emit always listens.
+	Listening func() bool
 }
 
 // Defaults of a loop: DefaultConfig has them, and Run and Call read a
@@ -271,14 +276,24 @@ func (e *CancelledError) Error() string { return "cancelled: " + e.Reason }
 
 // loop is the state of one running loop.
 type loop struct {
-	cfg    Config
-	ctx    context.Context // the loop's context (with its timeout)
-	res    *Result
-	clock  func() time.Time
-	start  time.Time
-	texts  []string
-	nudges int
-	reply  *llm.Response // the last reply (Call)
+	cfg Config
+	ctx context.Context // the loop's context (with its timeout)
+	// writeCtx is ctx without its cancellation: the loop's writes use it,
+	// so a cancelled run still stores what it did.
+	writeCtx context.Context
+	res      *Result
+	clock    func() time.Time
+	start    time.Time
+	texts    []string
+	nudges   int
+	reply    *llm.Response // the last reply (Call)
+	// specs and chain are the tools' specs and the counted provider chain
+	// of every model call, built on the first.
+	specs []llm.ToolSpec
+	chain []llm.Target
+	// emitErr is the first error a hook returned during the current
+	// model call (from a streamed delta or a retry event).
+	emitErr error
 	// unsent are the events of the changes staged since the last commit:
 	// subscribers get them once they are committed.
 	unsent []sessions.Event
@@ -361,7 +376,7 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		loopCtx, cancel = context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 	}
-	l.ctx = loopCtx
+	l.ctx, l.writeCtx = loopCtx, context.WithoutCancel(loopCtx)
 	err = body(l)
 	if err == nil {
 		err = l.commit()
@@ -428,7 +443,7 @@ func (l *loop) idle() error {
 // the heal failed) is healed on its next load from a durable store; a
 // live one makes the next loop fail loudly, naming the open calls.
 func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Event) {
-	ctx := context.WithoutCancel(l.ctx)
+	ctx := l.writeCtx
 	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
 	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: []sessions.Event{ev}})
 	if err == nil {
@@ -440,7 +455,7 @@ func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Eve
 // commit); appended messages are recorded in the result as the store
 // keeps them (known secrets redacted).
 func (l *loop) stage(ch *sessions.Change) error {
-	events, err := l.cfg.Store.Stage(context.WithoutCancel(l.ctx), l.cfg.SessionID, ch)
+	events, err := l.cfg.Store.Stage(l.writeCtx, l.cfg.SessionID, ch)
 	if err != nil {
 		return err
 	}
@@ -460,12 +475,18 @@ func (l *loop) stage(ch *sessions.Change) error {
 // transaction and then emits their events. It writes with a context that
 // is not cancelled: a cancelled run still stores what it did.
 func (l *loop) commit() error {
-	if err := l.cfg.Store.Commit(context.WithoutCancel(l.ctx), l.cfg.SessionID); err != nil {
+	if err := l.cfg.Store.Commit(l.writeCtx, l.cfg.SessionID); err != nil {
 		return err
 	}
 	events := l.unsent
 	l.unsent = nil
-	return l.emit(events...)
+	err := l.emit(events...)
+	if l.unsent == nil {
+		// The backing array serves the next step: emit keeps no event.
+		clear(events)
+		l.unsent = events[:0]
+	}
+	return err
 }
 
 // write stages a change and commits at once.
@@ -505,6 +526,9 @@ func (l *loop) setState(state string, call *sessions.ToolCall) error {
 		return nil
 	}
 	l.state = state
+	if !l.stateHeard() {
+		return nil
+	}
 	e := sessions.Event{Type: EventState, Seq: l.sentSeq, SessionID: l.cfg.SessionID, Time: l.clock(), Data: map[string]any{"state": state}}
 	if call != nil {
 		e.CorrID, e.Data["tool"] = call.ID, call.Name
@@ -513,6 +537,15 @@ func (l *loop) setState(state string, call *sessions.ToolCall) error {
 		l.cfg.Store.Publish(e)
 	}
 	return l.emit(e)
+}
+
+// stateHeard reports whether a "state" event would reach anyone: the
+// store's observers or the hooks.
+func (l *loop) stateHeard() bool {
+	if l.cfg.Store != nil && l.cfg.Store.Observed() {
+		return true
+	}
+	return l.cfg.Hooks.Emit != nil && (l.cfg.Hooks.Listening == nil || l.cfg.Hooks.Listening())
 }
 
 // turnCap is the turn cap of this loop: Config.MaxTurns, else the
@@ -672,58 +705,67 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	req.System = cfg.System
 	req.Messages = msgs
 	req.Cache = &l.wire
-	req.Tools = make([]llm.ToolSpec, len(cfg.Tools))
-	for i, t := range cfg.Tools {
-		req.Tools[i] = t.Spec()
-	}
-	var emitErr error
-	if req.Stream && cfg.Hooks.Emit != nil {
-		req.OnDelta = func(d llm.Delta) {
-			if d.Text == "" || emitErr != nil {
-				return
-			}
-			e := sessions.Event{Type: EventTextDelta, Seq: l.sentSeq, SessionID: cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
-			if cfg.Store != nil {
-				cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
-			}
-			emitErr = cfg.Hooks.Emit(e)
+	if l.specs == nil {
+		// Built once: the tools do not change during the loop, and
+		// providers only read a request's specs.
+		l.specs = make([]llm.ToolSpec, len(cfg.Tools))
+		for i, t := range cfg.Tools {
+			l.specs[i] = t.Spec()
 		}
+		l.chain = make([]llm.Target, len(cfg.Chain))
+		for i, t := range cfg.Chain {
+			l.chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
+		}
+	}
+	req.Tools = l.specs
+	l.emitErr = nil
+	if req.Stream && cfg.Hooks.Emit != nil {
+		req.OnDelta = l.onDelta
 	}
 	if err := l.checkBudgets(&req); err != nil {
 		return nil, err
 	}
 	retry := cfg.Retry
-	retry.OnRetry = func(attempt int, e *llm.Error, wait time.Duration) {
-		if emitErr == nil { // delivered at once: the wait may be long
-			emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
-				"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
-		}
-	}
-	chain := make([]llm.Target, len(cfg.Chain))
-	for i, t := range cfg.Chain {
-		chain[i] = llm.Target{Provider: &counting{Provider: t.Provider, calls: &l.res.Calls}, Model: t.Model}
-	}
+	retry.OnRetry = l.onRetry
 	if err := l.setState(StateLLMGenerating, nil); err != nil {
 		return nil, err
 	}
 	started := l.clock()
-	resp, err := llm.Fallback(l.ctx, chain, retry, &req)
-	if emitErr != nil {
-		return nil, emitErr
+	resp, err := llm.Fallback(l.ctx, l.chain, retry, &req)
+	if l.emitErr != nil {
+		return nil, l.emitErr
 	}
 	if err != nil {
 		return nil, err
 	}
 	l.res.Usage = l.res.Usage.Add(resp.Usage)
-	data := map[string]any{"provider": resp.Provider, "model": resp.Model, "latency_ms": l.clock().Sub(started).Milliseconds(),
-		"stop_reason": resp.StopReason}
-	for k, v := range resp.Usage.Map() {
-		data[k] = v
-	}
+	data := make(map[string]any, 10)
+	data["provider"], data["model"], data["latency_ms"], data["stop_reason"] = resp.Provider, resp.Model, l.clock().Sub(started).Milliseconds(), resp.StopReason
+	resp.Usage.Put(data)
 	if cost, known := l.account(resp, req.Model); known {
 		data["cost_usd"] = cost
 	}
 	return resp, l.event(EventLLMCall, data)
+}
+
+// onDelta emits a streamed text delta of the current model call.
+func (l *loop) onDelta(d llm.Delta) {
+	if d.Text == "" || l.emitErr != nil {
+		return
+	}
+	e := sessions.Event{Type: EventTextDelta, Seq: l.sentSeq, SessionID: l.cfg.SessionID, Time: l.clock(), Data: map[string]any{"text": d.Text}}
+	if l.cfg.Store != nil {
+		l.cfg.Store.Publish(e) // live viewers (skein serve) see the stream too
+	}
+	l.emitErr = l.cfg.Hooks.Emit(e)
+}
+
+// onRetry records a retry of the current model call.
+func (l *loop) onRetry(attempt int, e *llm.Error, wait time.Duration) {
+	if l.emitErr == nil { // delivered at once: the wait may be long
+		l.emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
+			"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
+	}
 }
 
 // counting counts provider calls.

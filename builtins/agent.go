@@ -221,7 +221,13 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 		}
 		cfg.Store, cfg.SessionID = store, st.NewID()
 	}
-	cfg.Hooks.Emit = func(e sessions.Event) error { return deliver(thread, cfg.Store, []sessions.Event{e}) }
+	cfg.Hooks.Emit = func(e sessions.Event) error {
+		if len(cfg.Store.Subscribers(e.SessionID)) == 0 {
+			return nil
+		}
+		return deliver(thread, cfg.Store, []sessions.Event{e})
+	}
+	cfg.Hooks.Listening = func() bool { return len(cfg.Store.Subscribers(cfg.SessionID)) > 0 }
 	cfg.Prices = st.LLM.Prices
 	if st.LLM.Budget != nil {
 		cfg.Budgets = append(cfg.Budgets, st.LLM.Budget)
@@ -326,10 +332,18 @@ func noneAsNegative(n int) int {
 }
 
 func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info agent.TurnInfo) (agent.PostTurn, error) {
-	d := vm.ToStarlark(map[string]any{
-		"session_id": info.SessionID, "iteration": info.Iteration, "text": info.Text,
-		"tool_calls": append([]string{}, info.ToolCalls...), "usage": info.Usage.Map(),
-	})
+	// Built directly (not through vm.ToStarlark of a map): it runs every
+	// turn. Keys in sorted order, as vm.ToStarlark would give them.
+	calls := make([]starlark.Value, len(info.ToolCalls))
+	for i, name := range info.ToolCalls {
+		calls[i] = starlark.String(name)
+	}
+	d := starlark.NewDict(5)
+	_ = d.SetKey(starlark.String("iteration"), starlark.MakeInt(info.Iteration))
+	_ = d.SetKey(starlark.String("session_id"), starlark.String(info.SessionID))
+	_ = d.SetKey(starlark.String("text"), starlark.String(info.Text))
+	_ = d.SetKey(starlark.String("tool_calls"), starlark.NewList(calls))
+	_ = d.SetKey(starlark.String("usage"), vm.ToStarlark(info.Usage.Map()))
 	v, err := starlark.Call(thread, cb, starlark.Tuple{d}, nil)
 	if err != nil {
 		return agent.PostTurn{}, err

@@ -144,7 +144,14 @@ func (u Usage) Add(v Usage) Usage {
 // Map returns the usage as a JSON object with snake_case keys; zero cache
 // and reasoning counts are left out.
 func (u Usage) Map() map[string]any {
-	m := map[string]any{"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}
+	m := make(map[string]any, 5)
+	u.Put(m)
+	return m
+}
+
+// Put sets Map's keys in m.
+func (u Usage) Put(m map[string]any) {
+	m["input_tokens"], m["output_tokens"] = int64(u.InputTokens), int64(u.OutputTokens)
 	if u.CacheReadTokens > 0 {
 		m["cache_read_tokens"] = int64(u.CacheReadTokens)
 	}
@@ -154,7 +161,6 @@ func (u Usage) Map() map[string]any {
 	if u.ReasoningTokens > 0 {
 		m["reasoning_tokens"] = int64(u.ReasoningTokens)
 	}
-	return m
 }
 
 // Stop reasons.

@@ -48,15 +48,43 @@ type Prices struct {
 	Date   string           `json:"date"`
 	Note   string           `json:"note,omitempty"`
 	Models map[string]Price `json:"models"`
+
+	// lazy marks DefaultPrices' table: its fields are filled from the
+	// built-in table on first use (see table), not when a run starts.
+	lazy bool
+	once sync.Once
 }
 
-// DefaultPrices returns the built-in price table.
+// DefaultPrices returns the built-in price table. It is parsed on its
+// first use (Lookup, Names, TableDate): a run that prices no call does
+// not pay for it.
 func DefaultPrices() *Prices {
+	return &Prices{lazy: true}
+}
+
+// builtinPrices parses the built-in price table.
+func builtinPrices() *Prices {
 	p, err := ParsePrices(pricesJSON)
 	if err != nil {
 		panic("llm: the built-in price table is broken: " + err.Error())
 	}
 	return p
+}
+
+// table returns p, with a lazy table's fields filled first.
+func (p *Prices) table() *Prices {
+	if p.lazy {
+		p.once.Do(func() {
+			b := builtinPrices()
+			p.Date, p.Note, p.Models = b.Date, b.Note, b.Models
+		})
+	}
+	return p
+}
+
+// TableDate returns the day the table's prices were taken.
+func (p *Prices) TableDate() string {
+	return p.table().Date
 }
 
 // ParsePrices reads a price table: {"date": "YYYY-MM-DD", "models":
@@ -94,7 +122,7 @@ func LoadPrices(path string) (*Prices, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := DefaultPrices()
+	p := builtinPrices()
 	for name, m := range over.Models {
 		p.Models[name] = m
 	}
@@ -114,6 +142,7 @@ func (p *Prices) Lookup(model string) (price Price, ok bool) {
 	if p == nil {
 		return Price{}, false
 	}
+	p = p.table()
 	if i := strings.LastIndexByte(model, '/'); i >= 0 {
 		model = model[i+1:]
 	}
@@ -134,6 +163,7 @@ func (p *Prices) Lookup(model string) (price Price, ok bool) {
 
 // Names returns the models of the table, sorted.
 func (p *Prices) Names() []string {
+	p = p.table()
 	names := make([]string, 0, len(p.Models))
 	for n := range p.Models {
 		names = append(names, n)

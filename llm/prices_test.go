@@ -10,7 +10,7 @@ import (
 
 func TestPriceLookup(t *testing.T) {
 	p := DefaultPrices()
-	if p.Date == "" {
+	if p.TableDate() == "" {
 		t.Fatal("the built-in table has no date")
 	}
 	tests := []struct {
@@ -45,6 +45,18 @@ func TestPriceLookup(t *testing.T) {
 	var none *Prices
 	if _, ok := none.Lookup("gpt-4.1"); ok {
 		t.Error("a nil table knows a price")
+	}
+}
+
+// TestDefaultPricesLazy checks that the built-in table is parsed on its
+// first use, not when a run builds its settings.
+func TestDefaultPricesLazy(t *testing.T) {
+	if n := testing.AllocsPerRun(10, func() { _ = DefaultPrices() }); n > 1 {
+		t.Errorf("DefaultPrices makes %v allocations, want 1 (the table is parsed on first use)", n)
+	}
+	p := DefaultPrices()
+	if _, ok := p.Lookup("gpt-4.1"); !ok || len(p.Names()) == 0 || p.TableDate() == "" {
+		t.Errorf("a lazy table does not answer: %d names, date %q", len(p.Names()), p.TableDate())
 	}
 }
 

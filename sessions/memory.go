@@ -197,7 +197,12 @@ func ApplyToTranscript(t Transcript, ch *Change) Transcript {
 // ApplyToRecord applies the non-message parts of ch to rec and bumps its
 // version.
 func ApplyToRecord(rec *Record, ch *Change) {
-	rec.Events = append(rec.Events, ch.Events...)
+	rec.Events = appendDoubling(rec.Events, ch.Events...)
+	applyFields(rec, ch)
+}
+
+// applyFields is ApplyToRecord but for the events.
+func applyFields(rec *Record, ch *Change) {
 	if ch.SetSummary {
 		rec.Summary = cloneString(ch.Summary)
 	}

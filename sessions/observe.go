@@ -58,6 +58,19 @@ func (s *Store) Publish(e Event) {
 	s.observers.notify([]Event{e}, false)
 }
 
+// Observed reports whether any observer of committed events is
+// registered: whether Publish reaches anyone.
+func (s *Store) Observed() bool {
+	s.observers.mu.RLock()
+	defer s.observers.mu.RUnlock()
+	for _, ob := range s.observers.fns {
+		if !ob.logged {
+			return true
+		}
+	}
+	return false
+}
+
 // notify calls the observers of logged events (logged set) or of
 // committed ones with events.
 func (o *observers) notify(events []Event, logged bool) {

@@ -63,7 +63,11 @@ func resumedSession(rec *Record, lastSeq int64) *Session {
 // the log is loaded) and in lastSeq.
 func (s *Session) applied(ch *Change) {
 	s.transcript = ApplyToTranscript(s.transcript, ch)
-	ApplyToRecord(&s.rec, ch)
+	if s.logLoaded {
+		ApplyToRecord(&s.rec, ch)
+	} else {
+		applyFields(&s.rec, ch) // no log to append to: see logged
+	}
 	s.logged(ch.Events)
 }
 
@@ -107,20 +111,19 @@ func (s *Session) length() int {
 }
 
 // stamp sequences and timestamps events for this session, starting after
-// the last logged seq.
+// the last logged seq, in place, and returns events.
 func (s *Session) stamp(events []Event, now time.Time) []Event {
 	seq := s.lastSeq
-	out := make([]Event, len(events))
-	for i, e := range events {
+	for i := range events {
+		e := &events[i]
 		seq++
 		e.Seq = seq
 		e.SessionID = s.rec.ID
 		if e.Time.IsZero() {
 			e.Time = now
 		}
-		out[i] = e
 	}
-	return out
+	return events
 }
 
 // Subscribers returns the session's subscribers in registration order.

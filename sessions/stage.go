@@ -80,7 +80,9 @@ func (s *Store) commitLocked(ctx context.Context, sess *Session) (stale bool, er
 		return errors.Is(err, ErrConflict), wrap(sess.rec.ID, err)
 	}
 	s.observers.committed(sess.staged)
-	sess.staged = nil
+	// The backing array serves the next step (no backend keeps it).
+	clear(sess.staged)
+	sess.staged = sess.staged[:0]
 	return false, nil
 }
 

@@ -601,7 +601,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	}
 	orig := ch
 	ch = s.redact(ch)
-	if err := checkChange(sess.transcript, ch); err != nil {
+	if err := checkChange(&sess.transcript, ch); err != nil {
 		return nil, err
 	}
 	now := s.clock()
@@ -655,7 +655,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 }
 
 // checkChange validates the message edits of ch against t.
-func checkChange(t Transcript, ch *Change) error {
+func checkChange(t *Transcript, ch *Change) error {
 	var base View = t
 	switch {
 	case ch.Replace:
@@ -688,7 +688,9 @@ func checkChange(t Transcript, ch *Change) error {
 			return err
 		}
 	}
-	view := &extended{base: base}
+	// The first appended message is checked against base itself; an
+	// extended view is built only for the ones after it.
+	view, ext := base, (*extended)(nil)
 	for i := range ch.Append {
 		m := &ch.Append[i]
 		if err := CheckAppend(view, m); err != nil {
@@ -698,7 +700,11 @@ func checkChange(t Transcript, ch *Change) error {
 			return fmt.Errorf("message %d: %w", base.Len()+i, err)
 		}
 		if i < len(ch.Append)-1 {
-			view.extra = append(view.extra, *m)
+			if ext == nil {
+				ext = &extended{base: base}
+				view = ext
+			}
+			ext.extra = append(ext.extra, *m)
 		}
 	}
 	if ch.Status != "" && !ch.Status.Valid() {

@@ -57,15 +57,20 @@ func (t Transcript) At(i int) *Message {
 // Append returns t with msgs added at the end. Only the owner of t may
 // call it (see the type's doc).
 func (t Transcript) Append(msgs ...Message) Transcript {
-	if need := len(t.own) + len(msgs); need > cap(t.own) {
-		// Double the storage (Go's append grows large slices by only a
-		// quarter, which copies a long transcript about five times over).
-		grown := make([]Message, len(t.own), max(2*cap(t.own), need, 16))
-		copy(grown, t.own)
-		t.own = grown
-	}
-	t.own = append(t.own, msgs...)
+	t.own = appendDoubling(t.own, msgs...)
 	return t
+}
+
+// appendDoubling is append that doubles the storage when it grows: Go's
+// append grows large slices by only a quarter, which copies a long
+// transcript or event log about five times over.
+func appendDoubling[T any](s []T, more ...T) []T {
+	if need := len(s) + len(more); need > cap(s) {
+		grown := make([]T, len(s), max(2*cap(s), need, 16))
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, more...)
 }
 
 // frozen returns a clipped copy of t that nobody can append into.

@@ -179,7 +179,7 @@ func testCommand(args []string, std stdio) int {
 		fmt.Fprintf(notes, "stopped at the first failure (--fail-fast): %d not run\n", notRun)
 	}
 	if usd, known := vf.budget.Spent(); known && usd > 0 {
-		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.Date)
+		fmt.Fprintf(summary, "cost: $%.6f (prices of %s)\n", usd, vf.prices.TableDate())
 	}
 	code := exitOK
 	if rec != nil {

@@ -268,6 +268,17 @@ func (l *locker) Close() error {
 	held := l.held
 	l.held = map[string]*lock{}
 	l.mu.Unlock()
+	// Release the advisory locks first, on the open connection (under
+	// connMu, so no ping of the watcher is using it; stopping the watcher
+	// can close the connection in the middle of one). The server frees a
+	// closed connection's locks only once its backend process has exited,
+	// after Close would return, so a TryLock right after could still find
+	// them held.
+	l.connMu.Lock()
+	if l.conn != nil && !l.conn.IsClosed() {
+		l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+	}
+	l.connMu.Unlock()
 	l.cancel()
 	<-l.done
 	var errs []error
