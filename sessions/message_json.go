@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -341,24 +339,14 @@ func readToolCalls(p *jsonvalue.Parser, m *Message) error {
 	})
 }
 
-// messageKeys are the keys of a message's JSON form.
-var messageKeys = map[string]bool{}
-
-func init() {
-	t := reflect.TypeFor[messageJSON]()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		messageKeys[name] = true
-	}
-}
-
 // CheckMessageKeys refuses a decoded message object m with a key that no
-// message has (see MarshalJSON): an import keeps nothing it would
-// silently drop.
+// message has (MessageKeys, the keys MarshalJSON writes): an import keeps
+// nothing it would silently drop. The error is worded as a message
+// dict's with an unknown key.
 func CheckMessageKeys(m map[string]any) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !messageKeys[k] {
-			return fmt.Errorf("unknown message key %q (expected: %s)", k, strings.Join(slices.Sorted(maps.Keys(messageKeys)), ", "))
+	for _, k := range SortedKeys(m) {
+		if !slices.Contains(MessageKeys, k) {
+			return fmt.Errorf("unknown message key '%s' (expected one of: %s)", k, strings.Join(MessageKeys, ", "))
 		}
 	}
 	return nil
