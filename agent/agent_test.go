@@ -456,3 +456,42 @@ func (t *probedTool) Run(ctx context.Context, call sessions.ToolCall) (string, e
 	t.before()
 	return t.fakeTool.Run(ctx, call)
 }
+
+// TestStateEventsOnlyWhenHeard checks that the loop builds "state" events
+// only for someone: the hooks while Listening says so, or the store's
+// observers (live viewers) whatever it says.
+func TestStateEventsOnlyWhenHeard(t *testing.T) {
+	run := func(listening bool, observe bool) (hooked, observed int) {
+		store := newStore(t, "s")
+		if observe {
+			defer store.Observe(func(e sessions.Event) {
+				if e.Type == EventState {
+					observed++
+				}
+			})()
+		}
+		tool := &fakeTool{name: "count", out: "42"}
+		p := &scripted{name: "fake", resps: []any{callTool("count", map[string]any{"n": int64(1)}), &llm.Response{Text: "done"}}}
+		cfg := config(store, "s", p, tool)
+		cfg.Hooks.Emit = func(e sessions.Event) error {
+			if e.Type == EventState {
+				hooked++
+			}
+			return nil
+		}
+		cfg.Hooks.Listening = func() bool { return listening }
+		if _, err := Run(context.Background(), cfg); err != nil {
+			t.Fatal(err)
+		}
+		return hooked, observed
+	}
+	if h, o := run(false, false); h != 0 || o != 0 {
+		t.Errorf("nobody listening: %d state events to the hooks, %d to observers; want none", h, o)
+	}
+	if h, _ := run(true, false); h != 4 {
+		t.Errorf("hooks listening: %d state events, want 4", h)
+	}
+	if h, o := run(false, true); h != 4 || o != 4 {
+		t.Errorf("an observer watching: %d state events to the hooks, %d to the observer; want 4 and 4", h, o)
+	}
+}
