@@ -25,7 +25,6 @@ const (
 	kindString               // a string
 	kindChoice               // one of Choices
 	kindCallable             // a function
-	kindStrings              // a list or tuple of strings
 	kindAny                  // checked where it is used; Type says what it accepts
 )
 
@@ -74,8 +73,6 @@ func (r *option) typeName() string {
 		return "string"
 	case kindCallable:
 		return "callable"
-	case kindStrings:
-		return "list of strings"
 	}
 	return "any"
 }
@@ -300,16 +297,6 @@ func (o *options) check(r *option) error {
 		if err := vm.CheckArity(c, r.Params...); err != nil {
 			return fmt.Errorf("%s: option '%s': %w", o.fn, r.Name, err)
 		}
-	case kindStrings:
-		seq, isSeq := v.(starlark.Indexable)
-		if _, isStr := v.(starlark.String); isStr || !isSeq {
-			return o.typeErr(r.Name, v)
-		}
-		for i := 0; i < seq.Len(); i++ {
-			if _, ok := seq.Index(i).(starlark.String); !ok {
-				return fmt.Errorf("%s: option '%s'[%d]: got %s, want string", o.fn, r.Name, i, seq.Index(i).Type())
-			}
-		}
 	}
 	return nil
 }
@@ -393,20 +380,6 @@ func (o *options) callable(key string) starlark.Callable {
 		return v.(starlark.Callable)
 	}
 	return nil
-}
-
-// strings returns the value of a kindStrings option, or nil.
-func (o *options) strings(key string) []string {
-	v, ok := o.get(key)
-	if !ok {
-		return nil
-	}
-	seq := v.(starlark.Indexable)
-	out := make([]string, seq.Len())
-	for i := range out {
-		out[i] = string(seq.Index(i).(starlark.String))
-	}
-	return out
 }
 
 // splitKwargs separates the keyword arguments naming the builtin's own

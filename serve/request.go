@@ -133,12 +133,3 @@ func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
 func errNotFound(id string) error {
 	return errorf(http.StatusNotFound, "not_found", "unknown session id '%s'", id)
 }
-
-// errorCode is the apiError code of err ("" for other errors).
-func errorCode(err error) string {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae.code
-	}
-	return ""
-}
