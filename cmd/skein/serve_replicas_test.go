@@ -168,14 +168,17 @@ func testServeReplicas(t *testing.T, store string) {
 	p.call("POST", "/api/sessions/s/prompt", `{"text": "0"}`, 409)
 	collect(t, resumed, last, func(e sseEvent) bool { return e.typ == "message" && e.role == "assistant" })
 
-	// Kill q mid-turn: p heals the session and takes its next prompt.
+	// Kill q mid-turn: p heals the session and takes its next prompt. The
+	// repair holds the turn lock while it writes the healed transcript, so
+	// the prompt waits until the session is healed and no longer running
+	// (a read shows the transcript before the running flag).
 	q.cmd.Process.Signal(syscall.SIGKILL)
 	<-q.done
-	s := p.waitRunning("s", false)
+	s := p.call("GET", "/api/sessions/s", "", 200)
 	deadline := time.Now().Add(time.Minute)
-	for roles(s) != "user,assistant,tool,assistant,user,assistant,tool!" {
+	for s["running"] != false || roles(s) != "user,assistant,tool,assistant,user,assistant,tool!" {
 		if time.Now().After(deadline) {
-			t.Fatalf("after q was killed: %s %s", s["status"], roles(s))
+			t.Fatalf("after q was killed: %s running=%v %s", s["status"], s["running"], roles(s))
 		}
 		time.Sleep(20 * time.Millisecond)
 		s = p.call("GET", "/api/sessions/s", "", 200)
