@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -96,29 +97,17 @@ func TestMigrateFresh(t *testing.T) {
 	}
 }
 
-// releasedShared is what the first serve replica made in a schema at
-// version 1, before migration 2 took it over.
-const releasedShared = `
-CREATE TABLE IF NOT EXISTS skein_locks (
-	name      text COLLATE "C" PRIMARY KEY,
-	holder    text NOT NULL,
-	interrupt text
-);
-CREATE OR REPLACE FUNCTION skein_notify_events() RETURNS trigger
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-	r record;
-BEGIN
-	FOR r IN SELECT n.sid, max(n.seq) AS seq FROM skein_new_events n GROUP BY n.sid LOOP
-		PERFORM pg_notify('skein_' || md5(TG_TABLE_SCHEMA || '/' || r.sid), r.seq::text);
-	END LOOP;
-	RETURN NULL;
-END
-$$;
-CREATE OR REPLACE TRIGGER skein_events_notify AFTER INSERT ON skein_events
-	REFERENCING NEW TABLE AS skein_new_events
-	FOR EACH STATEMENT EXECUTE FUNCTION skein_notify_events();
-`
+// releasedShared returns what the first serve replica made in a schema
+// at version 1, before migration 2 took it over: the same table and
+// function as migration 2 (which begins with them), and the trigger of
+// step "notify".
+func releasedShared(t *testing.T) string {
+	shared, _, ok := strings.Cut(migration2, "CREATE TABLE skein_steps")
+	if !ok {
+		t.Fatal("migration 2 does not make skein_steps")
+	}
+	return shared + steps["notify"]
+}
 
 // TestMigrateFromVersion1 migrates schemas at version 1, one that a
 // serve replica used (with the objects it made itself) and one no server
@@ -135,7 +124,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		}
 		v1 := migrationsTable + ";" + migrations[0] + ";INSERT INTO skein_migrations (version) VALUES (1);"
 		if served {
-			v1 += releasedShared
+			v1 += releasedShared(t)
 		}
 		if _, err := conn.Exec(t.Context(), v1); err != nil {
 			t.Fatal(err)
