@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,7 @@ func TestExamples(t *testing.T) {
 			var first string
 			for run := 1; run <= 2; run++ {
 				var out, errOut bytes.Buffer
-				code := skein(exampleArgs(file), stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
+				code := skein(exampleArgs(t, file), stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
 				if code != exitOK {
 					t.Fatalf("run %d: skein run %s exited %d\nstdout:\n%s\nstderr:\n%s", run, file, code, out.String(), errOut.String())
 				}
@@ -64,18 +65,134 @@ func TestExamples(t *testing.T) {
 // goTestTime matches the time on a line of go test's output.
 var goTestTime = regexp.MustCompile(`(?m)^(\s*ok\s+\S+\s+)(\(cached\)|[0-9.]+s)$`)
 
-// exampleArgs is the command line that runs one example offline, as its
-// header says.
-func exampleArgs(file string) []string {
-	switch filepath.Base(file) {
-	case "code_agent.star":
-		// Go is installed wherever these tests run; go test of the
-		// sample project uses the build cache the tests have filled.
-		return []string{"run", "--allow-cmd", "go", file}
-	case "review.yaml":
-		return []string{"run", "--provider", "mock", file, "--task", "a release note for 1.2"}
+// exampleArgs is the command line that runs one example offline: the
+// first `skein run` line of its header comment, with the example's path
+// replaced by file. Running exactly what the header says keeps the
+// header true.
+func exampleArgs(t *testing.T, file string) []string {
+	t.Helper()
+	cmds := headerCommands(t, file)
+	if len(cmds) == 0 {
+		t.Fatalf("%s: its header names no '#   skein run ...' command line", file)
 	}
-	return []string{"run", file}
+	args := cmds[0][1:]
+	rel := "examples/" + filepath.Base(file)
+	if filepath.Base(filepath.Dir(file)) == "agents" {
+		rel = "examples/agents/" + filepath.Base(file)
+	}
+	found := false
+	for i, a := range args {
+		if a == rel {
+			args[i], found = file, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s: its header's command %q does not name %s", file, cmds[0], rel)
+	}
+	return args
+}
+
+// headerCommands returns the `skein run` command lines of a file's
+// opening comment ("#   skein run [flags] examples/x.star ..."), split
+// into words as a shell would (quotes removed).
+func headerCommands(t *testing.T, file string) [][]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds [][]string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		if m := headerCommand.FindStringSubmatch(line); m != nil {
+			cmds = append(cmds, shellWords(t, m[1]))
+		}
+	}
+	return cmds
+}
+
+// headerCommand matches a command line of an example's header.
+var headerCommand = regexp.MustCompile(`^#\s+(skein run .*\S)\s*$`)
+
+// shellWords splits a command line into words, honouring single and
+// double quotes (enough for the examples' headers and the docs).
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var word strings.Builder
+	inWord, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+				inWord = false
+			}
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words
+}
+
+// docsExampleCommand matches a command in the README or docs/ that runs
+// an example: "skein run ... examples/x.star ..." (or "go run ./cmd/skein
+// run ..."), up to the end of the line or of an inline code span.
+var docsExampleCommand = regexp.MustCompile("(?:go run \\./cmd/skein|skein) (run [^`\n]*examples/[^`\n]*[^`\n\\s.])")
+
+// TestDocsRunExamplesAsTheirHeadersSay checks every command in README.md
+// and docs/ that runs an example against the example's own header: a user
+// who copies either gets the same run.
+func TestDocsRunExamplesAsTheirHeadersSay(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, "../../README.md")
+	checked := 0
+	for _, doc := range docs {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range docsExampleCommand.FindAllStringSubmatch(string(data), -1) {
+			words := append([]string{"skein"}, shellWords(t, m[1])...)
+			var example string
+			for _, w := range words {
+				if strings.HasPrefix(w, "examples/") {
+					example = w
+				}
+			}
+			headers := headerCommands(t, filepath.Join("../..", example))
+			match := false
+			for _, h := range headers {
+				match = match || slices.Equal(h, words)
+			}
+			if !match {
+				t.Errorf("%s runs %q, but the header of %s says %q", filepath.Base(doc), strings.Join(words, " "), example, headers)
+			}
+			checked++
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("found only %d commands that run an example in the docs", checked)
+	}
 }
 
 // TestExampleEvals runs the scripted evaluations under examples/ (every

@@ -23,7 +23,21 @@
 // applied. Open migrates in one transaction that first takes an advisory
 // lock named after the schema, so processes opening a new database at
 // once migrate it once: the others wait, then find it current. A schema
-// newer than this skein knows is refused.
+// newer than this skein knows is refused (an older skein refuses a schema
+// a newer one migrated).
+//
+// Besides the numbered migrations, the schema has named steps, which only
+// the databases that need them get: skein_steps has a row per step
+// applied. A step is applied the first time skein needs it, in one
+// transaction that takes the migrations' advisory lock and checks
+// skein_steps again, so it too is applied once. There is one: "notify",
+// which NewNotifier (a replica of skein serve) applies, puts function
+// skein_notify_events in trigger skein_events_notify on skein_events.
+// From then on every statement that appends events notifies, at its
+// commit, the channel of each session it appended to. The trigger is not
+// made for every database because every write pays for it (a committed
+// append takes about 1.28 times as long, BenchmarkAppendNotify), and only
+// a served database has listeners.
 //
 // # Durability
 //
@@ -35,7 +49,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 1)
+// # Schema (version 2)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
@@ -45,6 +59,8 @@
 //	skein_messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos        key (sid, seq)
 //	skein_runs, skein_run_steps  workflow run records
+//	skein_locks     name holder interrupt: the locks held (NewLocker)
+//	skein_migrations, skein_steps  the migrations and steps applied
 //
 // Times are Unix nanoseconds (bigint), so they round-trip exactly; JSON is
 // stored as text in the encodings of package sessions, which give every

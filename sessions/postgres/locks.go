@@ -20,17 +20,14 @@ import (
 // process dies, on any machine, frees its locks as soon as the server
 // sees the connection close. A row of table skein_locks records each
 // held lock, for Interrupt (its reason column, which the holder reads
-// every poll) and Abandoned (a row whose advisory lock is free).
+// every poll) and Abandoned (a row whose advisory lock is free); the
+// table is part of the schema (migration 2).
 func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 	if poll <= 0 {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
 	}
 	ctx := context.Background()
-	schema, err := b.ensureShared(ctx)
-	if err != nil {
-		return nil, err
-	}
-	l := &locker{b: b, schema: schema, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
+	l := &locker{b: b, schema: b.schema, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
 	if err := l.connect(ctx); err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // BenchmarkAppendNotify measures what the notification trigger of
-// serve replicas (sharedSchema) costs a write. Each op appends one
+// serve replicas (step "notify", see steps) costs a write. Each op appends one
 // message (with its event), committed, to a session on a schema without
 // the trigger and to one on a schema with it, in turn, so that a change
 // of the machine's load hits both alike; it reports the mean time of
@@ -20,7 +20,7 @@ func BenchmarkAppendNotify(b *testing.B) {
 	newStore := func(trigger bool) *sessions.Store {
 		be := openClosed(b, pgtest.DSN(b))
 		if trigger {
-			if _, err := be.ensureShared(ctx); err != nil {
+			if err := be.applyStep(ctx, "notify"); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,20 +17,7 @@ import (
 // backend works.
 func TestOpenConcurrently(t *testing.T) {
 	const n = 6
-	dsn := pgtest.DSN(t)
-	var wg sync.WaitGroup
-	backends := make([]*Backend, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { backends[i], errs[i] = Open(t.Context(), dsn) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Open %d: %v", i, err)
-		}
-		t.Cleanup(func() { backends[i].Close() })
-	}
+	backends := openAll(t, pgtest.DSN(t), n)
 	ctx := t.Context()
 	now := time.Now()
 	for i, b := range backends {

@@ -19,6 +19,7 @@ import (
 type Backend struct {
 	pool       *pgxpool.Pool
 	dsn        string // redacted
+	schema     string // the schema of skein's tables
 	durability sessions.Durability
 	maxConns   int32
 	states     stateCache
@@ -86,7 +87,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
 	}
 	b.pool = pool
-	if err := migrate(ctx, pool); err != nil {
+	if b.schema, err = migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
 	}
