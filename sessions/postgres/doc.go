@@ -36,7 +36,7 @@
 // From then on every statement that appends events notifies, at its
 // commit, the channel of each session it appended to. The trigger is not
 // made for every database because every write pays for it (a committed
-// append takes about 1.28 times as long, BenchmarkAppendNotify), and only
+// append takes 1.2 to 1.3 times as long, BenchmarkAppendNotify), and only
 // a served database has listeners.
 //
 // # Durability
