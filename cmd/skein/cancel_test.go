@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,15 +22,18 @@ func TestCancelMidStream(t *testing.T) {
 	defer fake.Close()
 	t.Setenv("OPENAI_BASE_URL", fake.URL+"/v1")
 	t.Setenv("OPENAI_API_KEY", fakeKey)
-	var out bytes.Buffer
+	// The run is cancelled as soon as the first streamed delta has reached
+	// the subscriber (a condition, not a guess at how long that takes on
+	// a loaded machine); the stalled reply then never finishes.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	out := &cancelOnDelta{cancel: func() { cancel(errors.New("timeout: test")) }}
 	vf := vmFlags{sessionCap: 10, maxTurns: 50, provider: "openai"}
-	st, closeVM, err := vf.newState(stdio{out: &out, err: &out}, vmConfig{root: t.TempDir()})
+	st, closeVM, err := vf.newState(stdio{out: out, err: out}, vmConfig{root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeVM()
-	ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, errors.New("timeout: test"))
-	defer cancel()
 	end := st.Begin(ctx)
 	start := time.Now()
 	_, err = st.ExecFile("stall.star", `
@@ -41,7 +45,7 @@ agent_loop("tell me a story", session_id = s, model = "stall")
 	if err == nil || !strings.Contains(err.Error(), "agent_loop: cancelled: timeout: test") {
 		t.Fatalf("err = %v", err)
 	}
-	if time.Since(start) > 5*time.Second {
+	if time.Since(start) > 30*time.Second {
 		t.Fatalf("cancellation took %v", time.Since(start))
 	}
 	if !strings.Contains(out.String(), "delta: echo: tell") {
@@ -66,4 +70,20 @@ if r["visible_text"] != "echo: again":
 `); err != nil {
 		t.Fatal(vm.FormatError(err))
 	}
+}
+
+// cancelOnDelta collects a run's output and calls cancel once a streamed
+// delta has been printed by the subscriber.
+type cancelOnDelta struct {
+	bytes.Buffer
+	cancel func()
+	once   sync.Once
+}
+
+func (w *cancelOnDelta) Write(p []byte) (int, error) {
+	n, err := w.Buffer.Write(p)
+	if strings.Contains(w.Buffer.String(), "delta: ") {
+		w.once.Do(w.cancel)
+	}
+	return n, err
 }
