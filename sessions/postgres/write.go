@@ -245,11 +245,13 @@ func release(ctx context.Context, q querier, vid int64) error {
 		}
 		var base *int64
 		err = q.QueryRow(ctx, `DELETE FROM skein_views WHERE vid = $1 RETURNING base`, vid).Scan(&base)
-		if errNoRows(err) || base == nil {
-			return nil
-		}
-		if err != nil {
+		switch {
+		case errNoRows(err):
+			return nil // deleted already, with its owner
+		case err != nil:
 			return err
+		case base == nil:
+			return nil
 		}
 		vid = *base
 	}
