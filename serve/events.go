@@ -235,7 +235,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	catchUp := func() error {
 		events, err := sessions.EventsAfter(r.Context(), s.store.Backend(), id, last)
 		if err != nil {
-			s.metrics.storeErrors.Inc()
+			if r.Context().Err() == nil { // else the client left
+				s.metrics.storeErrors.Inc()
+				s.log.Error("reading a stream's events failed", "id", id, "err", err)
+			}
 			return err
 		}
 		for i := range events {
