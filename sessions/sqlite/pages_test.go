@@ -103,7 +103,21 @@ func TestWriteAfterAnotherWriter(t *testing.T) {
 	if err := a.Write(ctx, "s", 1, &sessions.Change{Append: []sessions.Message{user("a3")}, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := a.Load(ctx, "s")
+	wantTexts(t, a, "s", "b1 b2 b3 a3", 2)
+	// And a write at a version another Backend has moved past conflicts.
+	if err := b.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("b4")}, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("a4")}, UpdatedAt: now}); !errors.Is(err, sessions.ErrConflict) {
+		t.Errorf("write at a stale version: %v, want a conflict", err)
+	}
+}
+
+// wantTexts checks that session id, loaded from be, has the messages
+// whose texts want lists (space-separated) at version.
+func wantTexts(t *testing.T, be *Backend, id, want string, version int64) {
+	t.Helper()
+	rec, err := be.Load(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,14 +125,7 @@ func TestWriteAfterAnotherWriter(t *testing.T) {
 	for _, m := range rec.Messages {
 		texts = append(texts, m.Text)
 	}
-	if got, want := strings.Join(texts, " "), "b1 b2 b3 a3"; got != want || rec.Version != 2 {
-		t.Errorf("messages %q, version %d; want %q, 2", got, rec.Version, want)
-	}
-	// And a write at a version another Backend has moved past conflicts.
-	if err := b.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("b4")}, UpdatedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("a4")}, UpdatedAt: now}); !errors.Is(err, sessions.ErrConflict) {
-		t.Errorf("write at a stale version: %v, want a conflict", err)
+	if got := strings.Join(texts, " "); got != want || rec.Version != version {
+		t.Errorf("messages %q, version %d; want %q, %d", got, rec.Version, want, version)
 	}
 }

@@ -277,7 +277,14 @@ func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		// fn may have recorded the state its write would have left: none
+		// of that write happened, and another writer may bring a session
+		// to the version recorded in another state.
+		b.known = knownStates{}
+		return err
+	}
+	return nil
 }
 
 // read runs fn in a read transaction: every query of fn sees the same

@@ -168,8 +168,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 				return err
 			}
 		}
-		// Should the commit fail, the next write finds that the row's
-		// version is not this one and reads the row.
+		// Should the commit fail, write forgets this state.
 		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
 		return nil
 	})

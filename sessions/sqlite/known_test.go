@@ -1,0 +1,58 @@
+package sqlite
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+// TestKnownStateOfFailedCommit: a write whose commit fails leaves no
+// known state behind, so that a later write at the version that write
+// would have reached, which another writer reached instead, reads the
+// session's row rather than trusting the failed write's state.
+func TestKnownStateOfFailedCommit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, other := openClosed(t, path), openClosed(t, path)
+	raw := rawDB(t, path)
+	ctx := t.Context()
+	now := time.Now()
+	appendText := func(be *Backend, base int64, texts ...string) error {
+		ch := &sessions.Change{UpdatedAt: now}
+		for _, text := range texts {
+			ch.Append = append(ch.Append, sessions.Message{Role: sessions.RoleUser, Text: text})
+		}
+		return be.Write(ctx, "s", base, ch)
+	}
+	if err := other.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendText(other, 0, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	// A deferred foreign key that an insert into messages violates fails
+	// the commit, after every statement of the write succeeded.
+	for _, q := range []string{
+		`CREATE TABLE trap_parent (id INTEGER PRIMARY KEY)`,
+		`CREATE TABLE trap (p INTEGER REFERENCES trap_parent (id) DEFERRABLE INITIALLY DEFERRED)`,
+		`CREATE TRIGGER trap_messages AFTER INSERT ON messages BEGIN INSERT INTO trap VALUES (1); END`,
+	} {
+		if _, err := raw.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := appendText(a, 1, "lost"); err == nil {
+		t.Fatal("the write whose commit fails succeeded")
+	}
+	if _, err := raw.ExecContext(ctx, `DROP TRIGGER trap_messages`); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendText(other, 1, "o1", "o2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendText(a, 2, "a3"); err != nil {
+		t.Fatal(err)
+	}
+	wantTexts(t, other, "s", "m1 o1 o2 a3", 3)
+}
