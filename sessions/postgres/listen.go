@@ -25,7 +25,7 @@ func (b *Backend) NewNotifier() (sessions.Notifier, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &notifier{b: b, schema: b.schema, channels: map[string]*channel{},
+	n := &notifier{b: b, channels: map[string]*channel{},
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go n.run(ctx)
 	return n, nil
@@ -34,7 +34,6 @@ func (b *Backend) NewNotifier() (sessions.Notifier, error) {
 // notifier is a sessions.Notifier over LISTEN/NOTIFY.
 type notifier struct {
 	b      *Backend
-	schema string
 	kick   chan struct{} // the channels to listen to changed
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -69,7 +68,7 @@ func (n *notifier) Watch(id string, fn func(seq int64)) (stop func()) {
 	if err != nil {
 		return func() {}
 	}
-	name := eventChannel(n.schema, sid)
+	name := eventChannel(n.b.schema, sid)
 	n.mu.Lock()
 	ch := n.channels[name]
 	if ch == nil {

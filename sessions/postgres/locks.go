@@ -27,7 +27,7 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
 	}
 	ctx := context.Background()
-	l := &locker{b: b, schema: b.schema, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
+	l := &locker{b: b, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
 	if err := l.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -40,7 +40,6 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 // locker is a sessions.Locker over advisory locks and table skein_locks.
 type locker struct {
 	b      *Backend
-	schema string
 	poll   time.Duration
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -87,7 +86,7 @@ func (l *locker) connect(ctx context.Context) error {
 
 // qualified is the name of lock name in the database: its schema and
 // name.
-func (l *locker) qualified(name string) string { return l.schema + "/" + name }
+func (l *locker) qualified(name string) string { return l.b.schema + "/" + name }
 
 func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
 	l.mu.Lock()
@@ -189,7 +188,7 @@ func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, err
 	if len(names) == 0 {
 		return out, nil
 	}
-	rows, err := l.b.pool.Query(ctx, `SELECT n FROM unnest($2::text[]) AS n WHERE `+heldSQL(`$1 || '/' || n`), l.schema, names)
+	rows, err := l.b.pool.Query(ctx, `SELECT n FROM unnest($2::text[]) AS n WHERE `+heldSQL(`$1 || '/' || n`), l.b.schema, names)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: locks: %w", err)
 	}
@@ -214,11 +213,11 @@ func (l *locker) Abandoned(ctx context.Context, limit int) ([]string, error) {
 	if limit > 0 {
 		lim = &limit
 	}
-	names, err := l.abandoned(ctx, `SELECT name FROM skein_locks WHERE NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name LIMIT $2`, l.schema, lim)
+	names, err := l.abandoned(ctx, `SELECT name FROM skein_locks WHERE NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name LIMIT $2`, l.b.schema, lim)
 	if err != nil || len(names) == 0 {
 		return names, err
 	}
-	return l.abandoned(ctx, `SELECT name FROM skein_locks WHERE name = ANY($2) AND NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name`, l.schema, names)
+	return l.abandoned(ctx, `SELECT name FROM skein_locks WHERE name = ANY($2) AND NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name`, l.b.schema, names)
 }
 
 // abandoned runs one query of Abandoned.
