@@ -19,7 +19,10 @@ import (
 // crashScript runs a long agent loop on session "crash" and prints a line
 // for every message appended to it, from a subscriber: the loop delivers
 // events once they are committed, so a printed message is acknowledged
-// and must survive any crash.
+// and must survive any crash. Every third run of its tool takes 2 ms and
+// the others microseconds, so the loop commits some replies before their
+// tool runs and others together with its result (agent.Config.QuickTool),
+// and kills land in both kinds of tool runs.
 const crashScript = `
 s = agent_session_open("crash", max_turns = 100000)
 
@@ -35,7 +38,8 @@ def work(n):
     Args:
       n: the step.
     """
-    sleep(0.001)
+    if int(n) % 3 == 0:
+        sleep(0.002)
     return "step %s done" % n
 
 for i in range(300):
