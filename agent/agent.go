@@ -147,6 +147,10 @@ const (
 	// DefaultMaxTurns caps the turns of a session that has no cap of its
 	// own (agent_session_open's max_turns).
 	DefaultMaxTurns = 50
+	// DefaultQuickTool is Config.QuickTool's default: about what running
+	// a trivial in-process tool takes, and less than any tool that
+	// starts a process or waits for the network.
+	DefaultQuickTool = time.Millisecond
 )
 
 // Config is one loop. The zero value of every field but Store, SessionID
@@ -184,7 +188,14 @@ type Config struct {
 	ToolErrors ToolErrors
 	// Clock reports the time (nil: time.Now).
 	Clock func() time.Time
-	Hooks Hooks
+	// QuickTool is how long a tool's last run in this loop may have taken
+	// for the tool to run before the reply that calls it is committed
+	// (0: DefaultQuickTool; negative: never). A reply whose tools are all
+	// quick commits together with their results, one commit for the
+	// iteration; any other reply commits before its tools run (see
+	// "When writes commit" in docs/semantics.md).
+	QuickTool time.Duration
+	Hooks     Hooks
 	// Compaction manages the context (nil: the whole session is sent and
 	// nothing is compacted).
 	Compaction *Compaction
@@ -210,6 +221,7 @@ func DefaultConfig() Config {
 		DefaultSessionCap: DefaultMaxTurns,
 		ToolErrors:        ToolErrorsReport,
 		Clock:             time.Now,
+		QuickTool:         DefaultQuickTool,
 	}
 }
 
@@ -233,6 +245,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
+	}
+	if c.QuickTool == 0 {
+		c.QuickTool = DefaultQuickTool
 	}
 	return c
 }
@@ -309,6 +324,9 @@ type loop struct {
 	seqKnown bool
 	// state is the state last announced ("" before the first).
 	state string
+	// ran is how long each tool's last run in this loop took, by name
+	// (see quick).
+	ran map[string]time.Duration
 	// session is what opening the session found: its turns and cap.
 	session sessions.Opened
 	// usage is the context size the provider reported for the last call
@@ -615,12 +633,15 @@ func (l *loop) run() error {
 			names[i] = c.Name
 		}
 		if len(resp.ToolCalls) > 0 {
-			// The model step ends here: it is stored before any tool runs.
 			if err := l.logToolCalls(resp.ToolCalls); err != nil {
 				return err
 			}
-			if err := l.commit(); err != nil {
-				return err
+			// The model step ends here: it is stored before its tools run,
+			// unless they are quick, when it commits with their results.
+			if !l.quick(resp.ToolCalls) {
+				if err := l.commit(); err != nil {
+					return err
+				}
 			}
 		}
 		for _, c := range resp.ToolCalls {
@@ -663,6 +684,26 @@ func (l *loop) run() error {
 			}
 		}
 	}
+}
+
+// quick reports whether every tool of calls took less than
+// Config.QuickTool the last time it ran in this loop. Such a reply is not
+// committed before its tools run: it commits with their results, which
+// halves an iteration's commits (and fsyncs, with durability full) when
+// the tools are in-process work that takes microseconds. A crash while
+// they run loses the reply with them; nothing of it had reached a
+// subscriber. A tool not run yet in the loop is not quick, so a tool
+// that waits on a process or the network commits its call first.
+func (l *loop) quick(calls []sessions.ToolCall) bool {
+	if l.cfg.QuickTool < 0 {
+		return false
+	}
+	for _, c := range calls {
+		if d, ok := l.ran[c.Name]; !ok || d >= l.cfg.QuickTool {
+			return false
+		}
+	}
+	return true
 }
 
 // textOnly handles a reply without tool calls; it reports whether the
@@ -835,8 +876,12 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 	if err := l.setState(StateToolExecuting, &call); err != nil {
 		return err
 	}
-	started := l.clock()
+	started, ranFrom := l.clock(), time.Now()
 	output, toolErr := l.invoke(call)
+	if l.ran == nil {
+		l.ran = map[string]time.Duration{}
+	}
+	l.ran[call.Name] = time.Since(ranFrom)
 	if l.ctx.Err() != nil {
 		return l.ctx.Err()
 	}

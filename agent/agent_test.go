@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
@@ -383,9 +384,29 @@ func (b *countingBackend) Write(ctx context.Context, id string, base int64, chan
 
 // TestGroupCommit checks that the loop writes one transaction per step:
 // the model step (before its tools run) and the tool step, so two per
-// tool-calling iteration and one for the final reply; and that every
-// event reaches the hooks only once the backend holds it.
+// tool-calling iteration and one for the final reply, unless the reply's
+// tools are quick (Config.QuickTool): then the reply commits with their
+// results, one commit for the iteration. A tool is quick once its last
+// run in the loop took less than QuickTool, so the first iteration is
+// always two commits. Every event reaches the hooks only once the
+// backend holds it.
 func TestGroupCommit(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		quick     time.Duration // Config.QuickTool
+		sleep     time.Duration // each run of the tool
+		writes    int
+		writesRun string // the writes made when each tool ran
+	}{
+		{"never quick", -1, 0, 7, "[1 3 5]"},
+		{"quick", time.Hour, 0, 5, "[1 2 3]"},
+		{"slower than quick", time.Millisecond, 3 * time.Millisecond, 7, "[1 3 5]"},
+	} {
+		t.Run(c.name, func(t *testing.T) { groupCommit(t, c.quick, c.sleep, c.writes, c.writesRun) })
+	}
+}
+
+func groupCommit(t *testing.T, quick, sleep time.Duration, wantWrites int, wantWritesAtRun string) {
 	b := &countingBackend{MemoryBackend: sessions.NewMemoryBackend()}
 	store, err := sessions.NewStore(b)
 	if err != nil {
@@ -403,13 +424,16 @@ func TestGroupCommit(t *testing.T) {
 	resps = append(resps, &llm.Response{Text: "done"})
 	tool := &fakeTool{name: "count", out: "ok"}
 	cfg := config(store, "s", &scripted{name: "fake", resps: resps}, tool)
+	cfg.QuickTool = quick
 	var writesAtRun []int
 	tool2 := &probedTool{fakeTool: tool, before: func() {
 		writesAtRun = append(writesAtRun, b.writes)
 		rec, err := b.Load(ctx, "s")
-		if err != nil || len(rec.Messages) == 0 || !rec.Messages[len(rec.Messages)-1].HasToolCalls() {
-			t.Errorf("a tool runs before its call is stored")
+		stored := err == nil && len(rec.Messages) > 0 && rec.Messages[len(rec.Messages)-1].HasToolCalls()
+		if first := len(writesAtRun) == 1; !stored && (first || quick < 0 || sleep >= quick) {
+			t.Errorf("run %d: a tool that is not quick runs before its call is stored", len(writesAtRun))
 		}
+		time.Sleep(sleep)
 	}}
 	cfg.Tools = []Tool{tool2}
 	delivered := 0
@@ -434,15 +458,18 @@ func TestGroupCommit(t *testing.T) {
 	if _, err := Run(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if want := 2*iterations + 1; b.writes != want {
-		t.Errorf("%d writes for %d tool-calling iterations and a final reply, want %d", b.writes, iterations, want)
+	if b.writes != wantWrites {
+		t.Errorf("%d writes for %d tool-calling iterations and a final reply, want %d", b.writes, iterations, wantWrites)
 	}
-	if fmt.Sprint(writesAtRun) != "[1 3 5]" {
-		t.Errorf("writes when each tool ran: %v, want [1 3 5]", writesAtRun)
+	if fmt.Sprint(writesAtRun) != wantWritesAtRun {
+		t.Errorf("writes when each tool ran: %v, want %s", writesAtRun, wantWritesAtRun)
 	}
 	rec, _ := b.Load(ctx, "s")
 	if delivered != len(rec.Events) {
 		t.Errorf("%d events delivered, %d stored", delivered, len(rec.Events))
+	}
+	if err := sessions.Validate(rec.Messages); err != nil || len(rec.Messages) != 2*iterations+2 {
+		t.Errorf("%d messages stored (%v), want %d", len(rec.Messages), err, 2*iterations+2)
 	}
 }
 

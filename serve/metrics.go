@@ -5,60 +5,58 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
 )
 
-// metrics are the server's Prometheus metrics, in a registry of its own
-// (two servers in one process do not collide).
+// metrics are the server's Prometheus metrics, its own (two servers in
+// one process do not share them). GET /metrics writes them with the Go
+// runtime's and the process's (promtext.go, promruntime.go).
 type metrics struct {
-	registry       *prometheus.Registry
-	handler        http.Handler
-	requests       *prometheus.CounterVec
-	requestSeconds *prometheus.HistogramVec
-	turnsRunning   prometheus.Gauge
-	turns          *prometheus.CounterVec
-	turnSeconds    prometheus.Histogram
-	tokens         *prometheus.CounterVec
-	storeErrors    prometheus.Counter
-	sseClients     prometheus.Gauge
-	sseDropped     prometheus.Counter
-	sessionsActive prometheus.Gauge
+	requests       *family // counter: route, code
+	requestSeconds *family // histogram: route
+	turnsRunning   *family // gauge
+	turns          *family // counter: outcome
+	turnSeconds    *family // histogram
+	tokens         *family // counter: direction
+	storeErrors    *family // counter
+	sseClients     *family // gauge
+	sseDropped     *family // counter
+	sessionsActive *family // gauge
 }
 
 func newMetrics() *metrics {
-	m := &metrics{
-		registry: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skein_http_requests_total",
-			Help: "HTTP requests by route pattern and status code."}, []string{"route", "code"}),
-		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "skein_http_request_duration_seconds",
-			Help: "Time to answer an HTTP request (an SSE stream: its whole life), by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"}),
-		turnsRunning: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skein_turns_running",
-			Help: "Turns (prompts) running now."}),
-		turns: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skein_turns_total",
-			Help: "Finished turns by outcome: done, cancelled, error."}, []string{"outcome"}),
-		turnSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "skein_turn_duration_seconds",
-			Help: "Wall time of a turn, from the prompt to the agent's return.", Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14)}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "skein_llm_tokens_total",
-			Help: "Model tokens used by turns, by direction (input, output)."}, []string{"direction"}),
-		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "skein_store_errors_total",
-			Help: "Requests that failed with an internal (session store) error."}),
-		sseClients: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skein_sse_clients",
-			Help: "Connected Server-Sent Events clients."}),
-		sseDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "skein_sse_dropped_total",
-			Help: "SSE clients disconnected because they fell behind."}),
-		sessionsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "skein_sessions_active",
-			Help: "Served sessions with status active (counted against --max-sessions)."}),
+	return &metrics{
+		requests: newFamily("counter", "skein_http_requests_total",
+			"HTTP requests by route pattern and status code.", "route", "code"),
+		requestSeconds: newHistogram("skein_http_request_duration_seconds",
+			"Time to answer an HTTP request (an SSE stream: its whole life), by route pattern.", defBuckets, "route"),
+		turnsRunning: newFamily("gauge", "skein_turns_running",
+			"Turns (prompts) running now."),
+		turns: newFamily("counter", "skein_turns_total",
+			"Finished turns by outcome: done, cancelled, error.", "outcome"),
+		turnSeconds: newHistogram("skein_turn_duration_seconds",
+			"Wall time of a turn, from the prompt to the agent's return.", exponentialBuckets(0.005, 2.5, 14)),
+		tokens: newFamily("counter", "skein_llm_tokens_total",
+			"Model tokens used by turns, by direction (input, output).", "direction"),
+		storeErrors: newFamily("counter", "skein_store_errors_total",
+			"Requests that failed with an internal (session store) error."),
+		sseClients: newFamily("gauge", "skein_sse_clients",
+			"Connected Server-Sent Events clients."),
+		sseDropped: newFamily("counter", "skein_sse_dropped_total",
+			"SSE clients disconnected because they fell behind."),
+		sessionsActive: newFamily("gauge", "skein_sessions_active",
+			"Served sessions with status active (counted against --max-sessions)."),
 	}
-	m.registry.MustRegister(m.requests, m.requestSeconds, m.turnsRunning, m.turns, m.turnSeconds, m.tokens,
-		m.storeErrors, m.sseClients, m.sseDropped, m.sessionsActive,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
-	return m
+}
+
+// families returns every family /metrics writes, the runtime's and the
+// process's read now.
+func (m *metrics) families() []*family {
+	out := []*family{m.requests, m.requestSeconds, m.turnsRunning, m.turns, m.turnSeconds, m.tokens,
+		m.storeErrors, m.sseClients, m.sseDropped, m.sessionsActive}
+	out = append(out, goFamilies()...)
+	return append(out, processFamilies()...)
 }
 
 // request counts one answered request.
@@ -88,7 +86,7 @@ func (m *metrics) observe(e sessions.Event) {
 
 // serveMetrics handles GET /metrics.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	s.metrics.handler.ServeHTTP(w, r)
+	serveExposition(w, r, s.metrics.families())
 	return nil
 }
 

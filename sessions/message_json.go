@@ -29,6 +29,81 @@ type messageJSON struct {
 
 // MarshalJSON encodes m with the message dict keys of the API.
 func (m Message) MarshalJSON() ([]byte, error) {
+	if out, ok := m.appendJSON(nil); ok {
+		return out, nil
+	}
+	return m.marshalSlow()
+}
+
+// appendJSON appends MarshalJSON's encoding of m to dst without
+// reflection (jsonvalue.Append), reporting false for what it leaves to
+// marshalSlow: content blocks, and data jsonvalue.Append refuses. Its
+// output is byte for byte marshalSlow's (TestAppendJSONIsMarshal).
+func (m *Message) appendJSON(dst []byte) ([]byte, bool) {
+	if m.Blocks != nil {
+		return dst, false
+	}
+	str := func(key, v string) {
+		if v != "" {
+			dst = append(dst, `,"`+key+`":`...)
+			dst = jsonvalue.AppendString(dst, v)
+		}
+	}
+	ok := true
+	object := func(key string, v map[string]any) {
+		if ok && len(v) > 0 {
+			dst = append(dst, `,"`+key+`":`...)
+			dst, ok = jsonvalue.Append(dst, v)
+		}
+	}
+	dst = append(dst, '{')
+	if m.ID != "" {
+		dst = append(dst, `"id":`...)
+		dst = jsonvalue.AppendString(dst, m.ID)
+		dst = append(dst, ',')
+	}
+	if !m.CreatedAt.IsZero() {
+		dst = append(dst, `"created_at":"`...)
+		dst = m.CreatedAt.UTC().AppendFormat(dst, TimeFormat)
+		dst = append(dst, `",`...)
+	}
+	dst = append(dst, `"role":`...)
+	dst = jsonvalue.AppendString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = jsonvalue.AppendString(dst, m.Text)
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			c := &m.ToolCalls[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"id":`...)
+			dst = jsonvalue.AppendString(dst, c.ID)
+			dst = append(dst, `,"name":`...)
+			dst = jsonvalue.AppendString(dst, c.Name)
+			dst = append(dst, `,"arguments":`...)
+			if dst, ok = jsonvalue.Append(dst, c.Arguments); !ok {
+				return dst, false
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	str("tool_call_id", m.ToolCallID)
+	str("name", m.Name)
+	if m.IsError {
+		dst = append(dst, `,"is_error":true`...)
+	}
+	object("metadata", m.Metadata)
+	str("model", m.Model)
+	object("usage", m.Usage)
+	return append(dst, '}'), ok
+}
+
+// marshalSlow is MarshalJSON with encoding/json: what appendJSON leaves
+// to it, and the reference it is tested against.
+func (m Message) marshalSlow() ([]byte, error) {
 	j := messageJSON{ID: m.ID, CreatedAt: formatCreated(m.CreatedAt), Role: m.Role, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
 		IsError: m.IsError, Metadata: jsonvalue.ExactObject(m.Metadata), Model: m.Model, Usage: jsonvalue.ExactObject(m.Usage)}
 	if slices.ContainsFunc(m.ToolCalls, func(c ToolCall) bool { return jsonvalue.HasFloat(c.Arguments) }) {

@@ -174,5 +174,33 @@ func FuzzFastMessage(f *testing.F) {
 		if !reflect.DeepEqual(fast, slow) {
 			t.Fatalf("%q:\n\tfast %#v\n\tslow %#v", data, fast, slow)
 		}
+		checkAppendJSON(t, &fast)
 	})
+}
+
+// TestAppendJSONIsMarshal checks that MarshalJSON's fast path writes what
+// encoding/json writes, for every sample message.
+func TestAppendJSONIsMarshal(t *testing.T) {
+	created := time.Date(2026, 11, 26, 6, 30, 0, 123456789, time.FixedZone("x", 3600))
+	samples := append(fastSamples(),
+		Message{ID: "m<1>", CreatedAt: created, Role: RoleAssistant, Text: "a \u2028 \"b\" & <c>", Model: "é",
+			ToolCalls: []ToolCall{{ID: "c1", Name: "f", Arguments: map[string]any{"x": 2.0, "y": []any{int64(1)}}}, {ID: "c2", Name: "g"}},
+			Metadata:  map[string]any{"k": map[string]any{"n": nil}}, Usage: map[string]any{"input_tokens": int64(3)}},
+		Message{Role: RoleTool, ToolCallID: "c1", Name: "f", Text: "", IsError: true},
+		Message{Role: RoleUser, Text: "x", Metadata: map[string]any{"odd": map[string]string{"a": "b"}}}, // left to marshalSlow
+	)
+	for i := range samples {
+		checkAppendJSON(t, &samples[i])
+	}
+}
+
+// checkAppendJSON fails t when MarshalJSON's output differs from
+// marshalSlow's.
+func checkAppendJSON(t *testing.T, m *Message) {
+	t.Helper()
+	want, werr := m.marshalSlow()
+	got, err := m.MarshalJSON()
+	if string(got) != string(want) || (err == nil) != (werr == nil) {
+		t.Fatalf("MarshalJSON(%#v):\n\tgot  %s (%v)\n\twant %s (%v)", m, got, err, want, werr)
+	}
 }

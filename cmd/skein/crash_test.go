@@ -19,7 +19,11 @@ import (
 // crashScript runs a long agent loop on session "crash" and prints a line
 // for every message appended to it, from a subscriber: the loop delivers
 // events once they are committed, so a printed message is acknowledged
-// and must survive any crash.
+// and must survive any crash. Two runs of its tool in three take 2 ms and
+// the third microseconds, so the loop commits some replies before their
+// tool runs (the tool was slow on its last run: n = 0 mod 3 and 1 mod 3)
+// and others together with its result (it was quick: n = 2 mod 3, see
+// agent.Config.QuickTool), and kills land in 2 ms runs of both kinds.
 const crashScript = `
 s = agent_session_open("crash", max_turns = 100000)
 
@@ -35,7 +39,8 @@ def work(n):
     Args:
       n: the step.
     """
-    sleep(0.001)
+    if int(n) % 3 != 1:
+        sleep(0.002)
     return "step %s done" % n
 
 for i in range(300):

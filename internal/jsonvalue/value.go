@@ -59,6 +59,15 @@ func decodeSlow(data []byte) (any, error) {
 // a float64 with an integral value is written with a fraction ("2.0", not
 // "2"), which Decode reads back as a float64 rather than an int64.
 func Encode(v any) ([]byte, error) {
+	if out, ok := Append(nil, v); ok {
+		return out, nil
+	}
+	return encodeSlow(v)
+}
+
+// encodeSlow is Encode with encoding/json: what Append gives up on, and
+// the reference it is tested against.
+func encodeSlow(v any) ([]byte, error) {
 	return json.Marshal(exactFloats(v))
 }
 

@@ -1,7 +1,6 @@
 package rowstore
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -78,7 +77,7 @@ type Body struct {
 
 // EncodeMessage returns the stored form of m.
 func EncodeMessage(m *sessions.Message) (Body, error) {
-	data, err := json.Marshal(m)
+	data, err := m.MarshalJSON() // json.Marshal(m) would compact it again
 	if err != nil {
 		return Body{}, err
 	}
