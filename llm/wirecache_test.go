@@ -9,38 +9,51 @@ import (
 	"github.com/skein-dev/skein/sessions"
 )
 
+// wireStep is a call of TestWireForms and TestWireJoined: protocol's
+// forms of msgs() with cache, of which encodes are new.
+type wireStep struct {
+	name     string
+	protocol string
+	msgs     func() []sessions.Message
+	cache    *WireCache
+	encodes  int
+}
+
+// wireSteps returns the calls TestWireForms and TestWireJoined make, in
+// order: the same position and address reuse a form, anything else (a
+// new array, another protocol, no cache) encodes.
+func wireSteps(c *WireCache) []wireStep {
+	msgs := make([]sessions.Message, 0, 10)
+	for i := range 3 {
+		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+	}
+	return []wireStep{
+		{"first call", "p", func() []sessions.Message { return msgs }, c, 3},
+		{"same messages", "p", func() []sessions.Message { return msgs }, c, 0},
+		{"two appended, one without text", "p", func() []sessions.Message {
+			msgs = append(msgs, sessions.Message{}, sessions.Message{Text: "4"})
+			return msgs
+		}, c, 2},
+		{"fewer messages", "p", func() []sessions.Message { return msgs[:2] }, c, 0},
+		{"grown again", "p", func() []sessions.Message { return msgs }, c, 3},
+		{"another protocol", "q", func() []sessions.Message { return msgs }, c, 5},
+		{"back to the first", "p", func() []sessions.Message { return msgs }, c, 0},
+		{"a copy (new addresses)", "p", func() []sessions.Message { return append([]sessions.Message(nil), msgs...) }, c, 5},
+		{"no cache", "p", func() []sessions.Message { return msgs }, nil, 5},
+		{"none", "r", func() []sessions.Message { return nil }, c, 0},
+	}
+}
+
 // TestWireForms checks that only messages new since the previous call of
-// a protocol are encoded: the same position and address reuse the form,
-// anything else (a new array, another protocol, no cache) encodes.
+// a protocol are encoded (wireSteps) and that every form is the message's.
 func TestWireForms(t *testing.T) {
 	encoded := 0
 	enc := func(ms []sessions.Message, i int) (string, error) {
 		encoded++
 		return ms[i].Text, nil
 	}
-	msgs := make([]sessions.Message, 0, 10)
-	for i := range 3 {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
-	}
 	c := &WireCache{}
-	steps := []struct {
-		name     string
-		protocol string
-		msgs     func() []sessions.Message
-		cache    *WireCache
-		encodes  int
-	}{
-		{"first call", "p", func() []sessions.Message { return msgs }, c, 3},
-		{"same messages", "p", func() []sessions.Message { return msgs }, c, 0},
-		{"two appended", "p", func() []sessions.Message {
-			msgs = append(msgs, sessions.Message{Text: "3"}, sessions.Message{Text: "4"})
-			return msgs
-		}, c, 2},
-		{"another protocol", "q", func() []sessions.Message { return msgs }, c, 5},
-		{"back to the first", "p", func() []sessions.Message { return msgs }, c, 0},
-		{"a copy (new addresses)", "p", func() []sessions.Message { return append([]sessions.Message(nil), msgs...) }, c, 5},
-		{"no cache", "p", func() []sessions.Message { return msgs }, nil, 5},
-	}
+	steps := wireSteps(c)
 	for _, s := range steps {
 		encoded = 0
 		in := s.msgs()
@@ -58,7 +71,7 @@ func TestWireForms(t *testing.T) {
 		}
 	}
 	bad := errors.New("bad")
-	_, err := WireForms(c, "p", msgs, func([]sessions.Message, int) (string, error) { return "", bad })
+	_, err := WireForms(c, "p", []sessions.Message{{Text: "new"}}, func([]sessions.Message, int) (string, error) { return "", bad })
 	var me *MessageError
 	if !errors.As(err, &me) || me.Index != 0 || !errors.Is(err, bad) || err.Error() != "message 0: bad" {
 		t.Fatalf("encode error: %v", err)
@@ -113,31 +126,8 @@ func TestWireJoined(t *testing.T) {
 		}
 		return strings.Join(parts, ",")
 	}
-	msgs := make([]sessions.Message, 0, 10)
-	for i := range 3 {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
-	}
 	c := &WireCache{}
-	steps := []struct {
-		name     string
-		protocol string
-		msgs     func() []sessions.Message
-		cache    *WireCache
-		encodes  int
-	}{
-		{"first call", "p", func() []sessions.Message { return msgs }, c, 3},
-		{"same messages", "p", func() []sessions.Message { return msgs }, c, 0},
-		{"two appended, one without a form", "p", func() []sessions.Message {
-			msgs = append(msgs, sessions.Message{}, sessions.Message{Text: "4"})
-			return msgs
-		}, c, 2},
-		{"fewer messages", "p", func() []sessions.Message { return msgs[:2] }, c, 0},
-		{"grown again", "p", func() []sessions.Message { return msgs }, c, 3},
-		{"another protocol", "q", func() []sessions.Message { return msgs }, c, 5},
-		{"a copy (new addresses)", "p", func() []sessions.Message { return append([]sessions.Message(nil), msgs...) }, c, 5},
-		{"no cache", "p", func() []sessions.Message { return msgs }, nil, 5},
-		{"none", "r", func() []sessions.Message { return nil }, c, 0},
-	}
+	steps := wireSteps(c)
 	for _, s := range steps {
 		encoded = 0
 		in := s.msgs()
@@ -152,6 +142,7 @@ func TestWireJoined(t *testing.T) {
 			t.Fatalf("%s: joined forms %q, want %q", s.name, got, want)
 		}
 	}
+	msgs := make([]sessions.Message, 5, 10)
 	if _, err := WireJoined(c, "p", msgs, enc); err != nil {
 		t.Fatal(err)
 	}
