@@ -67,11 +67,18 @@ func (r result) cpuPerItem() float64 { return float64(r.cpu.Microseconds()) / fl
 
 // cpuTime returns the process's user plus system CPU time.
 func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	cpu, err := processCPU()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return cpu
+}
+
+// processCPU returns the process's user plus system CPU time.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
 }
 
 // exec runs workload file on st and reads its marks; its cpu is the
