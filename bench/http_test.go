@@ -82,9 +82,10 @@ func (s *loopbackOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 // collector off as well (GOGC=off): each 10% window falls in either, so
 // one run's ratio ranges from 0.6 to 2.4 whatever the code does, and with
 // one run a round the median of five moved between 0.85 and 1.38 over
-// twelve benchmark runs of the same code. Three runs a round make
-// -benchtime 5x a median of 15.
-const w1HTTPRuns = 3
+// twelve benchmark runs of the same code, and with three runs a round
+// the median of 15 between 1.04 and 1.31 over six. Five runs a round make
+// -benchtime 5x a median of 25.
+const w1HTTPRuns = 5
 
 // BenchmarkW1HTTP runs W1 (N = 1000) over the in-memory store against a
 // loopback OpenAI-compatible server, w1HTTPRuns times a round, and
