@@ -5,23 +5,23 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 )
 
 // NewHTTPClient returns an HTTP client for real providers: the default
 // transport, keeping enough idle connections per host that many
 // concurrent agent loops against one provider reuse their connections
 // instead of reconnecting for every call (Go's default keeps two), and
-// sending a request body that can write itself (the provider clients'
-// bodies, held as the pieces they were built from) straight from its
-// pieces.
+// copying request bodies to plain (not TLS) connections through buffers
+// it reuses.
 //
-// net/http copies a request body to a plain (not TLS) connection through
-// a new 32 KB buffer per request, one write system call per 32 KB; an
-// agent's request resends the whole conversation, so for a local model
-// server that is a large allocation per call and a copy and a system
-// call per 32 KB of history. The connections of this client take such a
-// body in one writev from its pieces instead (see bodyConn). Over TLS
-// the transport encrypts the body itself, as always.
+// net/http copies a request body it does not hold in memory itself (a
+// provider's body is assembled from cached pieces) to a plain connection
+// with io.Copy, which allocates a new 32 KB buffer per request. An
+// agent's requests resend the whole conversation, so against a local
+// model server that was 32 KB of garbage per call once the history
+// passed 32 KB, and as much of the garbage collector's work. Over TLS
+// the transport encrypts the body itself, as before.
 func NewHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = 256
@@ -37,31 +37,22 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// selfWritingBody is a request body that knows how many bytes it has
-// left (Len) and writes them itself (WriteTo), as the provider clients'
-// bodies do.
-type selfWritingBody interface {
-	io.WriterTo
-	Len() int
-}
+// copyBuffers are the buffers bodyConn copies request bodies through:
+// 32 KB, as io.Copy's own, so the body goes out in the same writes.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// bodyConn is a connection of NewHTTPClient's transport. net/http sends
-// a request body of known length to a plain connection with
-// io.Copy(conn, io.LimitReader(body, length)), which reaches ReadFrom: a
-// body that writes itself and fits the limit writes itself to the
-// connection; anything else is copied as the connection would copy it.
+// bodyConn is a connection of NewHTTPClient's transport. net/http writes
+// a request body to a plain connection with io.Copy(conn, body), which
+// reaches ReadFrom.
 type bodyConn struct {
 	net.Conn
 }
 
-// ReadFrom writes r to the connection.
+// ReadFrom writes r to the connection through a reused buffer. (A
+// *net.TCPConn's own ReadFrom can splice from a file or a socket; a
+// provider's request body is neither.)
 func (c bodyConn) ReadFrom(r io.Reader) (int64, error) {
-	if lr, ok := r.(*io.LimitedReader); ok {
-		if b, ok := lr.R.(selfWritingBody); ok && int64(b.Len()) <= lr.N {
-			n, err := b.WriteTo(c.Conn)
-			lr.N -= n
-			return n, err
-		}
-	}
-	return io.Copy(c.Conn, r)
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, r, *buf)
 }

@@ -6,36 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"runtime"
 	"testing"
 	"testing/iotest"
 )
-
-// selfWriting is a request body that writes itself, counting the bytes
-// that went out through Read and through WriteTo.
-type selfWriting struct {
-	r                *bytes.Reader
-	readBytes, wrote int64
-	writes           int // WriteTo calls that wrote something
-}
-
-func (b *selfWriting) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	b.readBytes += int64(n)
-	return n, err
-}
-
-func (b *selfWriting) WriteTo(w io.Writer) (int64, error) {
-	n, err := b.r.WriteTo(w)
-	if n > 0 { // net/http calls it again at the end, to check nothing is left
-		b.writes++
-	}
-	b.wrote += n
-	return n, err
-}
-
-func (b *selfWriting) Len() int     { return b.r.Len() }
-func (b *selfWriting) Close() error { return nil }
 
 // echoServer answers every request with the body it received.
 func echoServer(tls bool) *httptest.Server {
@@ -74,12 +48,10 @@ func post(t *testing.T, client *http.Client, url string, body io.Reader, n int) 
 	return got
 }
 
-// TestHTTPClientBodyWritesItself checks that NewHTTPClient's connections
-// let a request body that writes itself do so (in one call, none of it
-// read through Read), that any other body is sent as before, and that
-// both arrive whole, small or larger than any buffer, over plain HTTP
-// and over TLS.
-func TestHTTPClientBodyWritesItself(t *testing.T) {
+// TestHTTPClientSendsBodies checks that a request body of any size,
+// one that writes itself or one that only reads, arrives whole through
+// NewHTTPClient, over plain HTTP and over TLS.
+func TestHTTPClientSendsBodies(t *testing.T) {
 	for _, tls := range []bool{false, true} {
 		srv := echoServer(tls)
 		client := NewHTTPClient()
@@ -90,19 +62,48 @@ func TestHTTPClientBodyWritesItself(t *testing.T) {
 		}
 		for _, size := range []int{10, 300 << 10} {
 			data := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
-			b := &selfWriting{r: bytes.NewReader(data)}
-			if got := post(t, client, srv.URL, b, size); !bytes.Equal(got, data) {
-				t.Fatalf("tls %v, %d bytes: the server got %d bytes, not the body", tls, size, len(got))
-			}
-			if !tls && (b.writes != 1 || b.wrote != int64(size) || b.readBytes != 0) {
-				t.Errorf("%d bytes: %d WriteTo calls wrote %d bytes, Read gave %d; want the body written in one call", size, b.writes, b.wrote, b.readBytes)
-			}
-			// A body that only reads, in pieces of any size.
-			plain := iotest.HalfReader(strings.NewReader(string(data)))
-			if got := post(t, client, srv.URL, plain, size); !bytes.Equal(got, data) {
-				t.Fatalf("tls %v, %d bytes of a plain reader: the server got %d bytes, not the body", tls, size, len(got))
+			for _, body := range []io.Reader{bytes.NewReader(data), iotest.HalfReader(bytes.NewReader(data))} {
+				if got := post(t, client, srv.URL, body, size); !bytes.Equal(got, data) {
+					t.Fatalf("tls %v, %d bytes from a %T: the server got %d bytes, not the body", tls, size, body, len(got))
+				}
 			}
 		}
 		srv.Close()
+	}
+}
+
+// TestHTTPClientReusesCopyBuffers checks that NewHTTPClient sends a body
+// through a buffer it reuses: a 300 KB body costs at least 24 KB less
+// allocation per request than with net/http's default transport, which
+// copies every body through a new 32 KB buffer.
+func TestHTTPClientReusesCopyBuffers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	data := bytes.Repeat([]byte("0123456789abcdef"), 300<<10/16)
+	perRequest := func(client *http.Client) uint64 {
+		send := func() {
+			// A reader the transport does not know to be in memory, as
+			// a provider's body.
+			post(t, client, srv.URL, struct{ io.Reader }{bytes.NewReader(data)}, len(data))
+		}
+		for range 3 {
+			send() // connect, fill the pools
+		}
+		const n = 20
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			send()
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / n
+	}
+	plain := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	ours, theirs := perRequest(NewHTTPClient()), perRequest(plain)
+	if theirs < ours+24<<10 {
+		t.Errorf("%d bytes allocated per request, against %d with the default transport: want at least 24 KB less", ours, theirs)
 	}
 }
