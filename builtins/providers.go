@@ -1,6 +1,7 @@
 package builtins
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
@@ -21,7 +22,7 @@ const requestTimeout = 5 * time.Minute
 func DefaultLLM(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
 		Getenv:     getenv,
-		HTTPClient: llm.NewHTTPClient(),
+		HTTPClient: providerClient(),
 		Prices:     llm.DefaultPrices(),
 		Budget:     &llm.Budget{},
 		Factories: map[string]llm.Factory{
@@ -52,4 +53,14 @@ func geminiFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 
 func anthropicFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 	return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
+}
+
+// providerClient is the HTTP client of a VM's real providers: the default
+// transport, keeping enough idle connections per host that many
+// concurrent agent loops against one provider reuse their connections
+// instead of reconnecting for every call (Go's default keeps two).
+func providerClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 256
+	return &http.Client{Transport: t}
 }
