@@ -51,9 +51,15 @@ func BenchmarkSkeinTest(b *testing.B) {
 // one-line script as a user would run it, with the default store (SQLite,
 // created in the first run) and with --store memory, beside /bin/true,
 // one after the other 20 times per iteration. It reports the median wall
-// time and CPU time (user and system) of each and the ratios of the
-// medians to /bin/true's: on a shared machine the CPU times and ratios
-// mean more than the wall times.
+// time and CPU time (user and system) of each, the ratios of the
+// medians to /bin/true's, and the median count of minor page faults
+// (faults-*, where the system reports them): on a shared machine the CPU
+// times, ratios and counts mean more than the wall times.
+//
+// With SKEIN_STARTUP_COMPARE set to another skein binary (an older build,
+// say), its `run --store memory` of the same script runs in the same
+// rounds, and memory/compare and cpu-memory/compare are this build's
+// medians over its.
 //
 //	go test ./cmd/skein -run '^$' -bench RunStartup -benchtime 1x
 func BenchmarkRunStartup(b *testing.B) {
@@ -84,8 +90,16 @@ func BenchmarkRunStartup(b *testing.B) {
 		{"sqlite", []string{bin, "run", script}, "2\n"},
 		{"memory", []string{bin, "run", "--store", "memory", script}, "2\n"},
 	}
+	if other := os.Getenv("SKEIN_STARTUP_COMPARE"); other != "" {
+		commands = append(commands, struct {
+			name string
+			argv []string
+			out  string
+		}{"compare", []string{other, "run", "--store", "memory", script}, "2\n"})
+	}
 	wall := make([][]time.Duration, len(commands))
 	cpu := make([][]time.Duration, len(commands))
+	faults := make([][]int64, len(commands))
 	for b.Loop() {
 		for range 20 {
 			for i, c := range commands {
@@ -98,6 +112,9 @@ func BenchmarkRunStartup(b *testing.B) {
 					b.Fatalf("%s: %v %q", c.name, err, out)
 				}
 				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+				if n, ok := minorFaults(cmd.ProcessState); ok {
+					faults[i] = append(faults[i], n)
+				}
 			}
 		}
 	}
@@ -109,9 +126,18 @@ func BenchmarkRunStartup(b *testing.B) {
 	for i, c := range commands {
 		b.ReportMetric(med(wall[i]), "ms-"+c.name)
 		b.ReportMetric(med(cpu[i]), "cpu-ms-"+c.name)
+		if len(faults[i]) > 0 {
+			f := slices.Clone(faults[i])
+			slices.Sort(f)
+			b.ReportMetric(float64(f[len(f)/2]), "faults-"+c.name)
+		}
 		if i > 0 {
 			b.ReportMetric(med(wall[i])/med(wall[0]), c.name+"/true")
 			b.ReportMetric(med(cpu[i])/max(med(cpu[0]), 0.001), "cpu-"+c.name+"/true")
 		}
+	}
+	if len(commands) == 4 {
+		b.ReportMetric(med(wall[2])/med(wall[3]), "memory/compare")
+		b.ReportMetric(med(cpu[2])/max(med(cpu[3]), 0.001), "cpu-memory/compare")
 	}
 }
