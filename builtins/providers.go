@@ -1,7 +1,6 @@
 package builtins
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/skein-dev/skein/llm"
@@ -22,7 +21,7 @@ const requestTimeout = 5 * time.Minute
 func DefaultLLM(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
 		Getenv:     getenv,
-		HTTPClient: providerClient(),
+		HTTPClient: llm.NewHTTPClient(),
 		Prices:     llm.DefaultPrices(),
 		Budget:     &llm.Budget{},
 		Factories: map[string]llm.Factory{
@@ -53,14 +52,4 @@ func geminiFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 
 func anthropicFactory(pc llm.ProviderConfig) (llm.Provider, error) {
 	return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, HTTPClient: pc.HTTPClient, Timeout: requestTimeout})
-}
-
-// providerClient is the HTTP client of a VM's real providers: the default
-// transport, keeping enough idle connections per host that many
-// concurrent agent loops against one provider reuse their connections
-// instead of reconnecting for every call (Go's default keeps two).
-func providerClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 256
-	return &http.Client{Transport: t}
 }

@@ -59,10 +59,7 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 	}
 	// Keep the forms of the common prefix, encode the rest; the cache's
 	// slices are reused, so a call allocates only for the new messages.
-	i := 0
-	for i < len(msgs) && i < len(cached.msgs) && cached.msgs[i] == &msgs[i] {
-		i++
-	}
+	i := commonPrefix(cached.msgs, msgs)
 	forms := cached.forms[:i]
 	if i < len(cached.forms) {
 		// A request body may still be reading the forms the previous
@@ -78,18 +75,103 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 		}
 		forms = append(forms, form)
 	}
-	addrs := cached.msgs[:i]
-	for j := i; j < len(msgs); j++ {
+	cached.msgs, cached.forms = appendAddrs(cached.msgs[:i], msgs[i:]), forms
+	c.keep(protocol, cached)
+	return forms, nil
+}
+
+// commonPrefix returns how many of msgs are at the addresses of cached, in
+// order from the first.
+func commonPrefix(cached []*sessions.Message, msgs []sessions.Message) int {
+	i := 0
+	for i < len(msgs) && i < len(cached) && cached[i] == &msgs[i] {
+		i++
+	}
+	return i
+}
+
+// appendAddrs appends the addresses of msgs to addrs.
+func appendAddrs(addrs []*sessions.Message, msgs []sessions.Message) []*sessions.Message {
+	for j := range msgs {
 		addrs = append(addrs, &msgs[j])
 	}
-	cached.msgs, cached.forms = addrs, forms
-	if c != nil {
-		if c.forms == nil {
-			c.forms = map[string]any{}
-		}
-		c.forms[protocol] = cached
+	return addrs
+}
+
+// keep stores the forms of protocol's last call; c's lock is held (a nil
+// c keeps nothing).
+func (c *WireCache) keep(protocol string, forms any) {
+	if c == nil {
+		return
 	}
-	return forms, nil
+	if c.forms == nil {
+		c.forms = map[string]any{}
+	}
+	c.forms[protocol] = forms
+}
+
+// joinedForms are the messages of the previous call of one protocol, by
+// address, and their forms joined by commas in one buffer: ends[i] is the
+// length of buf up to the end of message i's form.
+type joinedForms struct {
+	msgs []*sessions.Message
+	ends []int
+	buf  []byte
+}
+
+// WireJoined is WireForms for a protocol whose forms are elements of one
+// JSON array (a message's form may be several elements joined by commas,
+// or empty for none): it returns the non-empty forms of msgs joined by
+// commas, in one slice. The cache keeps a conversation's forms contiguous
+// in one buffer, each new form appended once, so a request body holds the
+// whole history as one piece, copied to the connection in one go rather
+// than message by message. The buffer grows by doubling (a reset or
+// rewind starts a new one at the first form that changed), so a
+// conversation's forms are copied about twice in all, not once per call.
+// The result is the cache's: the caller must not modify it; it stays
+// valid after later calls, which never write over the bytes of a slice
+// they returned. An error of encode is returned with the message's index
+// (a *MessageError).
+func WireJoined(c *WireCache, protocol string, msgs []sessions.Message, encode func(msgs []sessions.Message, i int) ([]byte, error)) ([]byte, error) {
+	cached := &joinedForms{}
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if prev, ok := c.forms[protocol].(*joinedForms); ok {
+			cached = prev
+		}
+	}
+	i := commonPrefix(cached.msgs, msgs)
+	end := 0
+	if i > 0 {
+		end = cached.ends[i-1]
+	}
+	buf, ends := cached.buf[:end], cached.ends[:i]
+	if i < len(cached.msgs) {
+		// An earlier result may hold the bytes after end: append to a
+		// new array.
+		buf = slices.Clip(buf)
+	}
+	for j := i; j < len(msgs); j++ {
+		form, err := encode(msgs, j)
+		if err != nil {
+			cached.msgs, cached.ends, cached.buf = cached.msgs[:i], ends[:i], buf[:end]
+			return nil, &MessageError{Index: j, Err: err}
+		}
+		if len(form) > 0 {
+			if need := len(buf) + 1 + len(form); need > cap(buf) {
+				buf = append(make([]byte, 0, max(2*cap(buf), need, 512)), buf...)
+			}
+			if len(buf) > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, form...)
+		}
+		ends = append(ends, len(buf))
+	}
+	cached.msgs, cached.ends, cached.buf = appendAddrs(cached.msgs[:i], msgs[i:]), ends, buf
+	c.keep(protocol, cached)
+	return buf, nil
 }
 
 // MessageError is an error encoding message Index of a request.

@@ -99,15 +99,16 @@ type functionSpec struct {
 //   - streaming asks for the usage chunk (stream_options.include_usage).
 //
 // Each message's JSON depends on the message alone, so it is kept in
-// req.Cache between the calls of a conversation (llm.WireForms): a request
-// encodes only the messages that are new and copies the others.
+// req.Cache between the calls of a conversation, joined in one buffer
+// (llm.WireJoined): a request encodes only the messages that are new, and
+// its body holds the history as one piece.
 func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	out := chatRequest{
 		Model:       req.Model,
 		Temperature: req.Temperature,
 		Stop:        req.Stop,
 	}
-	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeMessageJSON)
+	history, err := llm.WireJoined(req.Cache, wireProtocol, req.Messages, encodeMessageJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 		out.Stream = true
 		out.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	return wire.Body(out, "messages", system, forms)
+	return wire.Body(out, "messages", system, [][]byte{history})
 }
 
 // wireProtocol names this package's message forms in an llm.WireCache.

@@ -96,8 +96,9 @@ var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
 //   - store is always false: skein keeps the transcript.
 //
 // Each message's items depend on the message alone, so their JSON is kept
-// in req.Cache between the calls of a conversation (llm.WireForms): a
-// request encodes only the messages that are new and copies the others.
+// in req.Cache between the calls of a conversation, joined in one buffer
+// (llm.WireJoined): a request encodes only the messages that are new, and
+// its body holds the history as one piece.
 func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	out := request{
 		Model:           req.Model,
@@ -106,7 +107,7 @@ func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 		MaxOutputTokens: req.MaxTokens,
 		Stream:          req.Stream,
 	}
-	forms, err := llm.WireForms(req.Cache, wireProtocol, req.Messages, encodeItems)
+	history, err := llm.WireJoined(req.Cache, wireProtocol, req.Messages, encodeItems)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	if req.Thinking != nil || reasoningModel.MatchString(req.Model) {
 		out.Include = []string{"reasoning.encrypted_content"}
 	}
-	return wire.Body(out, "input", forms)
+	return wire.Body(out, "input", [][]byte{history})
 }
 
 // wireProtocol names this package's message forms in an llm.WireCache.

@@ -42,8 +42,15 @@
 // database stays consistent: SQLite rolls back to the last synced
 // transaction). DurabilityFull is synchronous=FULL: every commit is
 // fsynced before it returns. The store commits an agent loop's events a
-// step at a time (sessions.Store.Stage), so full costs two fsyncs per
-// tool-calling iteration.
+// step at a time (sessions.Store.Stage), so full costs one fsync per
+// iteration whose tools are quick and two per other tool-calling
+// iteration.
+//
+// Commits do not checkpoint the WAL themselves (wal_autocheckpoint=0): a
+// writable Backend runs SQLite's passive checkpoints on a goroutine of
+// its own once about 1,000 pages are written, and a write checkpoints
+// itself only when the goroutine has fallen 4,000 pages behind (see
+// checkpoint.go). Closing the last connection checkpoints the rest.
 //
 // # Schema (version 8)
 //

@@ -135,11 +135,14 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err != nil {
+			b.aborted()
 			return sessions.IDError(id, b.dropWriteConn(err))
 		}
 		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
+		b.committed(ctx)
 		return nil
 	}
+	b.aborted()
 	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
 		b.dropWriteConn(rerr)
 	}

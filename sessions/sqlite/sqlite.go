@@ -36,6 +36,7 @@ type Backend struct {
 	wmu   sync.Mutex
 	known knownStates // guarded by wmu
 	wconn *writeConn  // guarded by wmu; nil until writeKnown needs it
+	ckpt  checkpointer
 }
 
 var (
@@ -124,13 +125,16 @@ func configure(path string, opts []Option) (*Backend, string, error) {
 // parameters configure every connection the pool opens. Write
 // transactions begin IMMEDIATE (taking the write lock before they read,
 // so a version check cannot go stale before the write) and read-only ones
-// DEFERRED. synchronous is the connections' PRAGMA synchronous.
+// DEFERRED. synchronous is the connections' PRAGMA synchronous. No
+// connection checkpoints in its commits: the Backend does, on a goroutine
+// (see checkpoint.go).
 func dsn(path, synchronous string) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), OmitHost: true}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous("+synchronous+")")
+	q.Add("_pragma", "wal_autocheckpoint(0)") // see checkpoint.go
 	q.Set("_txlock", "immediate")
 	u.RawQuery = q.Encode()
 	return u.String()
@@ -244,6 +248,7 @@ func (b *Backend) Close() error {
 	if b.db == nil {
 		return nil
 	}
+	b.stopCheckpoints()
 	b.wmu.Lock()
 	var err error
 	if b.wconn != nil {
@@ -275,6 +280,7 @@ func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
+		b.aborted()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -282,8 +288,10 @@ func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
 		// of that write happened, and another writer may bring a session
 		// to the version recorded in another state.
 		b.known = knownStates{}
+		b.aborted()
 		return err
 	}
+	b.committed(ctx)
 	return nil
 }
 

@@ -120,6 +120,7 @@ func (b *Backend) insertMessageRows(ctx context.Context, tx stmter, sid int64, r
 		if _, err := stmt.ExecContext(ctx, sid, r.Pos, r.Body.JSON, int64(r.Body.Sum)); err != nil {
 			return err
 		}
+		b.inserted(len(r.Body.JSON))
 	}
 	return nil
 }

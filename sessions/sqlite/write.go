@@ -73,6 +73,9 @@ func (b *Backend) insertEvents(ctx context.Context, tx stmter, sid int64, events
 		if _, err := stmt.ExecContext(ctx, sid, e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos); err != nil {
 			return fmt.Errorf("event %d: %w", e.Seq, err)
 		}
+		if e.Data != nil {
+			b.inserted(len(*e.Data))
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 )
 
 // JSON is a request body held as the pieces it was assembled from: a
@@ -11,7 +12,8 @@ import (
 // built from cached message forms (llm.WireForms) shares their bytes and
 // even the slices that list them, so building a request allocates only
 // for the new messages, however long the conversation, and its bytes are
-// copied once, into the connection's buffer, as it is sent.
+// copied once, as it is sent (into the connection's buffer, or by the
+// kernel from the pieces themselves: see Reader).
 type JSON struct {
 	head  []byte
 	items [][][]byte // the array's items, in lists; empty ones are none
@@ -34,20 +36,25 @@ func (j *JSON) Bytes() []byte {
 	}
 }
 
-// Reader returns a new reader of the body.
-func (j *JSON) Reader() io.Reader { return &jsonReader{j: j} }
+// Reader returns a new reader of the body, which is also the request
+// body an HTTP request sends it with (its Close does nothing). Besides
+// reading, it can write what is left of the body itself (WriteTo, with
+// Len): to a network connection, that is one system call (writev) from
+// the pieces as they are, with no copy into a buffer.
+func (j *JSON) Reader() *Reader { return &Reader{j: j, left: j.size} }
 
-// jsonReader reads a JSON body: its head, then item k of list l of its
-// items (preceded by a comma unless it is the first), then its tail.
-type jsonReader struct {
+// Reader reads a JSON body: its head, then item k of list l of its items
+// (preceded by a comma unless it is the first), then its tail.
+type Reader struct {
 	j          *JSON
 	cur        []byte // what is left of the piece being read
 	l, k       int    // the next item to read
 	comma      bool   // the next item needs a comma first
 	head, tail bool   // read already
+	left       int    // bytes not read yet
 }
 
-func (r *jsonReader) Read(p []byte) (int, error) {
+func (r *Reader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		if len(r.cur) == 0 && !r.next() {
@@ -56,14 +63,34 @@ func (r *jsonReader) Read(p []byte) (int, error) {
 		k := copy(p[n:], r.cur)
 		n, r.cur = n+k, r.cur[k:]
 	}
+	r.left -= n
 	if n == 0 && len(p) > 0 {
 		return 0, io.EOF
 	}
 	return n, nil
 }
 
+// Len returns how many bytes of the body are left to read.
+func (r *Reader) Len() int { return r.left }
+
+// WriteTo writes what is left of the body to w, from its pieces: with
+// net.Buffers, so in one writev system call when w is a network
+// connection, else in one Write per piece.
+func (r *Reader) WriteTo(w io.Writer) (int64, error) {
+	var bufs net.Buffers
+	for len(r.cur) > 0 || r.next() {
+		bufs, r.cur = append(bufs, r.cur), nil
+	}
+	n, err := bufs.WriteTo(w)
+	r.left -= int(n)
+	return n, err
+}
+
+// Close does nothing: the body is in memory.
+func (r *Reader) Close() error { return nil }
+
 // next sets cur to the next piece; it returns false at the end.
-func (r *jsonReader) next() bool {
+func (r *Reader) next() bool {
 	j := r.j
 	if !r.head {
 		r.head, r.cur = true, j.head

@@ -44,6 +44,21 @@ func TestBody(t *testing.T) {
 		if err := iotest.TestReader(got.Reader(), []byte(tt.want)); err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 		}
+		// Or read a few bytes and let it write the rest itself.
+		for _, k := range []int{0, 1, 7, len(tt.want)} {
+			r := got.Reader()
+			head := make([]byte, min(k, len(tt.want)))
+			if _, err := io.ReadFull(r, head); err != nil {
+				t.Fatalf("%s: %v", tt.name, err)
+			}
+			if r.Len() != len(tt.want)-len(head) {
+				t.Errorf("%s: after %d bytes read, Len is %d, want %d", tt.name, len(head), r.Len(), len(tt.want)-len(head))
+			}
+			var rest strings.Builder
+			if n, err := r.WriteTo(&rest); err != nil || int(n) != rest.Len() || string(head)+rest.String() != tt.want || r.Len() != 0 {
+				t.Errorf("%s: read %q, then wrote %q (%d), %v, Len %d; want %s", tt.name, head, rest.String(), n, err, r.Len(), tt.want)
+			}
+		}
 	}
 	if got := string(Object("parts", [][]byte{nil, []byte(`{"text":"a"}`), []byte(`{"text":"b"}`)})); got != `{"parts":[{"text":"a"},{"text":"b"}]}` {
 		t.Errorf("Object: %s", got)

@@ -118,8 +118,9 @@ func (c *Call) do(ctx context.Context, body *JSON) (*llm.Response, *llm.Error) {
 		return nil, &llm.Error{Category: llm.InvalidRequest, Message: Describe("building the request", err.Error())}
 	}
 	// The body's pieces go to the connection as they are, never joined
-	// (see JSON); GetBody lets the client resend it on a new connection.
-	reader := func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
+	// (see JSON and Reader); GetBody lets the client resend it on a new
+	// connection.
+	reader := func() (io.ReadCloser, error) { return body.Reader(), nil }
 	req.Body, _ = reader()
 	req.GetBody, req.ContentLength = reader, int64(body.Len())
 	for k, v := range c.Header {
