@@ -56,6 +56,10 @@ func BenchmarkSkeinTest(b *testing.B) {
 // (faults-*, where the system reports them): on a shared machine the CPU
 // times, ratios and counts mean more than the wall times.
 //
+// memory-static is the same build made with CGO_ENABLED=0: Go then links
+// no C library and the binary is static (skein needs no cgo; see
+// docs/performance.md, "Start-up").
+//
 // With SKEIN_STARTUP_COMPARE set to another skein binary (an older build,
 // say), its `run --store memory` of the same script runs in the same
 // rounds, and memory/compare and cpu-memory/compare are this build's
@@ -72,30 +76,33 @@ func BenchmarkRunStartup(b *testing.B) {
 		b.Skip("no true command to compare with:", err)
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "skein")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	bin, static := filepath.Join(dir, "skein"), filepath.Join(dir, "skein-static")
+	for _, out := range []string{bin, static} {
+		build := exec.Command(goTool, "build", "-o", out, ".")
+		if out == static {
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
 	}
 	script := filepath.Join(dir, "one.star")
 	if err := os.WriteFile(script, []byte("print(1 + 1)\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	commands := []struct {
+	type command struct {
 		name string
 		argv []string
 		out  string
-	}{
+	}
+	commands := []command{
 		{"true", []string{trueBin}, ""},
 		{"sqlite", []string{bin, "run", script}, "2\n"},
 		{"memory", []string{bin, "run", "--store", "memory", script}, "2\n"},
+		{"memory-static", []string{static, "run", "--store", "memory", script}, "2\n"},
 	}
 	if other := os.Getenv("SKEIN_STARTUP_COMPARE"); other != "" {
-		commands = append(commands, struct {
-			name string
-			argv []string
-			out  string
-		}{"compare", []string{other, "run", "--store", "memory", script}, "2\n"})
+		commands = append(commands, command{"compare", []string{other, "run", "--store", "memory", script}, "2\n"})
 	}
 	wall := make([][]time.Duration, len(commands))
 	cpu := make([][]time.Duration, len(commands))
@@ -136,8 +143,8 @@ func BenchmarkRunStartup(b *testing.B) {
 			b.ReportMetric(med(cpu[i])/max(med(cpu[0]), 0.001), "cpu-"+c.name+"/true")
 		}
 	}
-	if len(commands) == 4 {
-		b.ReportMetric(med(wall[2])/med(wall[3]), "memory/compare")
-		b.ReportMetric(med(cpu[2])/max(med(cpu[3]), 0.001), "cpu-memory/compare")
+	if len(commands) == 5 {
+		b.ReportMetric(med(wall[2])/med(wall[4]), "memory/compare")
+		b.ReportMetric(med(cpu[2])/max(med(cpu[4]), 0.001), "cpu-memory/compare")
 	}
 }
