@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -100,7 +101,7 @@ func parseThinking(fn string, v starlark.Value) (*llm.Thinking, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: option 'thinking': got %s, want dict ({budget_tokens: N} or {effort: \"low\"|\"medium\"|\"high\"})", fn, v.Type())
 	}
-	o, err := thinkingTable.unpack(fn+": thinking", d, nil)
+	o, err := thinkingTable().unpack(fn+": thinking", d, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: fallback[%d]: got %s, want dict", fn, i, list.Index(i).Type())
 		}
-		o, err := fallbackTable.unpack(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil)
+		o, err := fallbackTable().unpack(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +162,7 @@ func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
 
 // apiVersionPattern is what an api-version may hold: the characters a
 // URL query value carries unescaped ("2024-10-21", "2025-01-01-preview").
-var apiVersionPattern = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+var apiVersionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~-]+$`) })
 
 // apiVersionOption reads the api_version option ("" when not given); an
 // empty value, or one a query value cannot carry as it is, is an error.
@@ -171,7 +172,7 @@ func apiVersionOption(o *options) (string, error) {
 		return "", nil
 	}
 	s := string(v.(starlark.String))
-	if !apiVersionPattern.MatchString(s) {
+	if !apiVersionPattern().MatchString(s) {
 		return "", fmt.Errorf("%s: option 'api_version': got %q, want a version such as '%s' (letters, digits, '-', '.', '_', '~')", o.fn, s, openai.DefaultAzureAPIVersion)
 	}
 	return s, nil
@@ -254,7 +255,7 @@ func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.E
 }
 
 func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, loopTable)
+	prompt, system, o, err := unpackCall(b, args, kwargs, loopTable())
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +357,7 @@ func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info
 	case starlark.String:
 		return agent.PostTurn{Feedback: string(v)}, nil
 	case *starlark.Dict:
-		o, err := postTurnTable.unpack(fn+": post_turn_callback result", v, nil)
+		o, err := postTurnTable().unpack(fn+": post_turn_callback result", v, nil)
 		if err != nil {
 			return agent.PostTurn{}, err
 		}
@@ -418,7 +419,7 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 }
 
 func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, callTable)
+	prompt, system, o, err := unpackCall(b, args, kwargs, callTable())
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +475,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 		case slices.Contains(compact.Strategies, name):
 			comp.Options.Strategy = name
 			if name == compact.StrategyLLM {
-				opts, err := compactOptions(thread, st, &options{fn: fn, table: compactTable, values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
+				opts, err := compactOptions(thread, st, &options{fn: fn, table: compactTable(), values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
 				if err != nil {
 					return nil, err
 				}
@@ -484,7 +485,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 			return nil, fmt.Errorf("%s: unknown compaction '%s' (expected one of: auto, none, %s, or a dict of compaction options)", fn, name, strings.Join(compact.Strategies, ", "))
 		}
 	case *starlark.Dict:
-		co, err := compactTable.unpack(fn+": compaction", v, nil)
+		co, err := compactTable().unpack(fn+": compaction", v, nil)
 		if err != nil {
 			return nil, err
 		}

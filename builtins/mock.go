@@ -36,7 +36,7 @@ func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if len(args) == 1 {
 		positional = args[0]
 	}
-	opts, err := mockTable.unpack(b.Name(), positional, kwargs)
+	opts, err := mockTable().unpack(b.Name(), positional, kwargs)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // row alone gives the unknown-key list, the type and range checks, the
 // default and the reference entry.
 func TestAddingAnOption(t *testing.T) {
-	table := newOptionTable("agent_loop", loopTable.Intro, callTable, append(append([]option{}, loopRows...),
+	table := newOptionTable("agent_loop", loopTable().Intro, callTable(), append(append([]option{}, loopRows...),
 		option{Name: "max_replies", Kind: kindInt, Min: 2, Default: 7, Doc: "An option added by a test."}))
 	kw := func(k string, v starlark.Value) []starlark.Tuple { return []starlark.Tuple{{starlark.String(k), v}} }
 
@@ -65,7 +65,7 @@ func TestOptionRowsAreDocumented(t *testing.T) {
 }
 
 func TestDidYouMean(t *testing.T) {
-	names := loopTable.names()
+	names := loopTable().names()
 	for key, want := range map[string]string{
 		"max_iteration": "max_iterations", "temprature": "temperature", "sesion_id": "session_id",
 		"bogus": "", "x": "", "model": "model",

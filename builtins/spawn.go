@@ -44,7 +44,7 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if strings.TrimSpace(task) == "" {
 		return nil, fmt.Errorf("%s: task is empty: the child's user message needs text", fn)
 	}
-	o, err := spawnTable.unpack(fn, starlark.None, rest)
+	o, err := spawnTable().unpack(fn, starlark.None, rest)
 	if err != nil {
 		return nil, err
 	}

@@ -124,9 +124,9 @@ func checkStageOptions(g *workflow.Graph) error {
 		if len(n.Options) == 0 {
 			continue
 		}
-		table := loopTable
+		table := loopTable()
 		if n.Mode == workflow.ModeLLM {
-			table = callTable
+			table = callTable()
 		}
 		if _, err := table.unpack(fmt.Sprintf("node '%s'", name), vm.ToStarlark(n.Options), nil); err != nil {
 			return err

@@ -21,7 +21,7 @@ func TestWorkflowStageOptions(t *testing.T) {
 	for _, tc := range []struct {
 		mode  workflow.Mode
 		table *optionTable
-	}{{workflow.ModeAgent, loopTable}, {workflow.ModeLLM, callTable}} {
+	}{{workflow.ModeAgent, loopTable()}, {workflow.ModeLLM, callTable()}} {
 		passed := workflow.StageOptions(tc.mode)
 		for _, k := range passed {
 			if tc.table.row(k) == nil {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
@@ -195,11 +196,13 @@ func (e *emitter) quoted(s string) {
 
 // plain matches strings that read back as the same string when written
 // without quotes, given the checks in plainString.
-var plain = regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9 _./(){}\[\]<>=!&|"',+*?@$%^~;:#-]*$`)
+var plain = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9 _./(){}\[\]<>=!&|"',+*?@$%^~;:#-]*$`)
+})
 
 // plainString reports whether s can be written without quotes.
 func plainString(s string) bool {
-	if !plain.MatchString(s) || strings.Contains(s, ": ") || strings.Contains(s, " #") ||
+	if !plain().MatchString(s) || strings.Contains(s, ": ") || strings.Contains(s, " #") ||
 		strings.HasSuffix(s, ":") || strings.HasSuffix(s, " ") {
 		return false
 	}

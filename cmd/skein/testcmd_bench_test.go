@@ -51,9 +51,19 @@ func BenchmarkSkeinTest(b *testing.B) {
 // one-line script as a user would run it, with the default store (SQLite,
 // created in the first run) and with --store memory, beside /bin/true,
 // one after the other 20 times per iteration. It reports the median wall
-// time and CPU time (user and system) of each and the ratios of the
-// medians to /bin/true's: on a shared machine the CPU times and ratios
-// mean more than the wall times.
+// time and CPU time (user and system) of each, the ratios of the
+// medians to /bin/true's, and the median count of minor page faults
+// (faults-*, where the system reports them): on a shared machine the CPU
+// times, ratios and counts mean more than the wall times.
+//
+// memory-static is the same build made with CGO_ENABLED=0: Go then links
+// no C library and the binary is static (skein needs no cgo; see
+// docs/performance.md, "Start-up").
+//
+// With SKEIN_STARTUP_COMPARE set to another skein binary (an older build,
+// say), its `run --store memory` of the same script runs in the same
+// rounds, and memory/compare and cpu-memory/compare are this build's
+// medians over its.
 //
 //	go test ./cmd/skein -run '^$' -bench RunStartup -benchtime 1x
 func BenchmarkRunStartup(b *testing.B) {
@@ -66,26 +76,37 @@ func BenchmarkRunStartup(b *testing.B) {
 		b.Skip("no true command to compare with:", err)
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "skein")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+	bin, static := filepath.Join(dir, "skein"), filepath.Join(dir, "skein-static")
+	for _, out := range []string{bin, static} {
+		build := exec.Command(goTool, "build", "-o", out, ".")
+		if out == static {
+			build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build: %v\n%s", err, out)
+		}
 	}
 	script := filepath.Join(dir, "one.star")
 	if err := os.WriteFile(script, []byte("print(1 + 1)\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	commands := []struct {
+	type command struct {
 		name string
 		argv []string
 		out  string
-	}{
+	}
+	commands := []command{
 		{"true", []string{trueBin}, ""},
 		{"sqlite", []string{bin, "run", script}, "2\n"},
 		{"memory", []string{bin, "run", "--store", "memory", script}, "2\n"},
+		{"memory-static", []string{static, "run", "--store", "memory", script}, "2\n"},
+	}
+	if other := os.Getenv("SKEIN_STARTUP_COMPARE"); other != "" {
+		commands = append(commands, command{"compare", []string{other, "run", "--store", "memory", script}, "2\n"})
 	}
 	wall := make([][]time.Duration, len(commands))
 	cpu := make([][]time.Duration, len(commands))
+	faults := make([][]int64, len(commands))
 	for b.Loop() {
 		for range 20 {
 			for i, c := range commands {
@@ -98,6 +119,9 @@ func BenchmarkRunStartup(b *testing.B) {
 					b.Fatalf("%s: %v %q", c.name, err, out)
 				}
 				cpu[i] = append(cpu[i], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+				if n, ok := minorFaults(cmd.ProcessState); ok {
+					faults[i] = append(faults[i], n)
+				}
 			}
 		}
 	}
@@ -109,9 +133,18 @@ func BenchmarkRunStartup(b *testing.B) {
 	for i, c := range commands {
 		b.ReportMetric(med(wall[i]), "ms-"+c.name)
 		b.ReportMetric(med(cpu[i]), "cpu-ms-"+c.name)
+		if len(faults[i]) > 0 {
+			f := slices.Clone(faults[i])
+			slices.Sort(f)
+			b.ReportMetric(float64(f[len(f)/2]), "faults-"+c.name)
+		}
 		if i > 0 {
 			b.ReportMetric(med(wall[i])/med(wall[0]), c.name+"/true")
 			b.ReportMetric(med(cpu[i])/max(med(cpu[0]), 0.001), "cpu-"+c.name+"/true")
 		}
+	}
+	if len(commands) == 5 {
+		b.ReportMetric(med(wall[2])/med(wall[4]), "memory/compare")
+		b.ReportMetric(med(cpu[2])/max(med(cpu[4]), 0.001), "cpu-memory/compare")
 	}
 }
