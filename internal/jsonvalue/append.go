@@ -22,19 +22,6 @@ func Append(dst []byte, v any) ([]byte, bool) {
 	return out, true
 }
 
-// AppendEncode appends Encode's encoding of v to dst: Append's when it
-// can, else Encode's.
-func AppendEncode(dst []byte, v any) ([]byte, error) {
-	if out, ok := Append(dst, v); ok {
-		return out, nil
-	}
-	data, err := encodeSlow(v)
-	if err != nil {
-		return dst, err
-	}
-	return append(dst, data...), nil
-}
-
 func appendValue(dst []byte, v any) ([]byte, bool) {
 	switch v := v.(type) {
 	case nil:
@@ -66,18 +53,6 @@ func appendValue(dst []byte, v any) ([]byte, bool) {
 			if dst, ok = appendValue(dst, x); !ok {
 				return dst, false
 			}
-		}
-		return append(dst, ']'), true
-	case []string:
-		if v == nil {
-			return append(dst, "null"...), true
-		}
-		dst = append(dst, '[')
-		for i, s := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendString(dst, s)
 		}
 		return append(dst, ']'), true
 	case map[string]any:

@@ -81,9 +81,9 @@ func (b *Backend) committed(ctx context.Context) {
 	}
 }
 
-// aborted forgets the rows of a write that did not commit. The caller
-// holds b.wmu.
-func (b *Backend) aborted() { b.ckpt.written = 0 }
+// begun starts counting the rows of a write (a write that did not
+// commit leaves its count behind). The caller holds b.wmu.
+func (b *Backend) begun() { b.ckpt.written = 0 }
 
 // checkpoints runs a round of passes each time one is due, until Close.
 func (b *Backend) checkpoints() {

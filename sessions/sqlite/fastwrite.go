@@ -123,6 +123,7 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return b.dropWriteConn(err)
 	}
+	b.begun()
 	updated, err := b.updateRow(ctx, w, st, p, base)
 	if err == nil && !updated {
 		err = errNotKnown // another writer was there
@@ -135,14 +136,12 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err != nil {
-			b.aborted()
 			return sessions.IDError(id, b.dropWriteConn(err))
 		}
 		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
 		b.committed(ctx)
 		return nil
 	}
-	b.aborted()
 	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
 		b.dropWriteConn(rerr)
 	}

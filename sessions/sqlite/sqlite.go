@@ -278,9 +278,9 @@ func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	b.begun()
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		b.aborted()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -288,7 +288,6 @@ func (b *Backend) write(ctx context.Context, fn func(*sql.Tx) error) error {
 		// of that write happened, and another writer may bring a session
 		// to the version recorded in another state.
 		b.known = knownStates{}
-		b.aborted()
 		return err
 	}
 	b.committed(ctx)
