@@ -50,6 +50,10 @@ type locker struct {
 	mu     sync.Mutex
 	held   map[string]*lock // by holder token
 	closed bool
+	// taking counts the TryLocks past their closed check: Close waits
+	// for them, so a lock taken while Close runs is released with the
+	// others instead of staying in the table.
+	taking sync.WaitGroup
 }
 
 // lock is one lock a locker holds.
@@ -76,11 +80,13 @@ func (l *locker) alive(h holderRow, now time.Time) bool {
 
 func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
 	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
+	if l.closed {
+		l.mu.Unlock()
 		return nil, errors.New("sqlite: locker is closed")
 	}
+	l.taking.Add(1)
+	l.mu.Unlock()
+	defer l.taking.Done()
 	lk := &lock{l: l, name: name, holder: uuid.NewString()}
 	err := l.b.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
@@ -235,6 +241,9 @@ func (l *locker) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.mu.Unlock()
+	l.taking.Wait()
+	l.mu.Lock()
 	held := l.held
 	l.held = map[string]*lock{}
 	l.mu.Unlock()

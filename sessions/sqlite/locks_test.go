@@ -120,6 +120,44 @@ func TestLockLost(t *testing.T) {
 	}
 }
 
+// TestLockTakenWhileClosing pins that a lock taken while the locker
+// closes is released with the others, not left in the table: TryLock
+// passes its closed check, then waits for the write lock while Close
+// runs.
+func TestLockTakenWhileClosing(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	b := openClosed(t, path)
+	l, err := b.NewLocker(testPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.wmu.Lock() // TryLock's write waits here
+	taken := make(chan error, 1)
+	go func() {
+		_, err := l.TryLock(ctx, "x")
+		taken <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // TryLock is past its closed check
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	time.Sleep(50 * time.Millisecond) // Close is waiting for it
+	b.wmu.Unlock()
+	if err := <-taken; err != nil {
+		t.Fatalf("TryLock: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	var n int
+	if err := rawDB(t, path).QueryRow(`SELECT count(*) FROM locks`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d locks left in the table after Close", n)
+	}
+}
+
 // TestEventsAfter runs the event reader's conformance tests.
 func TestEventsAfter(t *testing.T) {
 	sessionstest.RunEventReaderTests(t, func(t *testing.T) sessions.Backend {
