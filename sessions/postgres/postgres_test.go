@@ -63,9 +63,15 @@ func (r raw) Exec(query string) error {
 	return err
 }
 
-func (r raw) Count(query string) (n int, err error) {
-	err = r.b.pool.QueryRow(context.Background(), query).Scan(&n)
+func (r raw) Count(kind string) (n int, err error) {
+	err = r.b.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+r.Table(kind)).Scan(&n)
 	return n, err
+}
+
+func (r raw) Damage(id string, pos int64, body string) error {
+	_, err := r.b.pool.Exec(context.Background(), `UPDATE skein_messages SET body = $3
+		WHERE sid = (SELECT sid FROM skein_sessions WHERE id = $1) AND pos = $2`, id, pos, body)
+	return err
 }
 
 func TestRows(t *testing.T) {

@@ -40,9 +40,8 @@ const (
 // by the first round due.
 type checkpointer struct {
 	// pending is an estimate of the log pages written since the last
-	// round began: each commit adds the pages its rows take, plus three
-	// for the b-tree pages (the session's row, its message and event
-	// leaves) an append changes.
+	// round began: each commit adds the pages its rows take, plus one
+	// for the leaf of table writes it changes.
 	pending atomic.Int64
 	// written is the bytes of rows inserted by the write in progress.
 	// Guarded by Backend.wmu.
@@ -63,7 +62,7 @@ func (b *Backend) inserted(n int) { b.ckpt.written += n }
 // checkpoint when one is due. The caller holds b.wmu.
 func (b *Backend) committed(ctx context.Context) {
 	c := &b.ckpt
-	pending := c.pending.Add(int64(3 + c.written/pageSize))
+	pending := c.pending.Add(int64(1 + c.written/pageSize))
 	c.written = 0
 	switch {
 	case pending >= checkpointBehind:

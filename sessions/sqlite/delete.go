@@ -11,7 +11,8 @@ import (
 const subtree = `WITH RECURSIVE subtree (id) AS (
 	SELECT ?1 UNION SELECT s.id FROM sessions s JOIN subtree ON s.parent_id = subtree.id)`
 
-// Delete removes session id with its messages, events and frozen views.
+// Delete removes session id with its writes rows (its messages and
+// events) and frozen views.
 // A session with forks is refused (sessions.ErrHasChildren) unless
 // recursive, which deletes its whole subtree in the same transaction; so
 // no stored fork ever loses the rows of its shared messages. Frozen views
@@ -54,9 +55,26 @@ func (b *Backend) Delete(ctx context.Context, id string, recursive bool) error {
 		if err := rows.Close(); err != nil {
 			return err
 		}
-		// Messages, events and views go with their session (ON DELETE
-		// CASCADE); the foreign keys on view bases refuse a delete that
-		// would leave a stored view without its base.
+		// A session's writes rows are a range of keys (see writeKey);
+		// its views go with it (ON DELETE CASCADE), and the foreign keys
+		// on view bases refuse a delete that would leave a stored view
+		// without its base.
+		var sids []int64
+		err = eachRow(ctx, tx, subtree+` SELECT sid FROM sessions WHERE id IN subtree`, []any{id}, func(rows *sql.Rows) error {
+			var sid int64
+			err := rows.Scan(&sid)
+			sids = append(sids, sid)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, sid := range sids {
+			lo, hi := sessionKeys(sid)
+			if _, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE key >= ? AND key < ?`, lo, hi); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, subtree+` DELETE FROM sessions WHERE id IN subtree`, id); err != nil {
 			return err
 		}

@@ -6,6 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 
+	modernc "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
@@ -94,8 +97,9 @@ var errNotKnown = errors.New("the session's state is not known")
 // write of it left (knownStates), on the write connection. It returns
 // errNotKnown, having written nothing, when it cannot do the write: no
 // known state at version base, a change that needs a state read in the
-// transaction (a DropLast, a view leaving a base), or a row that another
-// writer changed since.
+// transaction (a DropLast, a view leaving a base), or a session that
+// another writer changed or deleted since (the write's row's key is
+// taken, or its session is gone).
 func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded []*rowstore.Change) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -103,11 +107,11 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	ctx = context.WithoutCancel(ctx) // see write
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	st := b.known.get(id, base)
-	if st == nil {
+	h := b.known.get(id, base)
+	if h == nil {
 		return errNotKnown
 	}
-	p, err := rowstore.PlanWrite(id, st, encoded, func(rowstore.View) (int64, error) { return 0, errNotKnown })
+	p, err := rowstore.PlanWrite(id, &h.State, encoded, func(rowstore.View) (int64, error) { return 0, errNotKnown })
 	switch {
 	case errors.Is(err, errNotKnown) || (err == nil && len(p.Release) > 0):
 		return errNotKnown
@@ -124,31 +128,29 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		return b.dropWriteConn(err)
 	}
 	b.begun()
-	updated, err := b.updateRow(ctx, w, st, p, base)
-	if err == nil && !updated {
-		err = errNotKnown // another writer was there
-	}
-	if err == nil {
-		err = b.insertMessageRows(ctx, w, st.Row, p.Rows)
-	}
-	if err == nil {
-		err = b.insertEvents(ctx, w, st.Row, p.Events)
-	}
+	after, err := b.applyPlan(ctx, w, h, p, base)
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err != nil {
 			return sessions.IDError(id, b.dropWriteConn(err))
 		}
-		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
+		b.known.put(id, after)
 		b.committed(ctx)
 		return nil
 	}
 	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
 		b.dropWriteConn(rerr)
 	}
-	if errors.Is(err, errNotKnown) {
-		return err
+	if isConstraint(err) || errors.Is(err, errNoRow) {
+		return errNotKnown // another writer was there, or deleted the session
 	}
 	return sessions.IDError(id, err)
+}
+
+// isConstraint reports whether err is SQLite's refusal of a row that
+// breaks a constraint (a key taken, a foreign key without its row).
+func isConstraint(err error) bool {
+	var e *modernc.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
 }
 
 // dropWriteConn discards the write connection after err, which it

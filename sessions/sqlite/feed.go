@@ -41,8 +41,7 @@ func (b *Backend) LastSeqs(ctx context.Context, ids []string) (map[string]int64,
 		args[i] = id
 	}
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, (SELECT coalesce(max(seq), 0) FROM events e WHERE e.sid = s.sid)
-			FROM sessions s WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+		rows, err := tx.QueryContext(ctx, `SELECT id, seq_end - 1 FROM session_heads WHERE id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
 		if err != nil {
 			return err
 		}

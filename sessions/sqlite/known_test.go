@@ -31,12 +31,12 @@ func TestKnownStateOfFailedCommit(t *testing.T) {
 	if err := appendText(other, 0, "m1"); err != nil {
 		t.Fatal(err)
 	}
-	// A deferred foreign key that an insert into messages violates fails
+	// A deferred foreign key that an insert into writes violates fails
 	// the commit, after every statement of the write succeeded.
 	for _, q := range []string{
 		`CREATE TABLE trap_parent (id INTEGER PRIMARY KEY)`,
 		`CREATE TABLE trap (p INTEGER REFERENCES trap_parent (id) DEFERRABLE INITIALLY DEFERRED)`,
-		`CREATE TRIGGER trap_messages AFTER INSERT ON messages BEGIN INSERT INTO trap VALUES (1); END`,
+		`CREATE TRIGGER trap_writes AFTER INSERT ON writes BEGIN INSERT INTO trap VALUES (1); END`,
 	} {
 		if _, err := raw.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ func TestKnownStateOfFailedCommit(t *testing.T) {
 	if err := appendText(a, 1, "lost"); err == nil {
 		t.Fatal("the write whose commit fails succeeded")
 	}
-	if _, err := raw.ExecContext(ctx, `DROP TRIGGER trap_messages`); err != nil {
+	if _, err := raw.ExecContext(ctx, `DROP TRIGGER trap_writes`); err != nil {
 		t.Fatal(err)
 	}
 	if err := appendText(other, 1, "o1", "o2"); err != nil {

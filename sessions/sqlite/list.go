@@ -36,9 +36,10 @@ func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, q
 const noLimit = int64(-1)
 
 // List returns the sessions matching f, newest first (by creation time,
-// then id, descending), and how many match before Limit and Offset.
+// then id, descending), and how many match before Limit and Offset. It
+// reads view session_heads: each session with its newest write's state.
 func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	return rowstore.List(ctx, b, "sessions", noLimit, f)
+	return rowstore.List(ctx, b, "session_heads", noLimit, f)
 }
 
 // ListRuns lists run records, newest first.

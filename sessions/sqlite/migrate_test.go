@@ -1,11 +1,11 @@
 package sqlite
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,20 +36,15 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if v := pragma[int](t, db, "user_version"); v != SchemaVersion {
 		t.Fatalf("user_version after migrating %d, want %d", v, SchemaVersion)
 	}
-	// Version 5: messages and events are WITHOUT ROWID, and the index on
-	// updated_at is gone.
-	for _, table := range []string{"messages", "events"} {
-		var ddl string
-		if err := db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = ?`, table).Scan(&ddl); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasSuffix(ddl, "WITHOUT ROWID") {
-			t.Errorf("%s after migrating: %s", table, ddl)
-		}
+	// Version 9: writes replaces messages and events, and the sessions
+	// table keeps no state of its writes. Version 5 dropped the index on
+	// updated_at.
+	var gone int
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name IN ('messages', 'events', 'sessions_by_updated')`).Scan(&gone); err != nil || gone != 0 {
+		t.Errorf("%d of messages, events and sessions_by_updated left after migrating (%v)", gone, err)
 	}
-	var indexes int
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'sessions_by_updated'`).Scan(&indexes); err != nil || indexes != 0 {
-		t.Errorf("sessions_by_updated after migrating: %d, %v", indexes, err)
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('sessions') WHERE name IN ('version', 'length', 'turns', 'updated_at')`).Scan(&gone); err != nil || gone != 0 {
+		t.Errorf("%d state columns left in sessions after migrating (%v)", gone, err)
 	}
 	ctx := t.Context()
 	rec, err := b.Load(ctx, "old")
@@ -135,9 +130,21 @@ func TestMigrateMessageIDs(t *testing.T) {
 		}
 		ids[m.ID] = true
 	}
-	var unchecked int
-	if err := db.QueryRow(`SELECT count(*) FROM messages WHERE crc IS NULL`).Scan(&unchecked); err != nil || unchecked != 0 {
-		t.Errorf("%d rows without a checksum after migrating (%v)", unchecked, err)
+	unchecked := 0
+	err = eachRawRow(db, `SELECT messages FROM writes`, func(rows *sql.Rows) error {
+		var blob []byte
+		if err := rows.Scan(&blob); err != nil {
+			return err
+		}
+		return eachMessage(blob, func(m storedMessage) error {
+			if m.sum == nil {
+				unchecked++
+			}
+			return nil
+		})
+	})
+	if err != nil || unchecked != 0 {
+		t.Errorf("%d messages without a checksum after migrating (%v)", unchecked, err)
 	}
 	if _, err := b.Load(ctx, "damaged"); !errors.Is(err, sessions.ErrCorrupt) {
 		t.Errorf("a damaged row after migrating: %v, want ErrCorrupt", err)
@@ -148,5 +155,106 @@ func TestMigrateMessageIDs(t *testing.T) {
 	rec2, err := again.Load(ctx, "old")
 	if err != nil || !reflect.DeepEqual(rec2.Messages, rec.Messages) {
 		t.Errorf("after reopening: %v, %v", rec2, err)
+	}
+}
+
+// TestMigrateToWrites opens a database of schema version 8, with a long
+// session (more messages and events than one migrated row holds, and a
+// gap in its event seqs), a fork resting on a frozen view of it and an
+// empty session, and checks that migration 9 moves every message and
+// event into table writes in order, keeping each session's state, and
+// that the sessions can be read and written after it.
+func TestMigrateToWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v8.db")
+	db := rawDB(t, path)
+	qs := []string{"PRAGMA journal_mode = WAL"}
+	qs = append(qs, migrations[:8]...)
+	qs = append(qs, fmt.Sprintf("PRAGMA user_version = 8; PRAGMA application_id = %d", applicationID),
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base_from, base_to, own_from, length)
+			VALUES ('p', 'active', 1, 42000000000, 3, 0, 5, 0, 0, 0, 2100)`,
+		`INSERT INTO views (vid, sid, base, base_from, base_to, own_from) VALUES (1, 1, NULL, 0, 0, 0)`,
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base, base_from, base_to, own_from, length, parent_id)
+			VALUES ('c', 'active', 2, 43000000000, 0, 0, 1, 1, 0, 1000, 0, 1001, 'p')`,
+		`INSERT INTO sessions (id, status, created_at, updated_at, turns, max_turns, version, base_from, base_to, own_from, length)
+			VALUES ('e', 'completed', 3, 44000000000, 0, 0, 0, 0, 0, 0, 0)`,
+		`INSERT INTO messages (sid, pos, body, crc) VALUES (2, 0, '{"role":"user","content":"c0"}', `+fmt.Sprint(sessions.Checksum([]byte(`{"role":"user","content":"c0"}`)))+`)`,
+		`INSERT INTO events (sid, seq, type, time, data) VALUES (2, 1, 'fork', 5, '{"from":"p"}')`)
+	for i := range 2100 {
+		body := fmt.Sprintf(`{"role":"user","content":"m%d"}`, i)
+		qs = append(qs, fmt.Sprintf(`INSERT INTO messages (sid, pos, body, crc) VALUES (1, %d, '%s', %d)`, i, body, sessions.Checksum([]byte(body))))
+	}
+	for i := range 2500 {
+		seq := i + 1
+		if seq > 1500 {
+			seq++ // seq 1501 is missing
+		}
+		pos := "NULL"
+		if i < 100 {
+			pos = fmt.Sprint(i)
+		}
+		qs = append(qs, fmt.Sprintf(`INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (1, %d, 'message', %d, 'c%d', '{"i":%d}', %s)`, seq, seq, i, i, pos))
+	}
+	for _, q := range qs {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b := openClosed(t, path)
+	ctx := t.Context()
+	p, err := b.Load(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Messages) != 2100 || len(p.Events) != 2500 || p.Version != 5 || p.Turns != 3 || !p.UpdatedAt.Equal(time.Unix(42, 0)) {
+		t.Fatalf("p: %d messages, %d events, version %d, turns %d, updated %v", len(p.Messages), len(p.Events), p.Version, p.Turns, p.UpdatedAt)
+	}
+	for i, m := range p.Messages {
+		if m.Text != fmt.Sprint("m", i) {
+			t.Fatalf("p's message %d: %q", i, m.Text)
+		}
+	}
+	for i, e := range p.Events {
+		seq := int64(i + 1)
+		if seq > 1500 {
+			seq++
+		}
+		if e.Seq != seq || e.CorrID != fmt.Sprint("c", i) || e.Data["i"] != int64(i) || !e.Time.Equal(time.Unix(0, seq)) {
+			t.Fatalf("p's event %d: %+v", i, e)
+		}
+	}
+	if appended, err := b.LoadAppended(ctx, "p"); err != nil || len(appended) != 100 || appended[100].Text != "m99" {
+		t.Fatalf("p's appended messages: %d, %v", len(appended), err)
+	}
+	if after, err := b.EventsAfter(ctx, "p", 2000, 0); err != nil || len(after) != 501 || after[0].Seq != 2001 {
+		t.Fatalf("p's events after 2000: %d, %v", len(after), err)
+	}
+	var rows int
+	lo, hi := sessionKeys(1)
+	if err := db.QueryRow(`SELECT count(*) FROM writes WHERE key >= ? AND key < ?`, lo, hi).Scan(&rows); err != nil || rows != 3 {
+		t.Errorf("p is %d rows of writes (%v), want 3", rows, err)
+	}
+	c, err := b.Load(ctx, "c")
+	if err != nil || len(c.Messages) != 1001 || c.Messages[999].Text != "m999" || c.Messages[1000].Text != "c0" || len(c.Events) != 1 {
+		t.Fatalf("c: %v, %v", c, err)
+	}
+	e, err := b.Load(ctx, "e")
+	if err != nil || len(e.Messages) != 0 || len(e.Events) != 0 || e.Status != sessions.StatusCompleted {
+		t.Fatalf("e: %+v, %v", e, err)
+	}
+	seqs, err := b.LastSeqs(ctx, []string{"p", "c", "e"})
+	if err != nil || seqs["p"] != 2501 || seqs["c"] != 1 || seqs["e"] != 0 {
+		t.Fatalf("LastSeqs %v, %v", seqs, err)
+	}
+	list, total, err := b.List(ctx, sessions.ListFilter{})
+	if err != nil || total != 3 || list[0].ID != "e" || list[2].Length != 2100 || list[1].Children != 0 || list[2].Children != 1 {
+		t.Fatalf("List: %+v, %d, %v", list, total, err)
+	}
+	m := sessions.Message{Role: sessions.RoleUser, Text: "m2100"}
+	if err := b.Write(ctx, "p", 5, &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: time.Unix(50, 0),
+		Events: []sessions.Event{{Seq: 2502, Type: sessions.EventMessage, Time: time.Unix(50, 0)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = b.Load(ctx, "p"); err != nil || len(p.Messages) != 2101 || p.Messages[2100].Text != "m2100" || p.Version != 6 || len(p.Events) != 2501 {
+		t.Fatalf("p after a write: %d messages, version %d, %v", len(p.Messages), p.Version, err)
 	}
 }

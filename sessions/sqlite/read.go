@@ -57,14 +57,11 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 	var rec *sessions.Record
 	var lastSeq int64
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, st, err := loadTranscript(ctx, tx, id)
+		r, h, err := loadTranscript(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE sid = ?`, st.Row).Scan(&lastSeq); err != nil {
-			return sessions.IDError(id, fmt.Errorf("events: %w", err))
-		}
-		rec = r
+		rec, lastSeq = r, h.seqEnd-1
 		return nil
 	})
 	return rec, lastSeq, err
@@ -103,64 +100,76 @@ func sessionSID(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
 func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessions.Message, error) {
 	var out map[int64]sessions.Message
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		var sid int64
-		var n int
-		err := tx.QueryRowContext(ctx, `SELECT s.sid, (SELECT count(*) FROM events e WHERE e.sid = s.sid AND e.pos IS NOT NULL)
-			FROM sessions s WHERE s.id = ?`, id).Scan(&sid, &n)
-		if errors.Is(err, sql.ErrNoRows) {
-			err = sessions.ErrNotFound
-		}
+		sid, err := sessionSID(ctx, tx, id)
 		if err != nil {
 			return sessions.IDError(id, err)
 		}
-		seqs := make([]int64, n)
-		msgs := make([]sessions.Message, n)
-		dec := rowstore.NewDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
-		err = readAppended(ctx, tx, sid, seqs, dec)
-		if derr := dec.Wait(); err == nil {
-			err = derr
-		}
-		if err != nil {
+		if out, err = loadAppended(ctx, tx, sid); err != nil {
 			return sessions.IDError(id, fmt.Errorf("appended messages: %w", err))
-		}
-		out = make(map[int64]sessions.Message, n)
-		for i, seq := range seqs {
-			out[seq] = msgs[i]
 		}
 		return nil
 	})
 	return out, err
 }
 
-// readAppended fills seqs with the seqs of session sid's message events
-// that record their message row, in order, handing the rows' bodies to
-// dec.
-func readAppended(ctx context.Context, tx *sql.Tx, sid int64, seqs []int64, dec *rowstore.Decoder) error {
-	rows, err := tx.QueryContext(ctx, `SELECT e.seq, m.body, m.crc FROM events e JOIN messages m ON m.sid = e.sid AND m.pos = e.pos
-		WHERE e.sid = ? AND e.pos IS NOT NULL ORDER BY e.seq`, sid)
+// loadAppended reads the messages session sid's "message" events
+// appended, by the events' seq: every writes row of the session, the
+// message rows each event names matched to it.
+func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]sessions.Message, error) {
+	bodies := map[int64]storedMessage{}
+	type appended struct{ seq, pos int64 }
+	var list []appended
+	lo, hi := sessionKeys(sid)
+	err := eachRow(ctx, tx, `SELECT key, pos, messages, seq, events FROM writes WHERE key >= ? AND key < ? ORDER BY key`, []any{lo, hi},
+		func(rows *sql.Rows) error {
+			var key, pos, seq int64
+			var msgs, evs []byte // copied: the bodies outlive the row
+			if err := rows.Scan(&key, &pos, &msgs, &seq, &evs); err != nil {
+				return err
+			}
+			err := eachMessage(msgs, func(m storedMessage) error {
+				bodies[pos] = m
+				pos++
+				return nil
+			})
+			if err == nil {
+				err = eachEvent(evs, seq, func(e *storedEvent) error {
+					if e.pos >= 0 {
+						list = append(list, appended{e.seq, e.pos})
+					}
+					return nil
+				})
+			}
+			return rowError(key, err)
+		})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rows.Close()
-	i := 0
-	var body sql.RawBytes
-	var sum sql.NullInt64
-	for ; i < len(seqs) && rows.Next(); i++ {
-		if err := rows.Scan(&seqs[i], &body, &sum); err != nil {
-			return err
+	msgs := make([]sessions.Message, len(list))
+	dec := rowstore.NewDecoder("message", len(list), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+	for i, a := range list {
+		m, ok := bodies[a.pos]
+		if !ok {
+			err = fmt.Errorf("event %d appended message row %d, which is not stored", a.seq, a.pos)
+			break
 		}
-		if err := rowstore.Verify(i, body, nullInt(sum)); err != nil {
-			return err
+		if err = rowstore.Verify(i, m.body, m.sum); err != nil {
+			break
 		}
-		dec.Add(i, body)
+		dec.Add(i, m.body)
 	}
-	if err := rows.Err(); err != nil {
-		return err
+	// Wait for the decoder's workers even after an error.
+	if derr := dec.Wait(); err == nil {
+		err = derr
 	}
-	if i != len(seqs) {
-		return fmt.Errorf("read %d rows, want %d", i, len(seqs))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	out := make(map[int64]sessions.Message, len(list))
+	for i, a := range list {
+		out[a.seq] = msgs[i]
+	}
+	return out, nil
 }
 
 // LoadMeta returns the session's state without messages and events
@@ -176,27 +185,28 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 }
 
 // loadTranscript reads session id's row, children and current messages.
-func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *rowstore.State, error) {
-	rec, st, err := loadRecord(ctx, tx, id)
+func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *head, error) {
+	rec, h, err := loadRecord(ctx, tx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if rec.Messages, err = loadMessages(ctx, tx, st.Row, st.View, st.Length); err != nil {
+	if rec.Messages, err = loadMessages(ctx, tx, h.Row, h.View, h.Length); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
-	return rec, st, nil
+	return rec, h, nil
 }
 
-// loadRecord reads session id's row and children.
-func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *rowstore.State, error) {
+// loadRecord reads session id's row with its state, and its children.
+func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *head, error) {
 	var s rowstore.StoredSession
 	var base sql.NullInt64
+	var seqEnd int64
 	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
-			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt
-		FROM sessions WHERE id = ?`, id).
+			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt, seq_end
+		FROM session_heads WHERE id = ?`, id).
 		Scan(&s.State.Row, &s.Status, &s.Created, &s.Updated, &s.Summary, &s.Metadata, &s.ParentID,
 			&s.Branched, &s.Turns, &s.MaxTurns, &s.State.Version, &base, &s.State.View.BaseFrom, &s.State.View.BaseTo,
-			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt)
+			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &seqEnd)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
@@ -223,59 +233,56 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	if err := rows.Err(); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
-	return rec, &s.State, nil
+	return rec, &head{State: s.State, turns: int64(s.Turns), updated: s.Updated, seqEnd: seqEnd}, nil
 }
 
 // loadEvents reads session sid's events with seq > after, oldest first:
-// at most limit of them, or all when limit is 0.
+// at most limit of them, or all when limit is 0. It reads the writes
+// rows that hold such events.
 func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, limit int) ([]sessions.Event, error) {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE sid = ? AND seq > ?`, sid, after).Scan(&n); err != nil || n == 0 {
-		return nil, err
-	}
-	if limit > 0 {
-		n = min(n, limit)
-	}
-	events := make([]sessions.Event, n)
-	dec := rowstore.NewDecoder("event", n, func(i int, data []byte) (err error) {
-		events[i].Data, err = jsonvalue.DecodeObject(data)
-		return err
-	})
-	i, err := readEvents(ctx, tx, sid, id, after, events, dec)
-	// Wait for the decoder's workers even after a read error.
-	if derr := dec.Wait(); err == nil {
-		err = derr
-	}
+	var events []sessions.Event
+	var data [][]byte // each event's, within its row's blob
+	lo, hi := sessionKeys(sid)
+	err := eachRow(ctx, tx, `SELECT key, seq, events FROM writes WHERE key >= ? AND key < ? AND seq_end > ? ORDER BY key`, []any{lo, hi, after + 1},
+		func(rows *sql.Rows) error {
+			if limit > 0 && len(events) == limit {
+				return nil
+			}
+			var key, seq int64
+			var blob []byte // copied: data keeps parts of it
+			if err := rows.Scan(&key, &seq, &blob); err != nil {
+				return err
+			}
+			err := eachEvent(blob, seq, func(e *storedEvent) error {
+				if e.seq <= after || (limit > 0 && len(events) == limit) {
+					return nil
+				}
+				ev := sessions.Event{Seq: e.seq, Type: string(e.typ)}
+				var corrID *string
+				if e.corrID != nil {
+					c := string(e.corrID)
+					corrID = &c
+				}
+				rowstore.DecodeEvent(&ev, id, e.time, corrID)
+				events, data = append(events, ev), append(data, e.data)
+				return nil
+			})
+			return rowError(key, err)
+		})
 	if err != nil {
 		return nil, fmt.Errorf("events: %w", err)
 	}
-	if i != n {
-		return nil, fmt.Errorf("events: read %d rows, want %d", i, n)
+	dec := rowstore.NewDecoder("event", len(events), func(i int, data []byte) (err error) {
+		events[i].Data, err = jsonvalue.DecodeObject(data)
+		return err
+	})
+	for i, d := range data {
+		if d != nil {
+			dec.Add(i, d)
+		}
+	}
+	if err := dec.Wait(); err != nil {
+		return nil, fmt.Errorf("events: %w", err)
 	}
 	return events, nil
-}
-
-// readEvents fills events with the rows of session sid's log after seq
-// after, handing their data to dec, and returns how many it read.
-func readEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, events []sessions.Event, dec *rowstore.Decoder) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, corr_id, data FROM events WHERE sid = ? AND seq > ? ORDER BY seq`, sid, after)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	i := 0
-	var corrID *string
-	var t int64
-	var data sql.RawBytes
-	for ; i < len(events) && rows.Next(); i++ {
-		e := &events[i]
-		if err := rows.Scan(&e.Seq, &e.Type, &t, &corrID, &data); err != nil {
-			return i, err
-		}
-		rowstore.DecodeEvent(e, id, t, corrID)
-		if data != nil {
-			dec.Add(i, data)
-		}
-	}
-	return i, rows.Err()
 }

@@ -17,16 +17,16 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
-var migrationSteps = map[int]func(context.Context, *sql.Tx) error{8: identifyMessages}
+var migrationSteps = map[int]func(context.Context, *sql.Tx) error{8: identifyMessages, 9: toWrites}
 
 const migration1 = `
 CREATE TABLE sessions (

@@ -214,9 +214,69 @@ func (r raw) Exec(query string) error {
 	return err
 }
 
-func (r raw) Count(query string) (n int, err error) {
-	err = r.b.db.QueryRow(query).Scan(&n)
+// Count counts sessions and views rows, and the messages and events
+// the rows of table writes hold.
+func (r raw) Count(kind string) (n int, err error) {
+	switch kind {
+	case "messages":
+		err = r.b.db.QueryRow(`SELECT coalesce(sum(pos_end - pos), 0) FROM writes`).Scan(&n)
+	case "events":
+		err = eachRawRow(r.b.db, `SELECT seq, events FROM writes`, func(rows *sql.Rows) error {
+			var seq int64
+			var blob []byte
+			if err := rows.Scan(&seq, &blob); err != nil {
+				return err
+			}
+			return eachEvent(blob, seq, func(*storedEvent) error { n++; return nil })
+		})
+	default:
+		err = r.b.db.QueryRow("SELECT count(*) FROM " + r.Table(kind)).Scan(&n)
+	}
 	return n, err
+}
+
+// Damage rewrites the writes row that holds message pos of session id
+// with body in place of the message's, its checksum unchanged.
+func (r raw) Damage(id string, pos int64, body string) error {
+	var sid, key, first int64
+	var blob []byte
+	if err := r.b.db.QueryRow(`SELECT sid FROM sessions WHERE id = ?`, id).Scan(&sid); err != nil {
+		return err
+	}
+	lo, hi := sessionKeys(sid)
+	err := r.b.db.QueryRow(`SELECT key, pos, messages FROM writes WHERE key >= ? AND key < ? AND pos <= ? AND pos_end > ?`,
+		lo, hi, pos, pos).Scan(&key, &first, &blob)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	err = eachMessage(blob, func(m storedMessage) error {
+		if first == pos {
+			m.body = []byte(body)
+		}
+		out = appendMessage(out, m.body, m.sum)
+		first++
+		return nil
+	})
+	if err == nil {
+		_, err = r.b.db.Exec(`UPDATE writes SET messages = ? WHERE key = ?`, out, key)
+	}
+	return err
+}
+
+// eachRawRow runs query on db and calls scan for each row.
+func eachRawRow(db *sql.DB, query string, scan func(*sql.Rows) error) error {
+	rows, err := db.Query(query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 func TestRows(t *testing.T) {

@@ -11,39 +11,36 @@ import (
 // and a transaction reuses it (sql.Tx.StmtContext), so a write compiles
 // no SQL.
 type statements struct {
-	state         *sql.Stmt // a session's write state by id
-	insertMessage *sql.Stmt
-	insertEvent   *sql.Stmt
-	update        *sql.Stmt // the session row after a Write
-	// updateLean is update for a Write that changes neither the
+	state       *sql.Stmt // a session's write state by id
+	insertWrite *sql.Stmt // a write's row
+	update      *sql.Stmt // the sessions row after a write that changes it
+	// updateLean is update for a write that changes neither the
 	// session's status nor its view's base: it leaves the indexed
 	// columns alone, so SQLite touches none of the sessions indexes
-	// and the commit writes one page fewer per index (see
-	// TestWritePages).
+	// (SQLite rewrites the entries of every index on a column an UPDATE
+	// assigns, even to the same value).
 	updateLean *sql.Stmt
 }
 
 // The statements' SQL.
 const (
-	stateSQL         = `SELECT sid, version, length, base, base_from, base_to, own_from FROM sessions WHERE id = ?`
-	insertMessageSQL = `INSERT INTO messages (sid, pos, body, crc) VALUES (?, ?, ?, ?)`
-	insertEventSQL   = `INSERT INTO events (sid, seq, type, time, corr_id, data, pos) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	// updateSQL's parameters: the view's base, the status, the number
-	// of changes, the rest of the view (base_from, base_to, own_from,
-	// length), set-summary and summary, added turns, max turns (twice), set-title and title,
-	// set-metadata and metadata, set-first-prompt and first prompt,
-	// updated_at, then sid and the base version.
+	stateSQL = `SELECT sid, version, length, base, base_from, base_to, own_from, turns, updated_at, seq_end
+		FROM session_heads WHERE id = ?`
+	// insertWriteSQL inserts a write's row if its session (the last
+	// parameter, its sid) is stored.
+	insertWriteSQL = `INSERT INTO writes (key, version, length, base_from, base_to, own_from, turns, updated_at,
+		pos, pos_end, seq, seq_end, messages, events)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE sid = ?)`
+	// updateSQL's parameters: the view's base, the status, set-summary
+	// and summary, max turns (twice), set-title and title, set-metadata
+	// and metadata, set-first-prompt and first prompt, then sid.
 	updateSQL = `UPDATE sessions SET base = ?, status = coalesce(?, status),` + updateLeanSet
 	// updateLeanSQL's parameters are updateSQL's without the base and
-	// the status. SQLite rewrites the entries of every index on a column
-	// an UPDATE assigns, even to the same value.
+	// the status.
 	updateLeanSQL = `UPDATE sessions SET` + updateLeanSet
-	updateLeanSet = ` version = version + ?,
-		base_from = ?, base_to = ?, own_from = ?, length = ?,
-		summary = iif(?, ?, summary), turns = turns + ?,
-		max_turns = iif(? > 0, ?, max_turns), title = iif(?, ?, title), metadata = iif(?, ?, metadata),
-		first_prompt = iif(?, ?, first_prompt), updated_at = coalesce(?, updated_at)
-		WHERE sid = ? AND version = ?`
+	updateLeanSet = ` summary = iif(?, ?, summary), max_turns = iif(? > 0, ?, max_turns),
+		title = iif(?, ?, title), metadata = iif(?, ?, metadata), first_prompt = iif(?, ?, first_prompt)
+		WHERE sid = ?`
 )
 
 // statementSQL is a statement and its SQL.
@@ -56,8 +53,7 @@ type statementSQL struct {
 func (s *statements) list() []statementSQL {
 	return []statementSQL{
 		{&s.state, stateSQL},
-		{&s.insertMessage, insertMessageSQL},
-		{&s.insertEvent, insertEventSQL},
+		{&s.insertWrite, insertWriteSQL},
 		{&s.update, updateSQL},
 		{&s.updateLean, updateLeanSQL},
 	}

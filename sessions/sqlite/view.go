@@ -47,29 +47,33 @@ func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v rowstore.View, n
 func readBodies(ctx context.Context, tx *sql.Tx, ranges []rowstore.Span, dec *rowstore.Decoder) error {
 	i := 0
 	for _, r := range ranges {
-		rows, err := tx.QueryContext(ctx, `SELECT body, crc FROM messages WHERE sid = ? AND pos >= ? AND pos < ? ORDER BY pos`, r.Owner, r.From, r.To)
-		if err != nil {
-			return err
-		}
 		start := i
-		var body sql.RawBytes
-		var sum sql.NullInt64
-		for rows.Next() {
-			if err := rows.Scan(&body, &sum); err != nil {
-				rows.Close()
-				return err
-			}
-			if err := rowstore.Verify(i, body, nullInt(sum)); err != nil {
-				rows.Close()
-				return err
-			}
-			dec.Add(i, body)
-			i++
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
+		lo, hi := sessionKeys(r.Owner)
+		err := eachRow(ctx, tx, `SELECT key, pos, messages FROM writes WHERE key >= ? AND key < ? AND pos < ? AND pos_end > ? ORDER BY key`,
+			[]any{lo, hi, r.To, r.From}, func(rows *sql.Rows) error {
+				var key, pos int64
+				var blob sql.RawBytes // dec.Add copies
+				if err := rows.Scan(&key, &pos, &blob); err != nil {
+					return err
+				}
+				err := eachMessage(blob, func(m storedMessage) error {
+					defer func() { pos++ }()
+					if pos < r.From || pos >= r.To {
+						return nil
+					}
+					if pos != r.From+int64(i-start) {
+						return fmt.Errorf("message row %d out of order", pos)
+					}
+					if err := rowstore.Verify(i, m.body, m.sum); err != nil {
+						return err
+					}
+					dec.Add(i, m.body)
+					i++
+					return nil
+				})
+				return rowError(key, err)
+			})
+		if err != nil {
 			return err
 		}
 		if got := int64(i - start); got != r.To-r.From {
@@ -106,21 +110,6 @@ func release(ctx context.Context, tx *sql.Tx, vid int64) error {
 			return err
 		}
 		vid = base.Int64
-	}
-	return nil
-}
-
-// insertMessageRows inserts rows as session sid's messages.
-func (b *Backend) insertMessageRows(ctx context.Context, tx stmter, sid int64, rows []rowstore.MessageRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, b.stmts.insertMessage)
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, sid, r.Pos, r.Body.JSON, int64(r.Body.Sum)); err != nil {
-			return err
-		}
-		b.inserted(len(r.Body.JSON))
 	}
 	return nil
 }

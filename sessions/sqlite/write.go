@@ -10,20 +10,20 @@ import (
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
-// loadState reads the state of session id (sessions.ErrNotFound).
-func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*rowstore.State, error) {
-	var st rowstore.State
+// loadState reads the write state of session id (sessions.ErrNotFound).
+func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*head, error) {
+	var h head
 	var base sql.NullInt64
 	err := tx.StmtContext(ctx, b.stmts.state).QueryRowContext(ctx, id).
-		Scan(&st.Row, &st.Version, &st.Length, &base, &st.View.BaseFrom, &st.View.BaseTo, &st.View.OwnFrom)
+		Scan(&h.Row, &h.Version, &h.Length, &base, &h.View.BaseFrom, &h.View.BaseTo, &h.View.OwnFrom, &h.turns, &h.updated, &h.seqEnd)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
 	if err != nil {
 		return nil, sessions.IDError(id, err)
 	}
-	st.View.Base = base.Int64
-	return &st, nil
+	h.View.Base = base.Int64
+	return &h, nil
 }
 
 // checkParentChain refuses, in the transaction that inserts it, a new
@@ -42,18 +42,17 @@ func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) err
 	})
 }
 
-// insertSession stores rec's own fields with the current view v of n
-// messages and returns the new row's sid (sessions.ErrExists).
-func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+// insertSession stores rec's own fields with the base of its view v
+// (the rest of its state goes in its first writes row, see
+// insertCreated) and returns the new row's sid (sessions.ErrExists).
+func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View) (int64, error) {
 	var sid int64
-	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, updated_at, summary, metadata,
-			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
-			title, first_prompt)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, summary, metadata,
+			parent_id, branched_at, max_turns, base, title, first_prompt)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
-		rec.ID, row.Status, row.Created, row.Updated, row.Summary, row.Metadata,
-		row.ParentID, row.Branched, rec.Turns, rec.MaxTurns, rec.Version,
-		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title, row.FirstPrompt).Scan(&sid)
+		rec.ID, row.Status, row.Created, row.Summary, row.Metadata,
+		row.ParentID, row.Branched, rec.MaxTurns, v.BaseArg(), row.Title, row.FirstPrompt).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -63,21 +62,58 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *r
 	return sid, nil
 }
 
-// insertEvents appends events to session sid's log.
-func (b *Backend) insertEvents(ctx context.Context, tx stmter, sid int64, events []rowstore.EventRow) error {
-	if len(events) == 0 {
-		return nil
+// createdBase is the base of a session's first writes row, the one its
+// creation stores: before every version.
+const createdBase = -1
+
+// insertCreated stores the first writes row of new session sid, whose
+// state is h: its messages rows and events.
+func (b *Backend) insertCreated(ctx context.Context, tx stmter, h *head, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
+	h.seqEnd = 1
+	if len(events) > 0 {
+		h.seqEnd = events[0].Seq
 	}
-	stmt := tx.StmtContext(ctx, b.stmts.insertEvent)
-	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, sid, e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos); err != nil {
-			return fmt.Errorf("event %d: %w", e.Seq, err)
-		}
-		if e.Data != nil {
-			b.inserted(len(*e.Data))
-		}
+	_, err := b.insertWrite(ctx, tx, h, createdBase, h.View.Next(h.Length)-int64(len(rows)), rows, events)
+	return err
+}
+
+// insertWrite inserts the writes row of session h.Row made on version
+// base, leaving state h: message rows from position pos on (the rows
+// themselves, or the next free position when there are none) and events.
+// It sets h.seqEnd past the events. It fails when the row's key is taken
+// (another write was made on that version: a constraint error) and when
+// the session is not stored (oneRow's error: no row inserted).
+func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos int64, rows []rowstore.MessageRow, events []rowstore.EventRow) (*head, error) {
+	if len(rows) > 0 {
+		pos = rows[0].Pos
 	}
-	return nil
+	msgs, err := encodeMessages(nil, rows)
+	if err != nil {
+		return nil, err
+	}
+	seq := h.seqEnd
+	if len(events) > 0 {
+		seq = events[0].Seq
+	}
+	evs, err := encodeEvents(nil, seq, events)
+	if err != nil {
+		return nil, err
+	}
+	if len(events) > 0 {
+		h.seqEnd = events[len(events)-1].Seq + 1
+	}
+	key, err := writeKey(h.Row, base)
+	if err != nil {
+		return nil, err
+	}
+	v := h.View
+	res, err := tx.StmtContext(ctx, b.stmts.insertWrite).ExecContext(ctx, key, h.Version, h.Length,
+		v.BaseFrom, v.BaseTo, v.OwnFrom, h.turns, h.updated, pos, pos+int64(len(rows)), seq, h.seqEnd, msgs, evs, h.Row)
+	if err := oneRow(res, err); err != nil {
+		return nil, err
+	}
+	b.inserted(len(msgs) + len(evs))
+	return h, nil
 }
 
 // Create stores a new session with its messages and events
@@ -99,14 +135,13 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err := checkParentChain(ctx, tx, rec); err != nil {
 			return err
 		}
-		sid, err := insertSession(ctx, tx, rec, c.Row, c.State.View, c.State.Length)
+		sid, err := insertSession(ctx, tx, rec, c.Row, c.State.View)
 		if err != nil {
 			return err
 		}
-		if err := b.insertMessageRows(ctx, tx, sid, c.Rows); err != nil {
-			return sessions.IDError(rec.ID, err)
-		}
-		if err := b.insertEvents(ctx, tx, sid, c.Events); err != nil {
+		h := &head{State: c.State, turns: int64(rec.Turns), updated: c.Row.Updated}
+		h.Row = sid
+		if err := b.insertCreated(ctx, tx, h, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
@@ -117,16 +152,16 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // base, in one transaction, and bumps the version once per change
 // (sessions.ErrNotFound, sessions.ErrConflict). A DropFirst or DropLast
 // beyond the message count fails with nothing written. However many
-// changes there are, the session's row is updated once and each message
-// and event is one row: a loop step's changes cost one commit.
+// changes there are, they are one row of table writes (and an update of
+// the sessions row only when they change its own fields): a loop step's
+// changes cost one commit of about one page.
 //
 // A write that follows this Backend's previous write of the session (the
 // usual case: a session has one writer at a time) does not read the
 // session's state first: it takes the state that write left (see
-// knownStates), and the update of the session's row, made first and
-// conditional on its sid and version, checks it (writeKnown); when
-// another writer has been there meanwhile, the write starts over and
-// reads the row.
+// knownStates), and the row's key, the version the write was made on,
+// checks it (writeKnown); when another writer has been there meanwhile,
+// the write starts over and reads the state.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
 	encoded, err := rowstore.EncodeChanges(id, changes)
 	if err != nil {
@@ -142,28 +177,19 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		}
 	}
 	return b.write(ctx, func(tx *sql.Tx) error {
-		st, err := b.loadState(ctx, tx, id)
+		h, err := b.loadState(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if st.Version != base {
+		if h.Version != base {
 			return sessions.IDError(id, sessions.ErrConflict)
 		}
-		p, err := rowstore.PlanWrite(id, st, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, st.Row, v) })
+		p, err := rowstore.PlanWrite(id, &h.State, encoded, func(v rowstore.View) (int64, error) { return freeze(ctx, tx, h.Row, v) })
 		if err != nil {
 			return err
 		}
-		updated, err := b.updateRow(ctx, tx, st, p, base)
-		if err == nil && !updated {
-			err = errors.New("the session's row was not updated")
-		}
+		after, err := b.applyPlan(ctx, tx, h, p, base)
 		if err != nil {
-			return sessions.IDError(id, err)
-		}
-		if err := b.insertMessageRows(ctx, tx, st.Row, p.Rows); err != nil {
-			return sessions.IDError(id, err)
-		}
-		if err := b.insertEvents(ctx, tx, st.Row, p.Events); err != nil {
 			return sessions.IDError(id, err)
 		}
 		for _, vid := range p.Release {
@@ -172,44 +198,59 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 			}
 		}
 		// Should the commit fail, write forgets this state.
-		b.known.put(id, &rowstore.State{Row: st.Row, Version: base + int64(p.Changes), Length: p.Length, View: p.View})
+		b.known.put(id, after)
 		return nil
 	})
 }
 
-// updateRow updates session st's row as p says, bumping its version by
-// the number of changes, if the row's sid and version are st's and base:
-// it reports whether they were.
-func (b *Backend) updateRow(ctx context.Context, tx stmter, st *rowstore.State, p *rowstore.Plan, base int64) (bool, error) {
-	v, u := p.View, &p.Update
-	args := []any{p.Changes, v.BaseFrom, v.BaseTo, v.OwnFrom, p.Length,
-		u.SetSummary, u.Summary, u.Turns,
-		u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
-		u.SetFirstPrompt, u.FirstPrompt, u.Updated,
-		st.Row, base}
-	update := b.stmts.updateLean
-	if u.Status != nil || v.Base != st.View.Base {
-		update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
+// applyPlan makes the write p plans on session h at version base: it
+// updates the sessions row when p changes its own fields and inserts the
+// write's row; it returns the state after it.
+func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore.Plan, base int64) (*head, error) {
+	if err := b.updateRow(ctx, tx, h, p); err != nil {
+		return nil, err
 	}
-	res, err := tx.StmtContext(ctx, update).ExecContext(ctx, args...)
-	if err != nil {
-		return false, err
+	after := &head{State: p.After(&h.State), turns: h.turns + int64(p.Update.Turns), updated: h.updated, seqEnd: h.seqEnd}
+	if p.Update.Updated != nil {
+		after.updated = *p.Update.Updated
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return b.insertWrite(ctx, tx, after, base, after.View.Next(after.Length), p.Rows, p.Events)
 }
 
-// oneRow checks that an UPDATE changed exactly one row.
+// updateRow updates session h's row as p says, if p changes any of its
+// fields.
+func (b *Backend) updateRow(ctx context.Context, tx stmter, h *head, p *rowstore.Plan) error {
+	v, u := p.View, &p.Update
+	args := []any{u.SetSummary, u.Summary, u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
+		u.SetFirstPrompt, u.FirstPrompt, h.Row}
+	var update *sql.Stmt
+	switch {
+	case u.Status != nil || v.Base != h.View.Base:
+		update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
+	case u.SetSummary || u.MaxTurns > 0 || u.SetTitle || u.SetMetadata || u.SetFirstPrompt:
+		update = b.stmts.updateLean
+	default:
+		return nil
+	}
+	return oneRow(tx.StmtContext(ctx, update).ExecContext(ctx, args...))
+}
+
+// errNoRow is oneRow's error for a statement that changed no row.
+var errNoRow = errors.New("no row changed")
+
+// oneRow checks that an UPDATE or INSERT changed exactly one row.
 func oneRow(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
 	n, err := res.RowsAffected()
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if n != 1 {
-		return fmt.Errorf("updated %d rows, want 1", n)
+	case n == 0:
+		return errNoRow
+	case n != 1:
+		return fmt.Errorf("changed %d rows, want 1", n)
 	}
 	return nil
 }
@@ -223,34 +264,82 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 	if err != nil {
 		return err
 	}
-	return b.write(ctx, func(tx *sql.Tx) error { return f.Apply(forkTx{ctx, b, tx}) })
+	return b.write(ctx, func(tx *sql.Tx) error {
+		t := &forkTx{ctx: ctx, b: b, tx: tx}
+		if err := f.Apply(t); err != nil {
+			return err
+		}
+		return t.finish()
+	})
 }
 
-// forkTx is a write transaction as rowstore.Fork.Apply uses it.
+// forkTx is a write transaction as rowstore.Fork.Apply uses it. The
+// rows of table writes wait for finish: the new session's first row
+// holds its events, and the source's row the fork event, which Apply
+// hands over after storing the session and before bumping the source.
 type forkTx struct {
-	ctx context.Context
-	b   *Backend
-	tx  *sql.Tx
+	ctx    context.Context
+	b      *Backend
+	tx     *sql.Tx
+	src    *head                         // the source's state, as LockedState read it
+	dst    *head                         // the new session's, as InsertSession stored it
+	events map[int64][]rowstore.EventRow // by session row
+	bumped *head                         // the source's state after Bump
 }
 
-func (t forkTx) LockedState(id string) (*rowstore.State, error) {
-	return t.b.loadState(t.ctx, t.tx, id)
+func (t *forkTx) LockedState(id string) (*rowstore.State, error) {
+	h, err := t.b.loadState(t.ctx, t.tx, id)
+	if err != nil {
+		return nil, err
+	}
+	t.src = h
+	return &h.State, nil
 }
-func (t forkTx) Exists(id string) (bool, error) { return exists(t.ctx, t.tx, id) }
-func (t forkTx) Freeze(sid int64, v rowstore.View) (int64, error) {
+func (t *forkTx) Exists(id string) (bool, error) { return exists(t.ctx, t.tx, id) }
+func (t *forkTx) Freeze(sid int64, v rowstore.View) (int64, error) {
 	return freeze(t.ctx, t.tx, sid, v)
 }
 
-func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
-	return insertSession(t.ctx, t.tx, rec, row, v, n)
+func (t *forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View, n int64) (int64, error) {
+	sid, err := insertSession(t.ctx, t.tx, rec, row, v)
+	if err != nil {
+		return 0, err
+	}
+	t.dst = &head{State: rowstore.State{Row: sid, Version: rec.Version, Length: n, View: v}, turns: int64(rec.Turns), updated: row.Updated}
+	return sid, nil
 }
 
-func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
-	return t.b.insertEvents(t.ctx, t.tx, sid, events)
+func (t *forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
+	if t.events == nil {
+		t.events = map[int64][]rowstore.EventRow{}
+	}
+	t.events[sid] = append(t.events[sid], events...)
+	return nil
 }
 
-func (t forkTx) Bump(sid, version int64, updated *int64) error {
-	res, err := t.tx.ExecContext(t.ctx, `UPDATE sessions SET version = version + 1, updated_at = coalesce(?, updated_at)
-		WHERE sid = ? AND version = ?`, updated, sid, version)
-	return oneRow(res, err)
+func (t *forkTx) Bump(sid, version int64, updated *int64) error {
+	if t.src == nil || t.src.Row != sid || t.src.Version != version {
+		return errors.New("the fork bumps a session it did not read")
+	}
+	after := *t.src
+	after.Version++
+	if updated != nil {
+		after.updated = *updated
+	}
+	t.bumped = &after
+	return nil
+}
+
+// finish inserts the writes rows of the fork: the new session's first
+// and the source's.
+func (t *forkTx) finish() error {
+	if t.dst == nil || t.bumped == nil {
+		return errors.New("the fork stored no session or did not bump its source")
+	}
+	if err := t.b.insertCreated(t.ctx, t.tx, t.dst, nil, t.events[t.dst.Row]); err != nil {
+		return err
+	}
+	src := t.bumped
+	_, err := t.b.insertWrite(t.ctx, t.tx, src, t.src.Version, src.View.Next(src.Length), nil, t.events[src.Row])
+	return err
 }
