@@ -52,32 +52,46 @@
 // itself only when the goroutine has fallen 4,000 pages behind (see
 // checkpoint.go). Closing the last connection checkpoints the rest.
 //
-// # Schema (version 8)
+// # Schema (version 9)
 //
-//	sessions  sid (INTEGER key) id (TEXT, unique) status created_at updated_at
-//	          summary metadata (JSON) parent_id branched_at turns max_turns
-//	          version, the current view: base base_from base_to own_from,
-//	          and length (the current message count, for cheap listings);
-//	          title first_prompt (version 3)
+//	sessions  sid (INTEGER key) id (TEXT, unique) status created_at summary
+//	          metadata (JSON) parent_id branched_at max_turns title
+//	          first_prompt, and base: the frozen view the current view
+//	          rests on (its other numbers are in the newest writes row)
+//	writes    one row per write (version 9): key (sid << 32 | version the
+//	          write was made on + 2^31), the session's state after it
+//	          (version length base_from base_to own_from turns
+//	          updated_at), its message rows at positions [pos, pos_end)
+//	          and its events with seqs in [seq, seq_end), as two blobs
+//	          (messages, events; layouts in writerow.go)
+//	session_heads  view: every session with its newest writes row's state
 //	views     vid sid base base_from base_to own_from  (frozen views)
-//	messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
-//	          crc: sessions.Checksum of body (version 6)
-//	          body holds the message's id and created_at (version 8)
-//	events    sid seq type time corr_id data (JSON)      key (sid, seq)
-//	          pos: a "message" event's message row (version 2)
 //	runs, run_steps  workflow run records (version 4)
 //	locks     name holder host pid expires interrupt     key name
 //	          cross-process locks (version 7, see NewLocker)
 //
-// messages and events are WITHOUT ROWID tables (version 5): rows are
-// stored in key order in one b-tree, so an append changes one page of
-// each, and a write of a loop step writes a handful of WAL frames (the
-// sessions row, the messages and events leaves it appended to, and the
-// b-tree pages above them when a leaf splits). A write that keeps the
-// session's status and its view's base does not assign their columns,
-// so it rewrites no entry of the sessions indexes: an appended message
-// writes three pages (TestWritePages). The statements every write runs
-// are prepared once per connection.
+// A write, however many changes it has (an agent loop step commits
+// several), is one row of table writes, and touches the sessions row
+// only when it changes the session's own fields (its status, title,
+// summary, first prompt, metadata, maximum turns or its view's base), so
+// an append writes one page: the last leaf of table writes
+// (TestWritePages). writes is a rowid table, not a WITHOUT ROWID one:
+// its key is one integer, so a session's rows are in write order and the
+// newest session's writes append at the end of the b-tree, where SQLite
+// splits a full page by starting a new one; an index b-tree (what WITHOUT
+// ROWID tables are) rebalances two or three pages at each split, which
+// made a row of about 1 KB cost 2.4 pages a write instead of 1.3. The key's
+// uniqueness is the version check: two writes made on one version have
+// one key, and the second fails. writes has no foreign key (a parent's
+// delete would scan the whole table for its rows, there being no index
+// on the session): Delete deletes a session's range of keys, and a write
+// inserts its row only if its session is stored. The statements every
+// write runs are prepared once per connection.
+//
+// Migration 9 moved the message and event rows of earlier versions into
+// rows of table writes, a session's rows at keys below its creation's
+// (up to 1,024 messages and 1,024 events a row), and dropped tables
+// messages and events and the state columns of sessions.
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses skein's encodings
@@ -88,17 +102,19 @@
 // # Checksums
 //
 // SQLite checks no data of its own: a damaged page reads back as altered
-// text. Every message row therefore carries its body's checksum
+// text. Every message therefore carries its body's checksum
 // (sessions.Checksum, CRC-32C), computed once when the message is
-// appended; every load of message rows verifies it and fails with
+// appended; every load of messages verifies it and fails with
 // sessions.ErrCorrupt naming the session and the message's index instead
-// of returning the altered message. Rows written before version 6 had no
-// checksum; migration 8 computes them.
+// of returning the altered message. A writes row whose blob does not
+// parse fails the same way, naming the session row and the write's
+// version. Rows written before version 6 had no checksum; migration 8
+// computes them.
 //
 // # Message ids
 //
 // A message's ID and CreatedAt are in its body, like its other fields:
-// appending one costs no statement and no column more. Migration 8 (a Go
+// appending one costs no byte outside it. Migration 8 (a Go
 // step, identifyMessages) rewrites the rows of earlier versions with an
 // id derived from the row's (sid, pos), so a fork's shared rows keep one
 // id, and the time of the "message" event that appended the row.
@@ -109,10 +125,11 @@
 // forms of records, events and messages are shared with package postgres
 // (sessions/internal/rowstore); this package holds the SQLite statements.
 //
-// Each session appends its own messages to the messages table at
-// positions 0, 1, 2, ... and never rewrites or deletes one while the
-// session exists. What the session currently holds is a view described by
-// four numbers in its sessions row:
+// Each session appends its own message rows at positions 0, 1, 2, ...
+// (each write's rows are in its writes row) and never rewrites or
+// deletes one while the session exists. What the session currently holds
+// is a view described by four numbers, base in its sessions row and the
+// others in its newest writes row:
 //
 //	messages = base[base_from:base_to] ++ own rows from own_from on
 //
@@ -120,22 +137,24 @@
 // shape (a base of its own and an owner's rows from own_from on), which
 // nothing ever changes. So:
 //
-//   - Append inserts the new rows at the next positions: O(appended).
+//   - Append stores the new rows at the next positions: O(appended).
 //   - DropFirst (trim) moves base_from, or drops the base and moves
 //     own_from: no message row is written.
 //   - Replace (reset, compaction) starts the own part at the next free
 //     position and inserts the replacement messages there: O(replacement).
-//   - Fork writes O(1) rows whatever the length: the child's row, with
-//     base pointing at a new frozen copy of the source's view (one views
-//     row; none at all when the kept messages lie inside the source's
-//     own base, which the child then shares directly), plus the two fork
-//     events. The source's later appends land after the child's base_to;
+//   - Fork writes O(1) rows whatever the length: the child's sessions
+//     row, with base pointing at a new frozen copy of the source's view
+//     (one views row; none at all when the kept messages lie inside the
+//     source's own base, which the child then shares directly), and a
+//     writes row for each of the two, with its fork event. The source's
+//     later appends land after the child's base_to;
 //     its trims and resets change only its own row. Neither can reach
 //     the child, and the child's writes cannot reach the source.
 //
 // Load walks the chain of bases (one step per fork generation that the
 // view still reaches into), turns it into row ranges of the owners, and
-// reads each range in position order. Decoding the JSON is most of the
+// reads each range in position order: the writes rows of the owner whose
+// positions overlap it (SQLite reads a row's blobs only for those). Decoding the JSON is most of the
 // cost of loading a long session, so it runs on every core while the rows
 // are read.
 //
@@ -147,7 +166,7 @@
 //
 // A Write whose events hold one "message" event per appended message (as
 // the store logs them) stores, in each such event's pos, the position of
-// the message row it appended; LoadAppended joins them, so an export
+// the message row it appended; LoadAppended matches them, so an export
 // shows the message of every "message" event, also after a trim, reset
 // or compaction dropped it from the current view (sessions.HistoryBackend).
 // CreateWithHistory stores such messages as rows before the current ones.
@@ -163,12 +182,12 @@
 // Every Write, Fork, Create and Delete is one IMMEDIATE transaction: it
 // takes SQLite's write lock before reading, checks the session's version
 // against the caller's base (ErrConflict, with nothing written, when
-// another writer got there first) and bumps it. A Write that follows
-// the same Backend's previous write of the session takes the state that
-// write left instead of reading it, and updates the session's row first,
-// on the condition that its sid and version are that state's; when they
-// are not (another writer was there), it rolls back, having written
-// nothing, and starts over reading the row. Such a write runs on a
+// another writer got there first) and stores the write's row, keyed by
+// that version. A Write that follows the same Backend's previous write of
+// the session takes the state that write left instead of reading it:
+// when another writer was there meanwhile, the row's key is taken (or
+// the session is gone), so it rolls back, having written nothing, and
+// starts over reading the state. Such a write runs on a
 // connection the Backend keeps for it, with BEGIN IMMEDIATE and COMMIT as
 // prepared statements of its own. A begun write runs to its commit
 // without its context's cancellation (the driver would watch each
