@@ -187,9 +187,12 @@
 // the session takes the state that write left instead of reading it:
 // when another writer was there meanwhile, the row's key is taken (or
 // the session is gone), so it rolls back, having written nothing, and
-// starts over reading the state. Such a write runs on a
-// connection the Backend keeps for it, with BEGIN IMMEDIATE and COMMIT as
-// prepared statements of its own. A begun write runs to its commit
+// starts over reading the state. Such a write runs on a connection the
+// Backend keeps for it, with prepared statements of its own; when it is
+// only its row (it changes none of the session's own fields, as an
+// append does not), the INSERT runs alone, as its own transaction, which
+// takes the write lock (waiting for it as BEGIN IMMEDIATE does) and
+// commits, sparing the BEGIN and COMMIT statements. A begun write runs to its commit
 // without its context's cancellation (the driver would watch each
 // statement with a goroutine of its own); a cancelled context stops a
 // write before it begins. Writes through one Backend queue on a mutex;

@@ -124,6 +124,9 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		}
 	}
 	w := b.wconn
+	if update, _ := b.rowUpdate(h, p); update == nil {
+		return b.insertAlone(ctx, w, id, h, p, base)
+	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return b.dropWriteConn(err)
 	}
@@ -144,6 +147,25 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		return errNotKnown // another writer was there, or deleted the session
 	}
 	return sessions.IDError(id, err)
+}
+
+// insertAlone is writeKnown for a write that is only its row (it changes
+// none of the session's own fields): the INSERT runs on its own, as its
+// own transaction, sparing the two statements that begin and commit one.
+// SQLite waits for another process's write lock (busy_timeout) as it
+// does for BEGIN IMMEDIATE: the statement starts its transaction.
+func (b *Backend) insertAlone(ctx context.Context, w *writeConn, id string, h *head, p *rowstore.Plan, base int64) error {
+	b.begun()
+	after, err := b.insertPlanned(ctx, w, h, p, base)
+	switch {
+	case err == nil:
+		b.known.put(id, after)
+		b.committed(ctx)
+		return nil
+	case isConstraint(err) || errors.Is(err, errNoRow):
+		return errNotKnown // another writer was there, or deleted the session
+	}
+	return sessions.IDError(id, b.dropWriteConn(err))
 }
 
 // isConstraint reports whether err is SQLite's refusal of a row that

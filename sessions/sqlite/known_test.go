@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -55,4 +56,44 @@ func TestKnownStateOfFailedCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTexts(t, other, "s", "m1 o1 o2 a3", 3)
+}
+
+// TestWritersWaitForEachOther has two Backends on one file (as two
+// processes would) append to a session each, at once: a write that is
+// only its row, one INSERT on its own, waits for the other's write lock
+// as a transaction begun IMMEDIATE does, so every write succeeds.
+func TestWritersWaitForEachOther(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	bes := []*Backend{openClosed(t, path), openClosed(t, path)}
+	ctx := t.Context()
+	now := time.Now()
+	const n = 300
+	errs := make(chan error, len(bes))
+	for i, be := range bes {
+		id := fmt.Sprint("s", i)
+		if err := be.Create(ctx, &sessions.Record{ID: id, Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for v := range int64(n) {
+				ch := &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint(v)}}, UpdatedAt: now}
+				if err := be.Write(ctx, id, v, ch); err != nil {
+					errs <- fmt.Errorf("%s, write %d: %w", id, v, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range bes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, be := range bes {
+		rec, err := be.Load(ctx, fmt.Sprint("s", i))
+		if err != nil || len(rec.Messages) != n || rec.Version != n || rec.Messages[n-1].Text != fmt.Sprint(n-1) {
+			t.Fatalf("s%d: %v", i, err)
+		}
+	}
 }

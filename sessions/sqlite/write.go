@@ -207,9 +207,17 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 // updates the sessions row when p changes its own fields and inserts the
 // write's row; it returns the state after it.
 func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore.Plan, base int64) (*head, error) {
-	if err := b.updateRow(ctx, tx, h, p); err != nil {
-		return nil, err
+	if update, args := b.rowUpdate(h, p); update != nil {
+		if err := oneRow(tx.StmtContext(ctx, update).ExecContext(ctx, args...)); err != nil {
+			return nil, err
+		}
 	}
+	return b.insertPlanned(ctx, tx, h, p, base)
+}
+
+// insertPlanned inserts the row of the write p plans on session h at
+// version base and returns the state after it.
+func (b *Backend) insertPlanned(ctx context.Context, tx stmter, h *head, p *rowstore.Plan, base int64) (*head, error) {
 	after := &head{State: p.After(&h.State), turns: h.turns + int64(p.Update.Turns), updated: h.updated, seqEnd: h.seqEnd}
 	if p.Update.Updated != nil {
 		after.updated = *p.Update.Updated
@@ -217,22 +225,20 @@ func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore
 	return b.insertWrite(ctx, tx, after, base, after.View.Next(after.Length), p.Rows, p.Events)
 }
 
-// updateRow updates session h's row as p says, if p changes any of its
-// fields.
-func (b *Backend) updateRow(ctx context.Context, tx stmter, h *head, p *rowstore.Plan) error {
+// rowUpdate returns the statement, and its arguments, that updates
+// session h's row as p says, or nil when p changes none of its fields.
+func (b *Backend) rowUpdate(h *head, p *rowstore.Plan) (*sql.Stmt, []any) {
 	v, u := p.View, &p.Update
+	indexed := u.Status != nil || v.Base != h.View.Base
+	if !indexed && !u.SetSummary && u.MaxTurns <= 0 && !u.SetTitle && !u.SetMetadata && !u.SetFirstPrompt {
+		return nil, nil
+	}
 	args := []any{u.SetSummary, u.Summary, u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
 		u.SetFirstPrompt, u.FirstPrompt, h.Row}
-	var update *sql.Stmt
-	switch {
-	case u.Status != nil || v.Base != h.View.Base:
-		update, args = b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
-	case u.SetSummary || u.MaxTurns > 0 || u.SetTitle || u.SetMetadata || u.SetFirstPrompt:
-		update = b.stmts.updateLean
-	default:
-		return nil
+	if indexed {
+		return b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
 	}
-	return oneRow(tx.StmtContext(ctx, update).ExecContext(ctx, args...))
+	return b.stmts.updateLean, args
 }
 
 // errNoRow is oneRow's error for a statement that changed no row.
