@@ -164,8 +164,17 @@ func (b *Backend) insertAlone(ctx context.Context, w *writeConn, id string, h *h
 		return nil
 	case isConstraint(err) || errors.Is(err, errNoRow):
 		return errNotKnown // another writer was there, or deleted the session
+	case fromDatabase(err):
+		return sessions.IDError(id, b.dropWriteConn(err))
 	}
-	return sessions.IDError(id, b.dropWriteConn(err))
+	return sessions.IDError(id, err) // refused before it ran
+}
+
+// fromDatabase reports whether err came from SQLite or the connection,
+// not from checking the write before it ran.
+func fromDatabase(err error) bool {
+	var e *modernc.Error
+	return errors.As(err, &e) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
 }
 
 // isConstraint reports whether err is SQLite's refusal of a row that

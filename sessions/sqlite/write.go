@@ -91,8 +91,11 @@ func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos
 	if err != nil {
 		return nil, err
 	}
-	seq := h.seqEnd
+	seq := h.seqEnd // the row's first event's, or the next one's
 	if len(events) > 0 {
+		if events[0].Seq < h.seqEnd {
+			return nil, fmt.Errorf("event seq %d is not after the session's last, %d", events[0].Seq, h.seqEnd-1)
+		}
 		seq = events[0].Seq
 	}
 	evs, err := encodeEvents(nil, seq, events)

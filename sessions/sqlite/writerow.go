@@ -121,12 +121,12 @@ func eachMessage(blob []byte, fn func(m storedMessage) error) error {
 }
 
 // encodeEvents returns the events blob of events, whose seqs must
-// increase from seq on.
+// increase, the first being at least seq.
 func encodeEvents(dst []byte, seq int64, events []rowstore.EventRow) ([]byte, error) {
 	prev := seq
-	for _, e := range events {
-		if e.Seq < prev {
-			return nil, fmt.Errorf("event seqs of one write go back from %d to %d", prev, e.Seq)
+	for i, e := range events {
+		if e.Seq < prev || (i > 0 && e.Seq == prev) {
+			return nil, fmt.Errorf("event seq %d does not follow %d", e.Seq, prev)
 		}
 		dst = binary.AppendUvarint(dst, uint64(e.Seq-prev))
 		prev = e.Seq
