@@ -131,7 +131,7 @@ func TestMigrateMessageIDs(t *testing.T) {
 		ids[m.ID] = true
 	}
 	unchecked := 0
-	err = eachRawRow(db, `SELECT messages FROM writes`, func(rows *sql.Rows) error {
+	err = eachRow(t.Context(), db, `SELECT messages FROM writes`, nil, func(rows *sql.Rows) error {
 		var blob []byte
 		if err := rows.Scan(&blob); err != nil {
 			return err

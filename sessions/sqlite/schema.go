@@ -270,10 +270,15 @@ func identifyMessages(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// eachRow runs query with args in tx and calls scan for each row, in
+// rowsQuerier is what *sql.Tx and *sql.DB share for queries.
+type rowsQuerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// eachRow runs query with args in q and calls scan for each row, in
 // order; the rows are closed before it returns.
-func eachRow(ctx context.Context, tx *sql.Tx, query string, args []any, scan func(*sql.Rows) error) error {
-	rows, err := tx.QueryContext(ctx, query, args...)
+func eachRow(ctx context.Context, q rowsQuerier, query string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}

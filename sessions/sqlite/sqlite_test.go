@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -221,7 +222,7 @@ func (r raw) Count(kind string) (n int, err error) {
 	case "messages":
 		err = r.b.db.QueryRow(`SELECT coalesce(sum(pos_end - pos), 0) FROM writes`).Scan(&n)
 	case "events":
-		err = eachRawRow(r.b.db, `SELECT seq, events FROM writes`, func(rows *sql.Rows) error {
+		err = eachRow(context.Background(), r.b.db, `SELECT seq, events FROM writes`, nil, func(rows *sql.Rows) error {
 			var seq int64
 			var blob []byte
 			if err := rows.Scan(&seq, &blob); err != nil {
@@ -262,21 +263,6 @@ func (r raw) Damage(id string, pos int64, body string) error {
 		_, err = r.b.db.Exec(`UPDATE writes SET messages = ? WHERE key = ?`, out, key)
 	}
 	return err
-}
-
-// eachRawRow runs query on db and calls scan for each row.
-func eachRawRow(db *sql.DB, query string, scan func(*sql.Rows) error) error {
-	rows, err := db.Query(query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 func TestRows(t *testing.T) {
