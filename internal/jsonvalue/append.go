@@ -2,6 +2,7 @@ package jsonvalue
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -35,11 +36,7 @@ func appendValue(dst []byte, v any) ([]byte, bool) {
 	case int:
 		return strconv.AppendInt(dst, int64(v), 10), true
 	case float64:
-		b, err := exactFloat(v).MarshalJSON()
-		if err != nil {
-			return dst, false
-		}
-		return append(dst, b...), true
+		return appendFloat(dst, v)
 	case []any:
 		if v == nil {
 			return append(dst, "null"...), true
@@ -110,4 +107,35 @@ func plain(s string) bool {
 		}
 	}
 	return true
+}
+
+// appendFloat appends f as exactFloat encodes it: as encoding/json writes
+// a float64 (its shortest form, in exponent form below 1e-6 and from 1e21
+// on, with a one-digit negative exponent written without its 0), with
+// ".0" added when that has neither a fraction nor an exponent. NaN and
+// the infinities are refused, as encoding/json refuses them
+// (FuzzAppendFloat checks it against exactFloat.MarshalJSON).
+func appendFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	start := len(dst)
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(dst); dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1] // e-09 is written e-9
+			return dst[:n-1], true
+		}
+		return dst, true
+	}
+	for _, c := range dst[start:] {
+		if c == '.' {
+			return dst, true
+		}
+	}
+	return append(dst, ".0"...), true
 }

@@ -63,3 +63,20 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAppendFloat checks appendFloat against exactFloat.MarshalJSON,
+// which asks encoding/json, on every float64's bits.
+func FuzzAppendFloat(f *testing.F) {
+	for _, x := range []float64{0, math.Copysign(0, -1), 1, -1.5, 100, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 5e-324, 1e20, 1e21,
+		123456789e13, math.MaxFloat64, -math.MaxFloat64, 0.1, 1.0 / 3, math.NaN(), math.Inf(-1)} {
+		f.Add(math.Float64bits(x))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		x := math.Float64frombits(bits)
+		want, err := exactFloat(x).MarshalJSON()
+		got, ok := appendFloat([]byte("p"), x)
+		if ok != (err == nil) || (ok && string(got) != "p"+string(want)) {
+			t.Fatalf("appendFloat(%v) = %s, %v; encoding/json: %s, %v", x, got, ok, want, err)
+		}
+	})
+}
