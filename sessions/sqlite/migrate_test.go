@@ -228,6 +228,9 @@ func TestMigrateToWrites(t *testing.T) {
 	if after, err := b.EventsAfter(ctx, "p", 2000, 0); err != nil || len(after) != 501 || after[0].Seq != 2001 {
 		t.Fatalf("p's events after 2000: %d, %v", len(after), err)
 	}
+	if first, err := b.EventsAfter(ctx, "p", 1020, 10); err != nil || len(first) != 10 || first[0].Seq != 1021 || first[9].Seq != 1030 {
+		t.Fatalf("p's 10 events after 1020 (across two rows): %d, %v", len(first), err)
+	}
 	var rows int
 	lo, hi := sessionKeys(1)
 	if err := db.QueryRow(`SELECT count(*) FROM writes WHERE key >= ? AND key < ?`, lo, hi).Scan(&rows); err != nil || rows != 3 {

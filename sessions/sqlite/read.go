@@ -236,6 +236,10 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 	return rec, &head{State: s.State, turns: int64(s.Turns), updated: s.Updated, seqEnd: seqEnd}, nil
 }
 
+// errEnough stops eachRow when the rows read so far are all the caller
+// wants.
+var errEnough = errors.New("enough rows")
+
 // loadEvents reads session sid's events with seq > after, oldest first:
 // at most limit of them, or all when limit is 0. It reads the writes
 // rows that hold such events.
@@ -246,7 +250,7 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 	err := eachRow(ctx, tx, `SELECT key, seq, events FROM writes WHERE key >= ? AND key < ? AND seq_end > ? ORDER BY key`, []any{lo, hi, after + 1},
 		func(rows *sql.Rows) error {
 			if limit > 0 && len(events) == limit {
-				return nil
+				return errEnough // read no more rows
 			}
 			var key, seq int64
 			var blob []byte // copied: data keeps parts of it
@@ -269,7 +273,7 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 			})
 			return rowError(key, err)
 		})
-	if err != nil {
+	if err != nil && !errors.Is(err, errEnough) {
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	dec := rowstore.NewDecoder("event", len(events), func(i int, data []byte) (err error) {

@@ -57,12 +57,13 @@ func readBodies(ctx context.Context, tx *sql.Tx, ranges []rowstore.Span, dec *ro
 					return err
 				}
 				err := eachMessage(blob, func(m storedMessage) error {
-					defer func() { pos++ }()
-					if pos < r.From || pos >= r.To {
+					p := pos
+					pos++
+					if p < r.From || p >= r.To {
 						return nil
 					}
-					if pos != r.From+int64(i-start) {
-						return fmt.Errorf("message row %d out of order", pos)
+					if p != r.From+int64(i-start) {
+						return fmt.Errorf("message row %d out of order", p)
 					}
 					if err := rowstore.Verify(i, m.body, m.sum); err != nil {
 						return err

@@ -73,8 +73,7 @@ func (b *Backend) insertCreated(ctx context.Context, tx stmter, h *head, rows []
 	if len(events) > 0 {
 		h.seqEnd = events[0].Seq
 	}
-	_, err := b.insertWrite(ctx, tx, h, createdBase, h.View.Next(h.Length)-int64(len(rows)), rows, events)
-	return err
+	return b.insertWrite(ctx, tx, h, createdBase, h.View.Next(h.Length), rows, events)
 }
 
 // insertWrite inserts the writes row of session h.Row made on version
@@ -83,40 +82,40 @@ func (b *Backend) insertCreated(ctx context.Context, tx stmter, h *head, rows []
 // It sets h.seqEnd past the events. It fails when the row's key is taken
 // (another write was made on that version: a constraint error) and when
 // the session is not stored (oneRow's error: no row inserted).
-func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos int64, rows []rowstore.MessageRow, events []rowstore.EventRow) (*head, error) {
+func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
 	if len(rows) > 0 {
 		pos = rows[0].Pos
 	}
 	msgs, err := encodeMessages(nil, rows)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	seq := h.seqEnd // the row's first event's, or the next one's
 	if len(events) > 0 {
 		if events[0].Seq < h.seqEnd {
-			return nil, fmt.Errorf("event seq %d is not after the session's last, %d", events[0].Seq, h.seqEnd-1)
+			return fmt.Errorf("event seq %d is not after the session's last, %d", events[0].Seq, h.seqEnd-1)
 		}
 		seq = events[0].Seq
 	}
 	evs, err := encodeEvents(nil, seq, events)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(events) > 0 {
 		h.seqEnd = events[len(events)-1].Seq + 1
 	}
 	key, err := writeKey(h.Row, base)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v := h.View
 	res, err := tx.StmtContext(ctx, b.stmts.insertWrite).ExecContext(ctx, key, h.Version, h.Length,
 		v.BaseFrom, v.BaseTo, v.OwnFrom, h.turns, h.updated, pos, pos+int64(len(rows)), seq, h.seqEnd, msgs, evs, h.Row)
 	if err := oneRow(res, err); err != nil {
-		return nil, err
+		return err
 	}
 	b.inserted(len(msgs) + len(evs))
-	return h, nil
+	return nil
 }
 
 // Create stores a new session with its messages and events
@@ -225,7 +224,10 @@ func (b *Backend) insertPlanned(ctx context.Context, tx stmter, h *head, p *rows
 	if p.Update.Updated != nil {
 		after.updated = *p.Update.Updated
 	}
-	return b.insertWrite(ctx, tx, after, base, after.View.Next(after.Length), p.Rows, p.Events)
+	if err := b.insertWrite(ctx, tx, after, base, after.View.Next(after.Length), p.Rows, p.Events); err != nil {
+		return nil, err
+	}
+	return after, nil
 }
 
 // rowUpdate returns the statement, and its arguments, that updates
@@ -349,6 +351,5 @@ func (t *forkTx) finish() error {
 		return err
 	}
 	src := t.bumped
-	_, err := t.b.insertWrite(t.ctx, t.tx, src, t.src.Version, src.View.Next(src.Length), nil, t.events[src.Row])
-	return err
+	return t.b.insertWrite(t.ctx, t.tx, src, t.src.Version, src.View.Next(src.Length), nil, t.events[src.Row])
 }

@@ -36,7 +36,8 @@ import (
 // writes append to the last page, which SQLite then splits without
 // rewriting it (an index b-tree, as a WITHOUT ROWID table is, rewrites
 // two or three pages a split), and the key's uniqueness is the version
-// check of a write.
+// check of a write. View session_heads (schema9.go) computes a session's
+// range with the same shift.
 const (
 	keySessionShift = 32
 	keyBaseOffset   = 1 << 31 // base -2^31 is key 0 of the session's range

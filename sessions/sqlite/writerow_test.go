@@ -79,10 +79,9 @@ func TestWriteRowBlobs(t *testing.T) {
 	}
 	// Every cut of a blob short of its end fails as damaged data, and
 	// never reads past the end.
-	for n := range len(evs) - 1 {
-		err := eachEvent(evs[:n+1], 5, func(*storedEvent) error { return nil })
-		if n+1 < len(evs) && err != nil && !errors.Is(err, sessions.ErrCorrupt) {
-			t.Fatalf("events cut at %d: %v", n+1, err)
+	for n := range len(evs) {
+		if err := eachEvent(evs[:n], 5, func(*storedEvent) error { return nil }); err != nil && !errors.Is(err, sessions.ErrCorrupt) {
+			t.Fatalf("events cut at %d: %v", n, err)
 		}
 	}
 	for n := range len(msgs) {
