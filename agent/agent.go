@@ -74,6 +74,10 @@ const (
 	EventLoopStuck        = "loop_stuck"
 	EventError            = "error"
 	EventCancelled        = "cancelled"
+	// EventSecurityDecision records a tool call refused by a rule (the
+	// workspace policy, an approval): {decision: "deny", action, rule,
+	// reason, tool}, its corr_id the call's id.
+	EventSecurityDecision = "security_decision"
 )
 
 // States of a "state" event: what a running loop is doing. A live view
@@ -904,6 +908,9 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 			return err
 		}
 	}
+	if err := l.refused(call, toolErr); err != nil {
+		return err
+	}
 	if raised != nil {
 		return raised
 	}
@@ -921,6 +928,44 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 	ev := sessions.NewEvent(EventToolResult, data)
 	ev.CorrID = call.ID
 	return l.stage(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
+}
+
+// Refusal is implemented by an error that refuses an action because of a
+// rule: the workspace policy's refusals, a declined approval
+// (RefusedError). A tool call failing with one is logged as a
+// security_decision event before its result.
+type Refusal interface {
+	// Refusal returns what was refused ("exec rm", "read /etc/passwd",
+	// "call write_file") and the rule that refused it.
+	Refusal() (action, rule string)
+}
+
+// RefusedError is a refusal by a rule that is not the workspace policy's,
+// such as a declined approval.
+type RefusedError struct {
+	Action, Rule string
+	Err          error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Refusal returns Action and Rule.
+func (e *RefusedError) Refusal() (action, rule string) { return e.Action, e.Rule }
+
+// refused stages a security_decision event when err refuses call.
+func (l *loop) refused(call sessions.ToolCall, err error) error {
+	var ref Refusal
+	if err == nil || !errors.As(err, &ref) {
+		return nil
+	}
+	action, rule := ref.Refusal()
+	ev := sessions.NewEvent(EventSecurityDecision, map[string]any{"decision": "deny", "action": action, "rule": rule,
+		"reason": err.Error(), "tool": call.Name})
+	ev.CorrID = call.ID
+	return l.stage(&sessions.Change{Events: []sessions.Event{ev}})
 }
 
 // ToolError is an error a tool returns to decide how the loop treats it,

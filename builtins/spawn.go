@@ -89,7 +89,20 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		}
 		return deliver(thread, parent.store, events)
 	}
-	if err := logParent(eventSubagentStart, map[string]any{"child_id": child, "task": task, "carry": carry}); err != nil {
+	// The model asked of the child: its own option, else the parent's,
+	// else the run's default ("" when the provider's default answers).
+	model := parent.model
+	if o.has("model") {
+		model = o.string("model")
+	}
+	if model == "" {
+		model = st.LLM.Model
+	}
+	start := map[string]any{"child_id": child, "task": task, "carry": carry, "role": "agent_spawn"}
+	if model != "" {
+		start["model"] = model
+	}
+	if err := logParent(eventSubagentStart, start); err != nil {
 		return nil, err
 	}
 	call := []starlark.Tuple{
@@ -115,17 +128,40 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	res, err := starlark.Call(thread, agentLoopBuiltin, starlark.Tuple{starlark.String(task), system}, call)
 	if err != nil {
-		_ = logParent(eventSubagentEnd, map[string]any{"child_id": child, "status": "failed", "error": err.Error()})
+		_ = logParent(eventSubagentEnd, map[string]any{"child_id": child, "role": "agent_spawn", "status": "failed", "error": err.Error()})
 		return nil, err
 	}
 	d := res.(*starlark.Dict)
 	llm, _, _ := d.Get(starlark.String("llm"))
 	u := usageOf(llm)
-	if err := logParent(eventSubagentEnd, map[string]any{"child_id": child, "status": dictString(d, "status"),
-		"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}); err != nil {
+	end := map[string]any{"child_id": child, "role": "agent_spawn", "status": dictString(d, "status"), "output": dictString(d, "visible_text"),
+		"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}
+	if answered := answeredModel(d); answered != "" {
+		end["model"] = answered
+	} else if model != "" {
+		end["model"] = model
+	}
+	if err := logParent(eventSubagentEnd, end); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// answeredModel is the model of the last assistant message of an
+// agent_loop result's messages, or "".
+func answeredModel(res *starlark.Dict) string {
+	v, _, _ := res.Get(starlark.String("messages"))
+	msgs, ok := v.(*starlark.List)
+	if !ok {
+		return ""
+	}
+	for i := msgs.Len() - 1; i >= 0; i-- {
+		m, _ := msgs.Index(i).(*starlark.Dict)
+		if m != nil && dictString(m, "role") == sessions.RoleAssistant {
+			return dictString(m, "model")
+		}
+	}
+	return ""
 }
 
 // childSession makes the child session of carry and returns its id.

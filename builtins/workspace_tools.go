@@ -162,7 +162,8 @@ func (b *boundBuiltinTool) Run(ctx context.Context, call sessions.ToolCall) (str
 			return "", fmt.Errorf("%s: approve returned %s, want bool", b.tool.Name(), v.Type())
 		}
 		if !ok {
-			return "", &agent.ToolError{Err: fmt.Errorf("%s: the call was not approved", name)}
+			return "", &agent.ToolError{Err: &agent.RefusedError{Action: "call " + name, Rule: "approve",
+				Err: fmt.Errorf("%s: the call was not approved", name)}}
 		}
 	}
 	p, err := vm.WorkspaceOf(b.thread)

@@ -85,15 +85,15 @@ func (p *Policy) allowEnv(name string) error {
 		return err
 	}
 	if neverAllowedEnv(name) {
-		return refusef("environment variable %q is never allowed: it can make a command load or run other code", name)
+		return refusef("env "+name, "never allowed", "environment variable %q is never allowed: it can make a command load or run other code", name)
 	}
 	if slices.ContainsFunc(p.env, func(e string) bool { return envPatternMatches(e, name) }) {
 		return nil
 	}
 	if len(p.env) == 0 {
-		return refusef("environment variable %q is not allowed (no variables are allowed; use --allow-env)", name)
+		return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (no variables are allowed; use --allow-env)", name)
 	}
-	return refusef("environment variable %q is not allowed (allowed: %s)", name, strings.Join(p.env, ", "))
+	return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (allowed: %s)", name, strings.Join(p.env, ", "))
 }
 
 // commandEnv builds a command's environment, sorted by name, after

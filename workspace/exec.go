@@ -296,11 +296,11 @@ func (p *Policy) allowCmd(name string) error {
 	if !slices.Contains(p.cmds, name) {
 		switch {
 		case len(p.cmds) == 0:
-			return refusef("command %q is not allowed (no commands are allowed; use --allow-cmd)", name)
+			return refusef("exec "+name, "--allow-cmd", "command %q is not allowed (no commands are allowed; use --allow-cmd)", name)
 		case hasPath && slices.Contains(p.cmds, filepath.Base(name)):
-			return refusef("command %q is not allowed (allowed: %s; a command with a path must be allowed as written)", name, strings.Join(p.cmds, ", "))
+			return refusef("exec "+name, "--allow-cmd", "command %q is not allowed (allowed: %s; a command with a path must be allowed as written)", name, strings.Join(p.cmds, ", "))
 		}
-		return refusef("command %q is not allowed (allowed: %s)", name, strings.Join(p.cmds, ", "))
+		return refusef("exec "+name, "--allow-cmd", "command %q is not allowed (allowed: %s)", name, strings.Join(p.cmds, ", "))
 	}
 	return nil
 }

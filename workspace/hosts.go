@@ -196,9 +196,9 @@ func (p *Policy) addrListed(a netip.Addr, port string) bool {
 // refuseHost is the refusal of a host that is not on the allowlist.
 func (p *Policy) refuseHost(host string) error {
 	if len(p.net) == 0 {
-		return refusef("host %q is not allowed (no hosts are allowed; use --allow-net)", host)
+		return refusef("net "+host, "--allow-net", "host %q is not allowed (no hosts are allowed; use --allow-net)", host)
 	}
-	return refusef("host %q is not allowed (allowed: %s)", host, strings.Join(p.net, ", "))
+	return refusef("net "+host, "--allow-net", "host %q is not allowed (allowed: %s)", host, strings.Join(p.net, ", "))
 }
 
 var (

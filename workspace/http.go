@@ -168,7 +168,7 @@ func (p *Policy) Do(ctx context.Context, r HTTPRequest) (*HTTPResponse, error) {
 // checkURL checks a request URL's scheme and host against the policy.
 func (p *Policy) checkURL(u *url.URL) error {
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return refusef("url scheme %q is not allowed (only http and https)", u.Scheme)
+		return refusef("net "+u.Scheme+":", "http and https only", "url scheme %q is not allowed (only http and https)", u.Scheme)
 	}
 	host := normHost(u.Hostname())
 	if host == "" {
@@ -285,9 +285,9 @@ func (p *Policy) dialContext(ctx context.Context, network, addr string) (net.Con
 		if class := addrClass(a); class != "" && !explicit && !p.addrListed(a, port) {
 			if refused == nil {
 				if literal {
-					refused = refusef("host %q is %s address (list it in --allow-net to allow it)", h, class)
+					refused = refusef("net "+h, "--allow-net (private addresses)", "host %q is %s address (list it in --allow-net to allow it)", h, class)
 				} else {
-					refused = refusef("host %q resolves to %s address %s (list it in --allow-net to allow it)", h, class, a)
+					refused = refusef("net "+h, "--allow-net (private addresses)", "host %q resolves to %s address %s (list it in --allow-net to allow it)", h, class, a)
 				}
 			}
 			continue
@@ -314,7 +314,7 @@ func dialsOnly(want netip.Addr) func(network, address string, c syscall.RawConn)
 	return func(network, address string, c syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil || ap.Addr().Unmap() != want {
-			return refusef("dial %s: not the checked address %s", address, want)
+			return refusef("net "+address, "checked address", "dial %s: not the checked address %s", address, want)
 		}
 		return nil
 	}

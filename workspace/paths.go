@@ -17,6 +17,13 @@ const (
 	accessWrite
 )
 
+func (a access) String() string {
+	if a == accessWrite {
+		return "write"
+	}
+	return "read"
+}
+
 // target is a path resolved and checked against the policy: the result of
 // the check step, consumed by the open step (openTarget and friends).
 type target struct {
@@ -116,15 +123,16 @@ func (p *Policy) outside(path string, a access, how string) error {
 	if how == "" {
 		how = "is"
 	}
+	action, rule := a.String()+" "+path, "fs scope "+p.tier.String()
 	switch {
 	case p.tier == Project && a == accessRead && p.gitRoot != "":
-		return refusef("path %q %s outside the git project (fs scope project: reads only under %s)", path, how, p.gitRoot)
+		return refusef(action, rule, "path %q %s outside the git project (fs scope project: reads only under %s)", path, how, p.gitRoot)
 	case p.tier == Project && a == accessRead:
-		return refusef("path %q %s outside the workspace (fs scope project, no git root: reads only inside %s)", path, how, p.root)
+		return refusef(action, rule, "path %q %s outside the workspace (fs scope project, no git root: reads only inside %s)", path, how, p.root)
 	case p.tier == Project:
-		return refusef("path %q %s outside the workspace (fs scope project: writes only inside %s)", path, how, p.root)
+		return refusef(action, rule, "path %q %s outside the workspace (fs scope project: writes only inside %s)", path, how, p.root)
 	}
-	return refusef("path %q %s outside the workspace (fs scope %s: %s)", path, how, p.tier, p.root)
+	return refusef(action, rule, "path %q %s outside the workspace (fs scope %s: %s)", path, how, p.tier, p.root)
 }
 
 // evalExisting resolves the symbolic links of abs (absolute and clean).
@@ -287,7 +295,7 @@ func (p *Policy) checkLinks(t *target, f *os.File) error {
 		return ioError("stat", t, err)
 	}
 	if n := linkCount(fi); fi.Mode().IsRegular() && n > 1 {
-		return refusef("%q has %d hard links: a file with more than one link may be outside the workspace (fs scope %s: %s)", t.given, n, p.tier, p.scopeDir(t.access))
+		return refusef(t.access.String()+" "+t.given, "fs scope "+p.tier.String()+" (hard links)", "%q has %d hard links: a file with more than one link may be outside the workspace (fs scope %s: %s)", t.given, n, p.tier, p.scopeDir(t.access))
 	}
 	return nil
 }

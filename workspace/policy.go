@@ -18,13 +18,20 @@ var ErrNotAllowed = errors.New("not allowed by the workspace policy")
 
 // refusal is an error that refuses an operation because of the policy.
 // Its text is only the message; Unwrap makes it match ErrNotAllowed.
-type refusal struct{ msg string }
+type refusal struct{ msg, action, rule string }
 
 func (e *refusal) Error() string { return e.msg }
 func (e *refusal) Unwrap() error { return ErrNotAllowed }
 
-func refusef(format string, args ...any) error {
-	return &refusal{msg: fmt.Sprintf(format, args...)}
+// Refusal returns what was refused ("exec rm", "read /etc/passwd",
+// "net example.com:443", "env LD_PRELOAD", "write ../x") and the rule
+// that refused it ("--allow-cmd", "fs scope sandboxed", ...): an agent
+// loop logs them as a security_decision event.
+func (e *refusal) Refusal() (action, rule string) { return e.action, e.rule }
+
+// refusef returns the refusal of action by rule, with the message format.
+func refusef(action, rule, format string, args ...any) error {
+	return &refusal{msg: fmt.Sprintf(format, args...), action: action, rule: rule}
 }
 
 // Tier is a file-system scope tier. The tiers are ordered from narrowest

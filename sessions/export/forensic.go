@@ -27,13 +27,24 @@ import (
 //     seq of the event this one answers: a tool call's assistant message,
 //     a tool result's call), agent, step, content, tool, args, success,
 //     error, duration_ms and meta (model, latency_ms, tokens_in,
-//     tokens_out, thinking, subagent_*), each when it applies. A
-//     "message" event becomes an event of the message's role (system,
-//     user, assistant, tool) with its text as content; every other event
-//     keeps its type.
+//     tokens_out, prompt, response, thinking, subagent_*, and a
+//     security decision's action, reason, rule and refused), each when
+//     it applies. A "message" event becomes an event of the message's
+//     role (system, user, assistant, tool) with its text as content; an
+//     assistant message's meta.prompt is the input the model got since
+//     its previous reply (the system prompt when it changed, user
+//     messages, tool results) and meta.response the reply (its text and
+//     calls). Events that warn (a retried or fallen-back model call, a
+//     compaction that archived messages, healed tool calls, a loop ended
+//     by a limit) become "warning" records whose content says what
+//     happened and whose meta.warning is the event's type; every other
+//     event keeps its type. Everything comes from the stored session,
+//     in which known secrets are already redacted.
 //   - "footer", last: status (running for an active session, complete,
 //     failed for an error or a cancelled session), result (the last
-//     assistant reply), error, outputs ({"text": result}), updated_at.
+//     assistant reply), error (the newest error's text), outputs
+//     ({"text": result}), state (the session's status, turns, messages,
+//     lineage, token and cost totals, and why it ended), updated_at.
 //
 // Each record also has "skein": what an import needs to restore the
 // session exactly (the header's and footer's session fields, the
@@ -95,14 +106,26 @@ type forensicEventJSON struct {
 }
 
 type forensicMeta struct {
-	Model         string `json:"model,omitempty"`
-	LatencyMs     int64  `json:"latency_ms,omitempty"`
-	TokensIn      int64  `json:"tokens_in,omitempty"`
-	TokensOut     int64  `json:"tokens_out,omitempty"`
-	Thinking      string `json:"thinking,omitempty"`
-	SubAgentName  string `json:"subagent_name,omitempty"`
-	SubAgentTask  string `json:"subagent_task,omitempty"`
-	SubAgentModel string `json:"subagent_model,omitempty"`
+	Model          string `json:"model,omitempty"`
+	LatencyMs      int64  `json:"latency_ms,omitempty"`
+	TokensIn       int64  `json:"tokens_in,omitempty"`
+	TokensOut      int64  `json:"tokens_out,omitempty"`
+	Prompt         string `json:"prompt,omitempty"`
+	Response       string `json:"response,omitempty"`
+	Thinking       string `json:"thinking,omitempty"`
+	SubAgentName   string `json:"subagent_name,omitempty"`
+	SubAgentRole   string `json:"subagent_role,omitempty"`
+	SubAgentTask   string `json:"subagent_task,omitempty"`
+	SubAgentModel  string `json:"subagent_model,omitempty"`
+	SubAgentOutput string `json:"subagent_output,omitempty"`
+	// A security decision: action (deny), reason (the refusal's text),
+	// rule (what refused it) and refused (the action refused).
+	Action  string `json:"action,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Rule    string `json:"rule,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	// Warning is the type of the event a warning record stands for.
+	Warning string `json:"warning,omitempty"`
 }
 
 // forensicSkein is an event record's "skein": the event as logged.
@@ -119,8 +142,24 @@ type forensicFooterJSON struct {
 	Result    string            `json:"result,omitempty"`
 	Error     string            `json:"error,omitempty"`
 	Outputs   map[string]string `json:"outputs"`
+	State     *forensicState    `json:"state,omitempty"`
 	UpdatedAt string            `json:"updated_at"`
 	Skein     *forensicFields   `json:"skein"`
+}
+
+// forensicState is a footer's state: where the session stands.
+type forensicState struct {
+	Status   sessions.Status `json:"status"`
+	Reason   string          `json:"reason,omitempty"` // why it ended (metadata.reason, the newest error)
+	Turns    int             `json:"turns"`
+	Messages int             `json:"messages"`
+	Parent   string          `json:"parent_id,omitempty"`
+	Children []string        `json:"child_ids,omitempty"`
+	// Totals of the log's llm_call events.
+	Calls     int64    `json:"llm_calls"`
+	TokensIn  int64    `json:"tokens_in"`
+	TokensOut int64    `json:"tokens_out"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
 }
 
 // ForensicWriter writes a forensic log record by record: Header, then
@@ -133,7 +172,16 @@ type ForensicWriter struct {
 	calls         map[string]int64  // tool call id -> seq of its tool_call record
 	outputs       map[string]string // tool call id -> the text of its result
 	lastAssistant int64
-	buf           bytes.Buffer
+	// input is the model's input since the last assistant message (the
+	// next one's meta.prompt); system the last system prompt a turn_start
+	// recorded.
+	input  []string
+	system string
+	// totals of the llm_call events, for the footer's state
+	llmCalls, tokensIn, tokensOut int64
+	cost                          float64
+	costed                        bool
+	buf                           bytes.Buffer
 }
 
 // NewForensicWriter returns a writer of one forensic log to w.
@@ -214,13 +262,29 @@ func (fw *ForensicWriter) Event(e *sessions.Event, m *sessions.Message) error {
 		r.Parent, r.Content = fw.calls[e.CorrID], fw.outputs[e.CorrID]
 	case "llm_call":
 		r.Meta = &forensicMeta{Model: str("model"), LatencyMs: num("latency_ms"), TokensIn: num("input_tokens"), TokensOut: num("output_tokens")}
+		fw.llmCalls++
+		fw.tokensIn += r.Meta.TokensIn
+		fw.tokensOut += r.Meta.TokensOut
+		if c, ok := e.Data["cost_usd"].(float64); ok {
+			fw.cost, fw.costed = fw.cost+c, true
+		}
+	case "turn_start":
+		if sys := str("system"); sys != "" && sys != fw.system {
+			fw.system = sys
+			fw.input = append(fw.input, "system: "+sys)
+		}
 	case "subagent_start":
-		r.Agent = str("child_id")
-		r.Meta = &forensicMeta{SubAgentName: str("child_id"), SubAgentTask: str("task")}
+		r.Agent, r.AgentRole = str("child_id"), str("role")
+		r.Meta = &forensicMeta{SubAgentName: str("child_id"), SubAgentRole: str("role"), SubAgentTask: str("task"), SubAgentModel: str("model")}
 	case "subagent_end":
 		ok := str("status") == "done"
-		r.Agent, r.Success = str("child_id"), &ok
-		r.Meta = &forensicMeta{SubAgentName: str("child_id"), TokensIn: num("input_tokens"), TokensOut: num("output_tokens")}
+		r.Agent, r.AgentRole, r.Success, r.Error = str("child_id"), str("role"), &ok, str("error")
+		r.Meta = &forensicMeta{SubAgentName: str("child_id"), SubAgentRole: str("role"), SubAgentModel: str("model"), SubAgentOutput: str("output"),
+			TokensIn: num("input_tokens"), TokensOut: num("output_tokens")}
+	case "security_decision":
+		f := false
+		r.Tool, r.Success, r.Parent, r.Content = str("tool"), &f, fw.calls[e.CorrID], str("reason")
+		r.Meta = &forensicMeta{Action: str("decision"), Reason: str("reason"), Rule: str("rule"), Refused: str("action")}
 	case "workflow_start", "workflow_end", "stage_start", "stage_end":
 		r.Step, r.Error = str("node"), str("error")
 		if status := str("status"); status != "" {
@@ -228,12 +292,60 @@ func (fw *ForensicWriter) Event(e *sessions.Event, m *sessions.Message) error {
 			r.Success = &ok
 		}
 	case "error", "cancelled":
-		r.Error = str("error")
-		if r.Error == "" {
-			r.Error = str("reason")
+		f := false
+		r.Error, r.Success = eventError(e), &f
+	}
+	if warning := warningText(e); warning != "" {
+		r.EventType, r.Content = "warning", warning
+		if r.Meta == nil {
+			r.Meta = &forensicMeta{}
 		}
+		r.Meta.Warning = e.Type
 	}
 	return fw.line(r)
+}
+
+// eventError is the text of an error or cancelled event: the loop's
+// "message", a workflow's "error", a cancellation's "reason".
+func eventError(e *sessions.Event) string {
+	for _, k := range []string{"message", "error"} {
+		if s, ok := e.Data[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	if s, ok := e.Data["reason"].(string); ok && s != "" {
+		return "cancelled: " + s
+	}
+	return ""
+}
+
+// warningText is what a warning record says of e, or "" when e does not
+// warn: a model call retried or answered by a fallback, a compaction
+// that archived messages, tool calls healed, a loop ended by a limit.
+func warningText(e *sessions.Event) string {
+	str := func(k string) string { s, _ := e.Data[k].(string); return s }
+	num := func(k string) int64 { n, _ := e.Data[k].(int64); return n }
+	switch e.Type {
+	case "llm_retry":
+		return fmt.Sprintf("model call retried (attempt %d, %s from %s, waiting %d ms): %s", num("attempt"), str("category"), str("provider"), num("wait_ms"), str("message"))
+	case "fallback":
+		return fmt.Sprintf("model call fell back from %s to %s (%s)", str("from"), str("to"), str("reason"))
+	case "compaction":
+		if n := num("archived"); n > 0 {
+			return fmt.Sprintf("compaction (%s) archived %d messages into a summary: %d to %d tokens", str("strategy"), n, num("tokens_before"), num("tokens_after"))
+		}
+	case sessions.EventHealed:
+		return fmt.Sprintf("tool calls left without results were closed with error results (%s)", str("reason"))
+	case "loop_stuck":
+		return fmt.Sprintf("loop stuck: %d nudges without the done sentinel", num("nudges"))
+	case "budget_exhausted":
+		return fmt.Sprintf("loop ended: max_iterations (%d) reached", num("max_iterations"))
+	case "cost_limit":
+		return "loop ended: a cost budget would be exceeded"
+	case "turn_limit":
+		return fmt.Sprintf("loop refused: the session reached its turn cap of %d", num("max_turns"))
+	}
+	return ""
 }
 
 // messageFields sets the seed fields of a message's record.
@@ -242,7 +354,8 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Messag
 	switch m.Role {
 	case sessions.RoleAssistant:
 		fw.lastAssistant = r.Seq
-		meta := &forensicMeta{Model: m.Model}
+		meta := &forensicMeta{Model: m.Model, Prompt: strings.Join(fw.input, "\n\n"), Response: response(r.Content, m.ToolCalls)}
+		fw.input = fw.input[:0]
 		meta.TokensIn, _ = m.Usage["input_tokens"].(int64)
 		meta.TokensOut, _ = m.Usage["output_tokens"].(int64)
 		var thinking []string
@@ -259,7 +372,30 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Messag
 		ok := !m.IsError
 		r.Tool, r.Success, r.Parent = m.Name, &ok, fw.calls[m.ToolCallID]
 		fw.outputs[m.ToolCallID] = r.Content
+		fw.input = append(fw.input, "tool "+m.Name+": "+r.Content)
+	default:
+		fw.input = append(fw.input, m.Role+": "+r.Content)
 	}
+}
+
+// response is an assistant message's meta.response: its text, then a line
+// per tool call with the call's JSON arguments.
+func response(text string, calls []sessions.ToolCall) string {
+	if len(calls) == 0 {
+		return text
+	}
+	lines := make([]string, 0, len(calls)+1)
+	if text != "" {
+		lines = append(lines, text)
+	}
+	for _, c := range calls {
+		args, err := jsonvalue.Encode(map[string]any(c.Arguments))
+		if err != nil {
+			args = []byte("{}")
+		}
+		lines = append(lines, "call "+c.Name+" "+string(args))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Footer writes the footer record: rec's status and current messages
@@ -289,6 +425,17 @@ func (fw *ForensicWriter) Footer(rec *sessions.Record, lastError string) error {
 			r.Error = string(rec.Status)
 		}
 	}
+	st := &forensicState{Status: rec.Status, Turns: rec.Turns, Messages: len(rec.Messages), Parent: rec.ParentID, Children: rec.ChildIDs,
+		Calls: fw.llmCalls, TokensIn: fw.tokensIn, TokensOut: fw.tokensOut}
+	if fw.costed {
+		st.CostUSD = &fw.cost
+	}
+	if reason, ok := rec.Metadata["reason"].(string); ok && reason != "" {
+		st.Reason = reason
+	} else if rec.Status != sessions.StatusActive && rec.Status != sessions.StatusCompleted {
+		st.Reason = r.Error
+	}
+	r.State = st
 	return fw.line(r)
 }
 
@@ -311,11 +458,8 @@ func LastError(events []sessions.Event) string {
 		if e.Type != "error" && e.Type != "cancelled" {
 			continue
 		}
-		if s, ok := e.Data["error"].(string); ok {
+		if s := eventError(e); s != "" {
 			return s
-		}
-		if s, ok := e.Data["reason"].(string); ok {
-			return "cancelled: " + s
 		}
 		return e.Type
 	}

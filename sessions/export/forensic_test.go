@@ -61,11 +61,11 @@ func TestForensicFields(t *testing.T) {
 		`{"_type":"header","created_at":"2023-11-14T22:13:20Z","id":"x","inputs":{"repo":"api"},"workflow_name":"Weather"}`,
 		`{"_type":"event","content":"be terse","seq":1,"timestamp":"2023-11-14T22:13:20Z","type":"system"}`,
 		`{"_type":"event","content":"weather?\n\"quoted\" <b>","seq":2,"timestamp":"2023-11-14T22:13:20Z","type":"user"}`,
-		`{"_type":"event","seq":3,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
+		`{"_type":"event","meta":{"prompt":"system: be terse\n\nuser: weather?\n\"quoted\" <b>","response":"call weather {\"city\":\"Lisbon\",\"days\":2,\"w\":1.0}"},"seq":3,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
 		`{"_type":"event","corr_id":"c1","parent":3,"seq":4,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_call"}`,
 		`{"_type":"event","content":"sunny","corr_id":"c1","parent":4,"seq":5,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool"}`,
 		`{"_type":"event","content":"sunny","corr_id":"c1","duration_ms":12,"parent":4,"seq":6,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_result"}`,
-		`{"_type":"event","content":"Sunny.","meta":{"model":"m","tokens_in":30,"tokens_out":2},"seq":7,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
+		`{"_type":"event","content":"Sunny.","meta":{"model":"m","prompt":"tool weather: sunny","response":"Sunny.","tokens_in":30,"tokens_out":2},"seq":7,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
 		`{"_type":"event","meta":{"latency_ms":5,"model":"m","tokens_in":30,"tokens_out":2},"seq":8,"timestamp":"2023-11-14T22:13:20Z","type":"llm_call"}`,
 		`{"_type":"event","seq":9,"timestamp":"2023-11-14T22:13:20Z","type":"trim"}`,
 	}
@@ -77,7 +77,7 @@ func TestForensicFields(t *testing.T) {
 		}
 	}
 	footer, _ := json.Marshal(records[len(records)-1])
-	if w := `{"_type":"footer","error":"cancelled","outputs":{},"status":"failed","updated_at":"2023-11-14T22:13:20Z"}`; string(footer) != w {
+	if w := `{"_type":"footer","error":"cancelled","outputs":{},"state":{"child_ids":["y"],"llm_calls":1,"messages":2,"reason":"cancelled","status":"cancelled","tokens_in":30,"tokens_out":2,"turns":2},"status":"failed","updated_at":"2023-11-14T22:13:20Z"}`; string(footer) != w {
 		t.Errorf("footer:\n\tgot  %s\n\twant %s", footer, w)
 	}
 	// Every event record's skein fields hold the event as logged.
