@@ -212,6 +212,9 @@ type Config struct {
 	// StatusBudgetExhausted and a cost_limit event. A capped budget needs
 	// the price of the model: without it the loop fails before any call.
 	Budgets []*llm.Budget
+	// Output, if set, asks for structured output and validates the final
+	// reply (see Output).
+	Output *Output
 }
 
 // DefaultConfig returns a Config with every default spelled out; a
@@ -275,6 +278,11 @@ type Result struct {
 	// price of a model that answered is unknown.
 	CostUSD   float64
 	CostKnown bool
+	// Output is the final reply parsed as JSON and validated against
+	// Config.Output (nil without one); OutputRepairs counts the repair
+	// turns it took.
+	Output        any
+	OutputRepairs int
 }
 
 // TurnLimitError is returned when the session reached its turn cap.
@@ -376,9 +384,29 @@ func (l *loop) once() error {
 	if err != nil {
 		return err
 	}
-	l.reply = resp
-	l.res.Status = StatusDone
-	return l.appendReply(resp)
+	for {
+		l.reply = resp
+		l.res.Status = StatusDone
+		if err := l.appendReply(resp); err != nil {
+			return err
+		}
+		if l.cfg.Output == nil || len(resp.ToolCalls) > 0 {
+			return nil
+		}
+		ok, err := l.checkOutput(resp.Text)
+		if ok || err != nil {
+			return err
+		}
+		l.res.Iterations++
+		if resp, err = l.call(false); err != nil {
+			if errors.Is(err, errCostLimit) {
+				// no reply matched the schema: nothing to return
+				l.reply, l.res.Iterations = nil, l.res.Iterations-1
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Response, *Result, error) {
@@ -659,6 +687,11 @@ func (l *loop) run() error {
 			if stop, err = l.textOnly(resp.Text); err != nil {
 				return err
 			}
+			if stop && l.res.Status == StatusDone && cfg.Output != nil {
+				if stop, err = l.checkOutput(l.res.VisibleText); err != nil {
+					return err
+				}
+			}
 		} else {
 			l.nudges = 0
 		}
@@ -763,6 +796,9 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 		}
 	}
 	req.Tools = l.specs
+	if cfg.Output != nil {
+		req.Output = &cfg.Output.Output
+	}
 	l.emitErr = nil
 	if req.Stream && cfg.Hooks.Emit != nil {
 		req.OnDelta = l.onDelta

@@ -29,7 +29,7 @@ func agentSpecs() []Spec {
 		{"agent_loop", "(prompt, system=None, options=None, **kwargs) -> dict",
 			"Run a tool-calling agent loop; options as a dict or keywords (the agent_loop options).", area, agentLoop},
 		{"llm_call", "(prompt, system=None, options=None, **kwargs) -> dict",
-			"One model call, no tool loop: {text, tool_calls, model, usage, stop_reason}.", area, llmCall},
+			"One model call, no tool loop: {text, tool_calls, model, usage, stop_reason, cost_usd, output}.", area, llmCall},
 	}, toolSpecs()...)
 }
 
@@ -44,6 +44,7 @@ type callOptions struct {
 	fallback                 []llm.TargetSpec
 	request                  llm.Request
 	timeout                  time.Duration
+	output                   *agent.Output // nil without output_schema
 }
 
 func parseCallOptions(o *options) (*callOptions, error) {
@@ -91,7 +92,31 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		c.request.Thinking = t
 	}
 	c.request.NoCache = o.string("cache") == "none"
+	if v, ok := o.get("output_schema"); ok && v != starlark.None {
+		out, err := parseOutputSchema(fn, v, o.int("output_retries"))
+		if err != nil {
+			return nil, err
+		}
+		c.output = out
+	}
 	return c, nil
+}
+
+// parseOutputSchema reads the output_schema option: a dict holding a JSON
+// Schema, compiled now so that a mistake in it fails before any call.
+func parseOutputSchema(fn string, v starlark.Value, retries int) (*agent.Output, error) {
+	if _, ok := v.(*starlark.Dict); !ok {
+		return nil, fmt.Errorf("%s: option 'output_schema': got %s, want dict (a JSON Schema)", fn, v.Type())
+	}
+	doc, err := vm.FromStarlark(v, "output_schema")
+	if err != nil {
+		return nil, fail(fn, err)
+	}
+	out, err := agent.NewOutput(doc.(map[string]any), noneAsNegative(retries))
+	if err != nil {
+		return nil, fmt.Errorf("%s: option 'output_schema': %v", fn, err)
+	}
+	return out, nil
 }
 
 // parseThinking reads the thinking option: {budget_tokens: N} or
@@ -209,6 +234,7 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	cfg.Chain = targets
 	cfg.Retry = llm.RetryPolicy{Retries: c.retries, Backoff: time.Duration(c.backoffMS) * time.Millisecond}
 	cfg.Timeout = c.timeout
+	cfg.Output = c.output
 	for _, t := range c.tools {
 		cfg.Tools = append(cfg.Tools, t.Bind(thread))
 	}
@@ -382,6 +408,7 @@ func resultToStarlark(res *agent.Result) starlark.Value {
 		"calls": nonNil(res.ToolCalls), "successful": nonNil(res.Succeeded), "failed": nonNil(res.Failed),
 	}))
 	set("messages", messagesToStarlark(res.Messages))
+	set("output", vm.ToStarlark(res.Output))
 	return d
 }
 
@@ -451,7 +478,7 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	}
 	return vm.ToStarlark(map[string]any{
 		"text": resp.Text, "tool_calls": calls, "model": resp.Model, "usage": resp.Usage.Map(), "stop_reason": resp.StopReason,
-		"cost_usd": costValue(res),
+		"cost_usd": costValue(res), "output": res.Output,
 	}), nil
 }
 

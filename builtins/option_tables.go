@@ -41,6 +41,10 @@ var callRows = []option{
 		Doc: "`auto` marks the stable prefix of the request for the provider's prompt cache; `none` sends no cache markers."},
 	{Name: "timeout_s", Kind: kindSeconds, Default: 600 * time.Second,
 		Doc: "Wall-clock limit of the loop (a loop that reaches it ends with status `timeout`; `llm_call` fails)."},
+	{Name: "output_schema", Kind: kindAny, Type: "dict (a JSON Schema)", DefaultDoc: "None (a text reply)",
+		Doc: "Structured output: the final reply must be a JSON value matching this schema, asked for in the provider's native form and validated locally; the result's `output` holds the parsed value (see docs/structured-output.md)."},
+	{Name: "output_retries", Kind: kindInt, Min: 0, Default: agent.DefaultOutputRetries,
+		Doc: "Repair turns for a reply that does not match `output_schema` (each quotes the violations); after them the call fails listing them."},
 }
 
 // loopRows are the options only agent_loop has.

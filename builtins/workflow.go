@@ -17,6 +17,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workflow"
 )
@@ -497,6 +498,20 @@ func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workf
 		res.Output = dictString(d, "text")
 		u, _, _ := d.Get(starlark.String("usage"))
 		res.Usage = usageOf(u)
+	}
+	if _, ok := n.Options["output_schema"]; ok {
+		// the stage's output is the parsed value as JSON (the reply's
+		// text may have had a code fence around it)
+		out, _, _ := d.Get(starlark.String("output"))
+		v, err := vm.FromStarlark(out, "output")
+		if err != nil {
+			return nil, fmt.Errorf("node '%s': %v", n.Name, err)
+		}
+		text, err := jsonvalue.Encode(v)
+		if err != nil {
+			return nil, fmt.Errorf("node '%s': output: %v", n.Name, err)
+		}
+		res.Output = string(text)
 	}
 	return res, nil
 }

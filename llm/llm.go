@@ -47,6 +47,9 @@ type Request struct {
 	OnDelta func(Delta)
 	// Thinking, if set, asks the model to reason before it answers.
 	Thinking *Thinking
+	// Output, if set, asks for a reply that is a JSON value matching a
+	// schema, in the provider's native form (see Output).
+	Output *Output
 	// NoCache turns off prompt-cache breakpoints (the `cache` option
 	// "none"); by default providers that need them marked (Anthropic) get
 	// them on the system prompt, the tools and the last message.

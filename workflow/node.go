@@ -46,6 +46,8 @@ var stageOptions = map[string]optionSpec{
 	"max_iterations":        {kind: kindInt, min: 1},
 	"max_nudges":            {kind: kindInt, min: 0},
 	"max_turns":             {kind: kindInt, min: 1},
+	"output_retries":        {kind: kindInt, min: 0, llm: true},
+	"output_schema":         {kind: kindMap, llm: true},
 	"persistent":            {kind: kindBool},
 	"stop":                  {kind: kindStrings, llm: true},
 	"stream":                {kind: kindBool, llm: true},

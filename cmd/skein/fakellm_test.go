@@ -20,6 +20,8 @@ const fakeKey = "sk-test-not-a-real-key-7f3a9c"
 //
 //   - the last message is a tool result: "The tool said: <result>";
 //   - tools are offered: a call of the first tool with {"city": "Paris"};
+//   - structured output asked for (response_format): the JSON object
+//     {"echo": "<last user message>"};
 //   - otherwise: "echo: <last user message>".
 //
 // Model "stall" streams the first half of its text, then stalls until the
@@ -55,6 +57,7 @@ type fakeRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	ResponseFormat any `json:"response_format"`
 }
 
 func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
@@ -93,6 +96,9 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		text = fmt.Sprintf("The tool said: %v", last.Content)
 	case len(req.Tools) > 0:
 		call = req.Tools[0].Function.Name
+	case req.ResponseFormat != nil:
+		data, _ := json.Marshal(map[string]any{"echo": fmt.Sprint(last.Content)})
+		text = string(data)
 	default:
 		text = fmt.Sprintf("echo: %v", last.Content)
 	}

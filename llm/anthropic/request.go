@@ -14,14 +14,26 @@ type messagesRequest struct {
 	MaxTokens int    `json:"max_tokens"`
 	// System is a string, or a list of text blocks when it carries a
 	// cache breakpoint.
-	System        any          `json:"system,omitempty"`
-	Messages      []message    `json:"messages,omitempty"` // not set when encoding (see encodeRequest)
-	Tools         []tool       `json:"tools,omitempty"`
-	ToolChoice    *toolChoice  `json:"tool_choice,omitempty"`
-	Temperature   *float64     `json:"temperature,omitempty"`
-	StopSequences []string     `json:"stop_sequences,omitempty"`
-	Thinking      *thinkingCfg `json:"thinking,omitempty"`
-	Stream        bool         `json:"stream,omitempty"`
+	System        any           `json:"system,omitempty"`
+	Messages      []message     `json:"messages,omitempty"` // not set when encoding (see encodeRequest)
+	Tools         []tool        `json:"tools,omitempty"`
+	ToolChoice    *toolChoice   `json:"tool_choice,omitempty"`
+	Temperature   *float64      `json:"temperature,omitempty"`
+	StopSequences []string      `json:"stop_sequences,omitempty"`
+	Thinking      *thinkingCfg  `json:"thinking,omitempty"`
+	OutputConfig  *outputConfig `json:"output_config,omitempty"`
+	Stream        bool          `json:"stream,omitempty"`
+}
+
+// outputConfig asks for structured output: {"format": {"type":
+// "json_schema", "schema": ...}}.
+type outputConfig struct {
+	Format outputFormat `json:"format"`
+}
+
+type outputFormat struct {
+	Type   string         `json:"type"`
+	Schema map[string]any `json:"schema"`
 }
 
 type thinkingCfg struct {
@@ -126,6 +138,8 @@ type toolChoice struct {
 //   - Thinking is thinking {type: enabled, budget_tokens} (at least 1024);
 //     max_tokens, which must exceed the budget, becomes budget plus the
 //     default when it does not;
+//   - Output is output_config {format: {type: "json_schema", schema}}
+//     (Anthropic's structured outputs);
 //   - unless NoCache is set, prompt-cache breakpoints (cache_control
 //     ephemeral) mark the system prompt (then a list of one text block),
 //     the last tool and the last block of the last message: three of the
@@ -214,6 +228,9 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 		if out.MaxTokens <= budget {
 			out.MaxTokens = budget + p.maxTokens
 		}
+	}
+	if o := req.Output; o != nil {
+		out.OutputConfig = &outputConfig{Format: outputFormat{Type: "json_schema", Schema: o.Schema}}
 	}
 	if len(req.Tools) > 0 {
 		switch req.ToolChoice {

@@ -21,9 +21,10 @@ var protocol = wiretest.Protocol{
 	},
 	Plain: wiretest.Case{File: "text_response.json", Text: "Hi! My name is Claude.", Model: "claude-sonnet-4-5-20250929",
 		Usage: llm.Usage{InputTokens: 21 + 1024 + 188086, OutputTokens: 393, CacheReadTokens: 1024, CacheWriteTokens: 188086}},
-	Stream:   wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 25, OutputTokens: 15}},
-	ToolCall: wiretest.Case{File: "tool_use_stream.sse", Text: "Okay, let's check the weather for Paris:", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 472, OutputTokens: 89}},
-	Parallel: wiretest.Case{File: "parallel_tools.sse", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 510, OutputTokens: 131}},
+	Stream:     wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 25, OutputTokens: 15}},
+	ToolCall:   wiretest.Case{File: "tool_use_stream.sse", Text: "Okay, let's check the weather for Paris:", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 472, OutputTokens: 89}},
+	Parallel:   wiretest.Case{File: "parallel_tools.sse", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 510, OutputTokens: 131}},
+	Structured: wiretest.Case{File: "structured_response.json", Text: `{"city":"Paris","country":"France","population_millions":2.1}`, Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 92, OutputTokens: 17}},
 	Thinking: wiretest.Case{File: "thinking_stream.sse", Model: "claude-sonnet-4-5-20250929", Usage: llm.Usage{InputTokens: 630, OutputTokens: 120},
 		Kept: []string{`"signature":"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds+Ab7NDxx8EP0Fl2wu2uBmVkmjcAsDHqDQz9jrHK4LMqHs8a8nEb6OvsdRi7ZpMBGP=="`}},
 	Errors: map[llm.Category]wiretest.Reply{

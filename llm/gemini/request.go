@@ -87,6 +87,9 @@ type generationConfig struct {
 	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
 	StopSequences   []string        `json:"stopSequences,omitempty"`
 	ThinkingConfig  *thinkingConfig `json:"thinkingConfig,omitempty"`
+	// ResponseMimeType and ResponseJSONSchema ask for structured output.
+	ResponseMimeType   string         `json:"responseMimeType,omitempty"`
+	ResponseJSONSchema map[string]any `json:"responseJsonSchema,omitempty"`
 }
 
 type thinkingConfig struct {
@@ -117,7 +120,11 @@ func textPart(s string) part { return part{Text: &s} }
 //     it;
 //   - temperature, MaxTokens (maxOutputTokens) and stop sequences go in
 //     generationConfig, and Thinking as thinkingConfig {thinkingBudget,
-//     includeThoughts: true}.
+//     includeThoughts: true};
+//   - Output is generationConfig's responseMimeType "application/json"
+//     and responseJsonSchema, on a request without tools (models before
+//     Gemini 3 refuse a JSON reply format together with function calling;
+//     with tools the caller's validation and repair turns do the work).
 //
 // Each message's parts depend on the message (and, for a tool result
 // without a name, on the call before it), so their JSON is kept in
@@ -178,7 +185,10 @@ func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	if req.Thinking != nil {
 		g.ThinkingConfig = &thinkingConfig{ThinkingBudget: req.Thinking.Budget(), IncludeThoughts: true}
 	}
-	if g.Temperature != nil || g.MaxOutputTokens > 0 || len(g.StopSequences) > 0 || g.ThinkingConfig != nil {
+	if o := req.Output; o != nil && len(req.Tools) == 0 {
+		g.ResponseMimeType, g.ResponseJSONSchema = "application/json", o.Schema
+	}
+	if g.Temperature != nil || g.MaxOutputTokens > 0 || len(g.StopSequences) > 0 || g.ThinkingConfig != nil || g.ResponseMimeType != "" {
 		out.GenerationConfig = &g
 	}
 	return wire.Body(out, "contents", [][]byte{turns.Bytes()})

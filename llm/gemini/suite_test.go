@@ -21,9 +21,10 @@ var protocol = wiretest.Protocol{
 	},
 	Plain: wiretest.Case{File: "text_response.json", Text: "Hello! How can I help you today?", Model: "gemini-2.5-pro",
 		Usage: llm.Usage{InputTokens: 2006, OutputTokens: 274, CacheReadTokens: 1920, ReasoningTokens: 256}},
-	Stream:   wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 9, OutputTokens: 6}},
-	ToolCall: wiretest.Case{File: "tool_call_stream.sse", Text: "Checking.", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 61, OutputTokens: 24}},
-	Parallel: wiretest.Case{File: "parallel_tools.sse", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 70, OutputTokens: 43}},
+	Stream:     wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 9, OutputTokens: 6}},
+	ToolCall:   wiretest.Case{File: "tool_call_stream.sse", Text: "Checking.", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 61, OutputTokens: 24}},
+	Parallel:   wiretest.Case{File: "parallel_tools.sse", Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 70, OutputTokens: 43}},
+	Structured: wiretest.Case{File: "structured_response.json", Text: `{"city":"Paris","country":"France","population_millions":2.1}`, Model: "gemini-2.5-flash", Usage: llm.Usage{InputTokens: 92, OutputTokens: 17}},
 	Thinking: wiretest.Case{File: "thinking_tools_stream.sse", Model: "gemini-3-pro-preview", Usage: llm.Usage{InputTokens: 120, OutputTokens: 115, CacheReadTokens: 64, ReasoningTokens: 85},
 		Kept: []string{`"thoughtSignature":"CiQB0e2Kb7Ct/fQwCl1ZexVPYyPTMSJvgRCTxxcPL+Hp9nATqYQKfAHR7YpvBUsn<&>"`}},
 	Errors: map[llm.Category]wiretest.Reply{

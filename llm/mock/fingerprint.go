@@ -34,7 +34,8 @@ type Recorded struct {
 }
 
 // RequestShape is the normalised form of req that strict replay compares:
-// {model, system, messages, tools}.
+// {model, system, messages, tools}, and output_schema when the request
+// asks for structured output.
 func RequestShape(req *llm.Request) map[string]any {
 	ids := map[string]string{}
 	norm := func(id string) string {
@@ -79,13 +80,23 @@ func RequestShape(req *llm.Request) map[string]any {
 	for i, t := range req.Tools {
 		tools[i] = map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters}
 	}
-	return map[string]any{"model": req.Model, "system": req.System, "messages": msgs, "tools": tools}
+	shape := map[string]any{"model": req.Model, "system": req.System, "messages": msgs, "tools": tools}
+	if req.Output != nil {
+		shape["output_schema"] = req.Output.Schema
+	}
+	return shape
 }
 
 // Fingerprint is a short hash of a request shape (RequestShape), stable
 // across processes: the canonical JSON of the shape (keys sorted).
 func Fingerprint(shape map[string]any) string {
-	data, err := json.Marshal(map[string]any{"model": shape["model"], "system": shape["system"], "messages": shape["messages"], "tools": shape["tools"]})
+	fields := map[string]any{"model": shape["model"], "system": shape["system"], "messages": shape["messages"], "tools": shape["tools"]}
+	if s, ok := shape["output_schema"]; ok {
+		// only when present: fingerprints of requests without it are
+		// those recorded before it existed
+		fields["output_schema"] = s
+	}
+	data, err := json.Marshal(fields)
 	if err != nil {
 		return "unencodable: " + err.Error()
 	}
@@ -118,7 +129,7 @@ func parseRecorded(v any) (*Recorded, error) {
 // line per difference, messages and tools by position and name.
 func requestDiff(recorded, actual map[string]any) []string {
 	var out []string
-	for _, k := range []string{"model", "system"} {
+	for _, k := range []string{"model", "system", "output_schema"} {
 		a, b := fmt.Sprint(recorded[k]), fmt.Sprint(actual[k])
 		if a != b {
 			out = append(out, changed(k, a, b))

@@ -315,7 +315,9 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 	return resp, nil
 }
 
-// defaultReply answers when nothing is queued for the mock provider.
+// defaultReply answers when nothing is queued for the mock provider: a
+// request for structured output gets a value its schema accepts
+// (Example), any other the prompt's word count and start.
 func defaultReply(req *llm.Request) *llm.Response {
 	last := ""
 	for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -330,6 +332,9 @@ func defaultReply(req *llm.Request) *llm.Response {
 		prefix = string(r[:100])
 	}
 	text := fmt.Sprintf("Mock response to %d-word prompt: %s", words, prefix)
+	if req.Output != nil {
+		text = exampleText(req.Output.Schema)
+	}
 	if req.Stream && req.OnDelta != nil {
 		req.OnDelta(llm.Delta{Text: text})
 	}

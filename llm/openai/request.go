@@ -13,16 +13,30 @@ type chatRequest struct {
 	Model string `json:"model"`
 	// Messages is not set when encoding: the body is assembled from the
 	// messages' cached wire forms (encodeRequest).
-	Messages            []chatMessage  `json:"messages,omitempty"`
-	Tools               []chatTool     `json:"tools,omitempty"`
-	ToolChoice          any            `json:"tool_choice,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Messages            []chatMessage   `json:"messages,omitempty"`
+	Tools               []chatTool      `json:"tools,omitempty"`
+	ToolChoice          any             `json:"tool_choice,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
+	ResponseFormat      *responseFormat `json:"response_format,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	StreamOptions       *streamOptions  `json:"stream_options,omitempty"`
+}
+
+// responseFormat asks for structured output: {"type": "json_schema",
+// "json_schema": {name, schema, strict}}.
+type responseFormat struct {
+	Type       string     `json:"type"`
+	JSONSchema jsonSchema `json:"json_schema"`
+}
+
+type jsonSchema struct {
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+	Strict bool           `json:"strict"`
 }
 
 type streamOptions struct {
@@ -96,7 +110,10 @@ type functionSpec struct {
 //     only that);
 //   - Thinking is reasoning_effort (its effort, or the effort its budget
 //     stands for);
-//   - streaming asks for the usage chunk (stream_options.include_usage).
+//   - streaming asks for the usage chunk (stream_options.include_usage);
+//   - Output is response_format {type: "json_schema", json_schema: {name,
+//     schema, strict}}, strict when the schema meets strict mode's rules
+//     (llm.Output.Strict).
 //
 // Each message's JSON depends on the message alone, so it is kept in
 // req.Cache between the calls of a conversation, joined in one buffer
@@ -147,6 +164,9 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	if req.Stream {
 		out.Stream = true
 		out.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if o := req.Output; o != nil {
+		out.ResponseFormat = &responseFormat{Type: "json_schema", JSONSchema: jsonSchema{Name: o.SchemaName(), Schema: o.Schema, Strict: o.Strict()}}
 	}
 	return wire.Body(out, "messages", system, [][]byte{history})
 }

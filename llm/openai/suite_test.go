@@ -27,7 +27,8 @@ var protocol = wiretest.Protocol{
 	Parallel: wiretest.Case{File: "parallel_tools.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 90, OutputTokens: 55}},
 	// Chat Completions servers stream reasoning_content but take none
 	// back: nothing is kept.
-	Thinking: wiretest.Case{File: "reasoning_stream.sse", Text: "Hi!", Model: "deepseek-reasoner", Usage: llm.Usage{InputTokens: 12, OutputTokens: 9, ReasoningTokens: 7}},
+	Structured: wiretest.Case{File: "structured_response.json", Text: `{"city":"Paris","country":"France","population_millions":2.1}`, Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 92, OutputTokens: 17}},
+	Thinking:   wiretest.Case{File: "reasoning_stream.sse", Text: "Hi!", Model: "deepseek-reasoner", Usage: llm.Usage{InputTokens: 12, OutputTokens: 9, ReasoningTokens: 7}},
 	Errors: map[llm.Category]wiretest.Reply{
 		llm.RateLimit:      wiretest.JSON(429, `{"error":{"message":"Rate limit reached for gpt-4.1 in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`),
 		llm.Overloaded:     wiretest.JSON(503, `{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error","param":null,"code":null}}`),

@@ -12,17 +12,31 @@ import (
 
 // The request body of POST /responses.
 type request struct {
-	Model           string     `json:"model"`
-	Instructions    string     `json:"instructions,omitempty"`
-	Input           []any      `json:"input,omitempty"` // not set when encoding (see encodeRequest)
-	Tools           []tool     `json:"tools,omitempty"`
-	ToolChoice      any        `json:"tool_choice,omitempty"`
-	Temperature     *float64   `json:"temperature,omitempty"`
-	MaxOutputTokens int        `json:"max_output_tokens,omitempty"`
-	Reasoning       *reasoning `json:"reasoning,omitempty"`
-	Include         []string   `json:"include,omitempty"`
-	Store           bool       `json:"store"`
-	Stream          bool       `json:"stream,omitempty"`
+	Model           string      `json:"model"`
+	Instructions    string      `json:"instructions,omitempty"`
+	Input           []any       `json:"input,omitempty"` // not set when encoding (see encodeRequest)
+	Tools           []tool      `json:"tools,omitempty"`
+	ToolChoice      any         `json:"tool_choice,omitempty"`
+	Temperature     *float64    `json:"temperature,omitempty"`
+	MaxOutputTokens int         `json:"max_output_tokens,omitempty"`
+	Reasoning       *reasoning  `json:"reasoning,omitempty"`
+	Include         []string    `json:"include,omitempty"`
+	Text            *textConfig `json:"text,omitempty"`
+	Store           bool        `json:"store"`
+	Stream          bool        `json:"stream,omitempty"`
+}
+
+// textConfig asks for structured output: {"format": {"type":
+// "json_schema", name, schema, strict}}.
+type textConfig struct {
+	Format textFormat `json:"format"`
+}
+
+type textFormat struct {
+	Type   string         `json:"type"`
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+	Strict bool           `json:"strict"`
 }
 
 type reasoning struct {
@@ -93,6 +107,9 @@ var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
 //   - Thinking becomes reasoning {effort, summary: "auto"}; a request with
 //     Thinking, or to a model that reasons by default, asks for the
 //     encrypted reasoning (include reasoning.encrypted_content);
+//   - Output is text.format {type: "json_schema", name, schema, strict},
+//     strict when the schema meets strict mode's rules
+//     (llm.Output.Strict);
 //   - store is always false: skein keeps the transcript.
 //
 // Each message's items depend on the message alone, so their JSON is kept
@@ -130,6 +147,9 @@ func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	}
 	if req.Thinking != nil || reasoningModel.MatchString(req.Model) {
 		out.Include = []string{"reasoning.encrypted_content"}
+	}
+	if o := req.Output; o != nil {
+		out.Text = &textConfig{Format: textFormat{Type: "json_schema", Name: o.SchemaName(), Schema: o.Schema, Strict: o.Strict()}}
 	}
 	return wire.Body(out, "input", [][]byte{history})
 }

@@ -21,9 +21,10 @@ var protocol = wiretest.Protocol{
 	},
 	Plain: wiretest.Case{File: "text_response.json", Text: "It will be sunny in Paris, 21 °C.", Model: "o4-mini-2025-04-16",
 		Usage: llm.Usage{InputTokens: 2006, OutputTokens: 274, CacheReadTokens: 1920, ReasoningTokens: 256}},
-	Stream:   wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 19, OutputTokens: 6}},
-	ToolCall: wiretest.Case{File: "tool_call_stream.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 81, OutputTokens: 20}},
-	Parallel: wiretest.Case{File: "parallel_tools.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 60, OutputTokens: 55}},
+	Stream:     wiretest.Case{File: "text_stream.sse", Text: "Hello there! Ça va?", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 19, OutputTokens: 6}},
+	ToolCall:   wiretest.Case{File: "tool_call_stream.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 81, OutputTokens: 20}},
+	Parallel:   wiretest.Case{File: "parallel_tools.sse", Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 60, OutputTokens: 55}},
+	Structured: wiretest.Case{File: "structured_response.json", Text: `{"city":"Paris","country":"France","population_millions":2.1}`, Model: "gpt-4.1-2025-04-14", Usage: llm.Usage{InputTokens: 92, OutputTokens: 17}},
 	Thinking: wiretest.Case{File: "reasoning_stream.sse", Model: "o4-mini-2025-04-16", Usage: llm.Usage{InputTokens: 120, OutputTokens: 210, CacheReadTokens: 64, ReasoningTokens: 192},
 		Kept: []string{`"encrypted_content":"gAAAAABoIPOGkLs4tU0gkE9xZ5kiE5xJ7sZp3N+nXqY/Q2o=<&>"`}},
 	Errors: map[llm.Category]wiretest.Reply{

@@ -51,6 +51,12 @@ type Protocol struct {
 	// answering or calling tools; Kept lists what the next request must
 	// send back byte for byte.
 	Thinking Case
+	// Structured is a whole reply to a request for structured output
+	// (StructuredOutput): the text {"city":"Paris","country":"France",
+	// "population_millions":2.1}. The request is compared with the golden
+	// file testdata/suite_structured_request.golden.json, which holds the
+	// protocol's native form of the schema.
+	Structured Case
 
 	// Errors is an error response for every category a server reports
 	// with an HTTP status (all but network). The suite adds a retry-after
@@ -122,6 +128,7 @@ func Run(t *testing.T, p Protocol) {
 	t.Run("tool_call", func(t *testing.T) { toolCall(t, &p) })
 	t.Run("parallel_tool_calls", func(t *testing.T) { parallel(t, &p) })
 	t.Run("thinking_round_trip", func(t *testing.T) { thinking(t, &p) })
+	t.Run("structured_output", func(t *testing.T) { structured(t, &p) })
 	t.Run("errors", func(t *testing.T) { errorCategories(t, &p) })
 	t.Run("retry_after_then_success", func(t *testing.T) { retryThenSuccess(t, &p) })
 	t.Run("cancel_mid_stream", func(t *testing.T) { cancelMidStream(t, &p) })
@@ -559,4 +566,40 @@ func (p Protocol) CheckErrors(t *testing.T, cases []ErrorCase) {
 			}
 		})
 	}
+}
+
+// StructuredOutput is the schema of the suite's structured-output
+// request: strict mode's rules are met, so OpenAI's forms send strict.
+var StructuredOutput = llm.Output{Name: "city_facts", Schema: map[string]any{
+	"type": "object", "additionalProperties": false,
+	"required": []any{"city", "country", "population_millions"},
+	"properties": map[string]any{
+		"city":                map[string]any{"type": "string"},
+		"country":             map[string]any{"type": "string"},
+		"population_millions": map[string]any{"type": "number"},
+	},
+}}
+
+// structured: a request for structured output carries the schema in the
+// protocol's native form, and the reply's text is the JSON value.
+func structured(t *testing.T, p *Protocol) {
+	if p.Structured.File == "" {
+		t.Fatal("the protocol has no Structured case")
+	}
+	srv := NewServer(t, p.Structured.reply(t))
+	out := StructuredOutput
+	resp, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{
+		Model: p.Model, System: "Answer with the city's facts.", Messages: []sessions.Message{User("Tell me about Paris.")}, Output: &out,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"city":"Paris","country":"France","population_millions":2.1}`
+	if p.Structured.Text != want {
+		t.Errorf("the fixture's text is %q, want %q", p.Structured.Text, want)
+	}
+	p.checkReply(t, p.Structured, resp, llm.StopEnd)
+	r := srv.Requests()[0]
+	p.checkSent(t, r, false)
+	Golden(t, "testdata/suite_structured_request.golden.json", r.Body)
 }
