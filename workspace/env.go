@@ -139,3 +139,19 @@ func checkEnvName(name string) error {
 	}
 	return nil
 }
+
+// AllowedEnviron returns the variables of skein's own environment whose
+// names the environment allowlist allows, for RunOptions.Env of a
+// process that needs them from skein (an external agent's API key:
+// --allow-env ANTHROPIC_API_KEY passes it on). Names never allowed are
+// left out whatever the allowlist says.
+func (p *Policy) AllowedEnviron() map[string]string {
+	out := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && k != "" && p.allowEnv(k) == nil {
+			out[k] = v
+		}
+	}
+	return out
+}

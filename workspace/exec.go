@@ -364,3 +364,20 @@ func (c *capped) String() string {
 	}
 	return fmt.Sprintf("%s\n[truncated: %d more bytes]", buf, dropped)
 }
+
+// Command returns the command that argv would run under the policy,
+// checked as Run checks it (the command allowlist, the working
+// directory, the environment), without starting it: for a long-lived
+// process whose standard streams the caller connects (an external ACP
+// agent, an MCP server). It runs in its own process group once started;
+// KillGroup stops it with whatever it started.
+func (p *Policy) Command(argv []string, opts RunOptions) (*exec.Cmd, error) {
+	return p.command(argv, opts)
+}
+
+// KillGroup kills the process group of a started command from Command
+// (only the process itself where there are no process groups). It does
+// nothing when the group is gone.
+func KillGroup(cmd *exec.Cmd) {
+	killGroup(cmd)
+}
