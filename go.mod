@@ -17,6 +17,7 @@ require (
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
+	github.com/coder/acp-go-sdk v0.13.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/common v0.72.0
 )
