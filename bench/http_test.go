@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -158,7 +159,7 @@ func runW1HTTP(b *testing.B) w1HTTPRun {
 	if err != nil {
 		b.Fatal(err)
 	}
-	settings := builtins.DefaultLLM(os.Getenv)
+	settings := providers.Default(os.Getenv)
 	settings.Model = "loopback-model"
 	st, err := builtins.NewState(vm.Options{Store: store, Args: []string{strconv.Itoa(w1N), "openai"}, Stdout: discard{},
 		LLM: settings})

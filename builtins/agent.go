@@ -7,18 +7,14 @@ package builtins
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/llm/openai"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -33,31 +29,27 @@ func agentSpecs() []Spec {
 	}, toolSpecs()...)
 }
 
-// callOptions are the options agent_loop and llm_call share.
+// callOptions are the options agent_loop and llm_call share, read from
+// their unpacked values.
 type callOptions struct {
-	provider, model, baseURL string
-	apiVersion               string // Azure OpenAI's api-version ("" if unset)
-	sessionID                string // "" for anonymous
-	tools                    []Tool
-	retries                  int
-	backoffMS                int
-	fallback                 []llm.TargetSpec
-	request                  llm.Request
-	timeout                  time.Duration
-	output                   *agent.Output // nil without output_schema
+	vals       agent.Values
+	provider   string
+	model      string
+	baseURL    string
+	apiVersion string // Azure OpenAI's api-version ("" if unset)
+	sessionID  string // "" for anonymous
+	tools      []Tool
+	targets    []llm.TargetSpec // the primary, then the fallbacks
 }
 
 func parseCallOptions(o *options) (*callOptions, error) {
 	fn := o.fn
-	c := &callOptions{
-		provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url"),
-		retries: o.int("llm_retries"), backoffMS: o.int("llm_backoff_ms"), timeout: o.seconds("timeout_s"),
-		request: llm.Request{Temperature: o.float("temperature"), MaxTokens: o.int("max_tokens"), Stream: o.bool("stream")},
-	}
+	c := &callOptions{vals: o.vals, provider: o.string("provider"), model: o.string("model"), baseURL: o.string("base_url")}
 	var err error
-	if c.apiVersion, err = apiVersionOption(o); err != nil {
-		return nil, err
+	if c.targets, err = o.vals.Targets(); err != nil {
+		return nil, fail(fn, err)
 	}
+	c.apiVersion = c.targets[0].APIVersion
 	if o.has("session_id") {
 		c.sessionID = o.string("session_id")
 		if _, given := o.get("session_id"); given && c.sessionID == "" {
@@ -71,143 +63,16 @@ func parseCallOptions(o *options) (*callOptions, error) {
 		}
 		c.tools = tools
 	}
-	if v, ok := o.get("fallback"); ok {
-		fb, err := parseFallback(fn, v)
-		if err != nil {
-			return nil, err
-		}
-		c.fallback = fb
-	}
-	if v, ok := o.get("stop"); ok {
-		c.request.Stop = stringOrList(v)
-		if c.request.Stop == nil {
-			return nil, o.typeErr("stop", v)
-		}
-	}
-	if v, ok := o.get("thinking"); ok {
-		t, err := parseThinking(fn, v)
-		if err != nil {
-			return nil, err
-		}
-		c.request.Thinking = t
-	}
-	c.request.NoCache = o.string("cache") == "none"
-	if v, ok := o.get("output_schema"); ok && v != starlark.None {
-		out, err := parseOutputSchema(fn, v, o.int("output_retries"))
-		if err != nil {
-			return nil, err
-		}
-		c.output = out
-	}
-	return c, nil
-}
-
-// parseOutputSchema reads the output_schema option: a dict holding a JSON
-// Schema, compiled now so that a mistake in it fails before any call.
-func parseOutputSchema(fn string, v starlark.Value, retries int) (*agent.Output, error) {
-	if _, ok := v.(*starlark.Dict); !ok {
-		return nil, fmt.Errorf("%s: option 'output_schema': got %s, want dict (a JSON Schema)", fn, v.Type())
-	}
-	doc, err := vm.FromStarlark(v, "output_schema")
-	if err != nil {
+	if _, err := o.vals.Thinking(); err != nil {
 		return nil, fail(fn, err)
 	}
-	out, err := agent.NewOutput(doc.(map[string]any), noneAsNegative(retries))
-	if err != nil {
-		return nil, fmt.Errorf("%s: option 'output_schema': %v", fn, err)
-	}
-	return out, nil
-}
-
-// parseThinking reads the thinking option: {budget_tokens: N} or
-// {effort: "low"|"medium"|"high"} (one of the two, or both).
-func parseThinking(fn string, v starlark.Value) (*llm.Thinking, error) {
-	d, ok := v.(*starlark.Dict)
-	if !ok {
-		return nil, fmt.Errorf("%s: option 'thinking': got %s, want dict ({budget_tokens: N} or {effort: \"low\"|\"medium\"|\"high\"})", fn, v.Type())
-	}
-	o, err := thinkingTable().unpack(fn+": thinking", d, nil)
-	if err != nil {
-		return nil, err
-	}
-	t := llm.Thinking{BudgetTokens: o.int("budget_tokens"), Effort: o.string("effort")}
-	if t.BudgetTokens == 0 && t.Effort == "" {
-		return nil, fmt.Errorf("%s: option 'thinking' needs budget_tokens or effort", fn)
-	}
-	return &t, nil
-}
-
-// stringOrList converts a string or a list or tuple of strings; anything
-// else is nil.
-func stringOrList(v starlark.Value) []string {
-	if s, ok := v.(starlark.String); ok {
-		return []string{string(s)}
-	}
-	seq, ok := v.(starlark.Indexable)
-	if !ok {
-		return nil
-	}
-	out := make([]string, seq.Len())
-	for i := range out {
-		s, ok := seq.Index(i).(starlark.String)
-		if !ok {
-			return nil
-		}
-		out[i] = string(s)
-	}
-	return out
-}
-
-func parseFallback(fn string, v starlark.Value) ([]llm.TargetSpec, error) {
-	list, ok := v.(*starlark.List)
-	if !ok {
-		return nil, fmt.Errorf("%s: option 'fallback': got %s, want list of {provider, model} dicts", fn, v.Type())
-	}
-	out := make([]llm.TargetSpec, 0, list.Len())
-	for i := 0; i < list.Len(); i++ {
-		d, ok := list.Index(i).(*starlark.Dict)
-		if !ok {
-			return nil, fmt.Errorf("%s: fallback[%d]: got %s, want dict", fn, i, list.Index(i).Type())
-		}
-		o, err := fallbackTable().unpack(fmt.Sprintf("%s: fallback[%d]", fn, i), d, nil)
-		if err != nil {
-			return nil, err
-		}
-		t := llm.TargetSpec{Provider: o.string("provider"), Model: o.string("model"), BaseURL: o.string("base_url")}
-		if t.APIVersion, err = apiVersionOption(o); err != nil {
-			return nil, err
-		}
-		if t.Provider == "" && t.Model == "" {
-			return nil, fmt.Errorf("%s: fallback[%d] needs a provider or a model", fn, i)
-		}
-		out = append(out, t)
-	}
-	return out, nil
-}
-
-// apiVersionPattern is what an api-version may hold: the characters a
-// URL query value carries unescaped ("2024-10-21", "2025-01-01-preview").
-var apiVersionPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~-]+$`) })
-
-// apiVersionOption reads the api_version option ("" when not given); an
-// empty value, or one a query value cannot carry as it is, is an error.
-func apiVersionOption(o *options) (string, error) {
-	v, ok := o.get("api_version")
-	if !ok {
-		return "", nil
-	}
-	s := string(v.(starlark.String))
-	if !apiVersionPattern().MatchString(s) {
-		return "", fmt.Errorf("%s: option 'api_version': got %q, want a version such as '%s' (letters, digits, '-', '.', '_', '~')", o.fn, s, openai.DefaultAzureAPIVersion)
-	}
-	return s, nil
+	return c, nil
 }
 
 // chain resolves the call's provider and fallbacks (llm.Settings.Chain);
 // the VM's mock queue wraps every provider.
 func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
-	specs := append([]llm.TargetSpec{{Provider: c.provider, Model: c.model, BaseURL: c.baseURL, APIVersion: c.apiVersion}}, c.fallback...)
-	return st.LLM.Chain(specs, st.Mock.Wrap)
+	return st.LLM.Chain(c.targets, st.Mock.Wrap)
 }
 
 // engineConfig builds the agent configuration common to both builtins.
@@ -215,8 +80,10 @@ func chain(st *vm.State, c *callOptions) ([]llm.Target, error) {
 // missing) or an anonymous one in a private store that is discarded
 // afterwards.
 func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, system starlark.Value, c *callOptions) (*agent.Config, error) {
-	cfg := &agent.Config{Prompt: prompt, Request: c.request, Clock: st.Clock, ToolErrors: agent.ToolErrorsReport}
-	cfg.Request.Model = c.model
+	cfg := &agent.Config{Prompt: prompt, Clock: st.Clock, ToolErrors: agent.ToolErrorsReport}
+	if err := c.vals.Configure(cfg); err != nil {
+		return nil, fail(fn, err)
+	}
 	if cfg.Request.Model == "" {
 		cfg.Request.Model = st.LLM.Model
 	}
@@ -232,9 +99,6 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 		return nil, fail(fn, err)
 	}
 	cfg.Chain = targets
-	cfg.Retry = llm.RetryPolicy{Retries: c.retries, Backoff: time.Duration(c.backoffMS) * time.Millisecond}
-	cfg.Timeout = c.timeout
-	cfg.Output = c.output
 	for _, t := range c.tools {
 		cfg.Tools = append(cfg.Tools, t.Bind(thread))
 	}
@@ -281,19 +145,28 @@ func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.E
 }
 
 func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, loopTable())
+	prompt, system, o, err := unpackCall(b, args, kwargs, agent.LoopOptions())
 	if err != nil {
 		return nil, err
 	}
+	res, err := runLoop(thread, prompt, system, o)
+	if err != nil {
+		return nil, err
+	}
+	return resultToStarlark(res), nil
+}
+
+// runLoop runs one agent loop of the unpacked options o (of
+// agent.LoopOptions): agent_loop, workflow stages and agent_spawn all run
+// their loops here, straight into agent.Run. Errors are prefixed with
+// o.fn.
+func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *options) (*agent.Result, error) {
+	fn := o.fn
 	c, err := parseCallOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	maxCost := o.float("max_cost_usd")
-	if maxCost != nil && !(*maxCost > 0) {
-		return nil, fmt.Errorf("%s: 'max_cost_usd' must be > 0", b.Name())
-	}
-	st, err := stateOf(thread, b.Name())
+	st, err := stateOf(thread, fn)
 	if err != nil {
 		return nil, err
 	}
@@ -307,19 +180,11 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 		restore := vm.WithWorkspace(thread, policy)
 		defer restore()
 	}
-	cfg, err := engineConfig(thread, st, b.Name(), prompt, system, c)
+	cfg, err := engineConfig(thread, st, fn, prompt, system, c)
 	if err != nil {
 		return nil, err
 	}
-	cfg.MaxIterations, cfg.Persistent = o.int("max_iterations"), o.bool("persistent")
-	cfg.MaxNudges = noneAsNegative(o.int("max_nudges"))
-	cfg.ToolErrors = agent.ToolErrors(o.string("tool_errors"))
-	if maxCost != nil {
-		cfg.Budgets = append(cfg.Budgets, &llm.Budget{MaxUSD: *maxCost})
-	}
-	if c.sessionID != "" {
-		cfg.MaxTurns = o.int("max_turns") // 0: the session's cap, else the VM's
-	} else {
+	if c.sessionID == "" {
 		cfg.MaxTurns = -1 // an anonymous session is new: no cap
 	}
 	cfg.DefaultSessionCap = st.MaxTurns
@@ -328,7 +193,7 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	}
 	if postTurn := o.callable("post_turn_callback"); postTurn != nil {
 		cfg.Hooks.PostTurn = func(info agent.TurnInfo) (agent.PostTurn, error) {
-			return callPostTurn(thread, b.Name(), postTurn, info)
+			return callPostTurn(thread, fn, postTurn, info)
 		}
 	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
@@ -344,18 +209,9 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 	defer pop()
 	res, err := agent.Run(vm.ContextOf(thread), *cfg)
 	if err != nil {
-		return nil, fail(b.Name(), err)
+		return nil, fail(fn, err)
 	}
-	return resultToStarlark(res), nil
-}
-
-// noneAsNegative maps a script's 0 ("none") to the negative value that
-// agent.Config reads as none (its 0 means the default).
-func noneAsNegative(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
+	return res, nil
 }
 
 func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info agent.TurnInfo) (agent.PostTurn, error) {
@@ -383,7 +239,7 @@ func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info
 	case starlark.String:
 		return agent.PostTurn{Feedback: string(v)}, nil
 	case *starlark.Dict:
-		o, err := postTurnTable().unpack(fn+": post_turn_callback result", v, nil)
+		o, err := unpackOptions(postTurnTable(), fn+": post_turn_callback result", v, nil)
 		if err != nil {
 			return agent.PostTurn{}, err
 		}
@@ -428,7 +284,7 @@ func nonNil(s []string) []string {
 }
 
 // unpackCall unpacks (prompt, system=None, options=None, **kwargs).
-func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, table *optionTable) (string, starlark.Value, *options, error) {
+func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, table *agent.Table) (string, starlark.Value, *options, error) {
 	var prompt string
 	var system, positional starlark.Value = starlark.None, starlark.None
 	named, rest := splitKwargs(kwargs, "prompt", "system", "options")
@@ -438,7 +294,7 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 	if strings.TrimSpace(prompt) == "" {
 		return "", nil, nil, fmt.Errorf("%s: prompt is empty: the user message needs text", b.Name())
 	}
-	o, err := table.unpack(b.Name(), positional, rest)
+	o, err := unpackOptions(table, b.Name(), positional, rest)
 	if err != nil {
 		return "", nil, nil, err
 	}
@@ -446,31 +302,13 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 }
 
 func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, callTable())
+	prompt, system, o, err := unpackCall(b, args, kwargs, agent.CallOptions())
 	if err != nil {
 		return nil, err
 	}
-	c, err := parseCallOptions(o)
+	resp, res, err := runCall(thread, prompt, system, o)
 	if err != nil {
 		return nil, err
-	}
-	st, err := stateOf(thread, b.Name())
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := engineConfig(thread, st, b.Name(), prompt, system, c)
-	if err != nil {
-		return nil, err
-	}
-	resp, res, err := agent.Call(vm.ContextOf(thread), *cfg)
-	if err != nil {
-		return nil, fail(b.Name(), err)
-	}
-	if resp == nil && res.Status == agent.StatusBudgetExhausted {
-		return nil, fmt.Errorf("%s: not called: the call would go over the run's cost cap (--max-cost-usd)", b.Name())
-	}
-	if resp == nil {
-		return nil, fmt.Errorf("%s: the call timed out after %s", b.Name(), c.timeout)
 	}
 	calls := make([]any, len(resp.ToolCalls))
 	for i, tc := range resp.ToolCalls {
@@ -482,6 +320,36 @@ func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	}), nil
 }
 
+// runCall makes one model call of the unpacked options o (of
+// agent.CallOptions): llm_call and workflow llm stages call it. Errors
+// are prefixed with o.fn.
+func runCall(thread *starlark.Thread, prompt string, system starlark.Value, o *options) (*llm.Response, *agent.Result, error) {
+	fn := o.fn
+	c, err := parseCallOptions(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := stateOf(thread, fn)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := engineConfig(thread, st, fn, prompt, system, c)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp, res, err := agent.Call(vm.ContextOf(thread), *cfg)
+	if err != nil {
+		return nil, nil, fail(fn, err)
+	}
+	if resp == nil && res.Status == agent.StatusBudgetExhausted {
+		return nil, nil, fmt.Errorf("%s: not called: the call would go over the run's cost cap (--max-cost-usd)", fn)
+	}
+	if resp == nil {
+		return nil, nil, fmt.Errorf("%s: the call timed out after %s", fn, cfg.Timeout)
+	}
+	return resp, res, nil
+}
+
 // loopCompaction reads agent_loop's context options: compaction ("auto",
 // "none", a strategy name or a dict of compaction options),
 // compact_threshold, tool_output_max_chars, compress_callback and
@@ -490,7 +358,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 	comp := &agent.Compaction{Enabled: true, Options: compact.DefaultOptions(),
 		Threshold: o.int("compact_threshold"), ToolOutputMaxChars: o.int("tool_output_max_chars"), ContextBudget: o.int("context_budget")}
 	fn := o.fn
-	switch v := o.values["compaction"].(type) {
+	switch v := o.raw["compaction"].(type) {
 	case nil, starlark.NoneType:
 	case starlark.String:
 		switch name := string(v); {
@@ -502,7 +370,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 		case slices.Contains(compact.Strategies, name):
 			comp.Options.Strategy = name
 			if name == compact.StrategyLLM {
-				opts, err := compactOptions(thread, st, &options{fn: fn, table: compactTable(), values: map[string]starlark.Value{"compact_strategy": v}}, c.provider, c.model)
+				opts, err := compactOptions(thread, st, strategyOnly(fn, v), c.provider, c.model)
 				if err != nil {
 					return nil, err
 				}
@@ -512,7 +380,7 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 			return nil, fmt.Errorf("%s: unknown compaction '%s' (expected one of: auto, none, %s, or a dict of compaction options)", fn, name, strings.Join(compact.Strategies, ", "))
 		}
 	case *starlark.Dict:
-		co, err := compactTable().unpack(fn+": compaction", v, nil)
+		co, err := unpackOptions(agent.CompactionOptions(), fn+": compaction", v, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -543,4 +411,14 @@ func loopCompaction(thread *starlark.Thread, st *vm.State, o *options, c *callOp
 		comp.Options.Compress = compressFunc(thread, fn, compress)
 	}
 	return comp, nil
+}
+
+// strategyOnly is a compaction dict of just compact_strategy: agent_loop's
+// compaction given as a strategy name.
+func strategyOnly(fn string, name starlark.String) *options {
+	o, err := unpackOptions(agent.CompactionOptions(), fn, starlark.None, []starlark.Tuple{{starlark.String("compact_strategy"), name}})
+	if err != nil {
+		panic("builtins: " + err.Error()) // the caller checked the name
+	}
+	return o
 }

@@ -20,6 +20,7 @@ import (
 	"go.starlark.net/starlarkstruct"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -142,7 +143,7 @@ func fail(fn string, err error) error {
 }
 
 // NewState returns a VM with every builtin predeclared and, unless
-// opts.LLM is set, the real providers of DefaultLLM reading the process
+// opts.LLM is set, the real providers of providers.Default reading the process
 // environment. opts.Builtins, if set, adds to them.
 func NewState(opts vm.Options) (*vm.State, error) {
 	predeclared, err := Predeclared()
@@ -154,7 +155,7 @@ func NewState(opts vm.Options) (*vm.State, error) {
 	}
 	opts.Builtins = predeclared
 	if opts.LLM == nil {
-		opts.LLM = DefaultLLM(os.Getenv)
+		opts.LLM = providers.Default(os.Getenv)
 	}
 	return vm.New(opts)
 }
@@ -182,7 +183,7 @@ func NewTestState(opts vm.Options, seed uint64) (*vm.State, error) {
 	}
 	if opts.LLM == nil {
 		// hermetic: the mock by default, no environment
-		opts.LLM = DefaultLLM(func(string) string { return "" })
+		opts.LLM = providers.Default(func(string) string { return "" })
 		opts.LLM.Provider = llm.ProviderMock
 	}
 	testBuiltins, err := vm.TestBuiltins()

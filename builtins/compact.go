@@ -70,7 +70,7 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		if model == "" {
 			model = defaultModel
 		}
-		targets, err := chain(st, &callOptions{provider: provider, model: model})
+		targets, err := chain(st, &callOptions{targets: []llm.TargetSpec{{Provider: provider, Model: model}}})
 		if err != nil {
 			return opts, fail(o.fn, err)
 		}
@@ -115,7 +115,7 @@ func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callabl
 	case starlark.NoneType:
 		return "", compact.ErrNoSummary
 	case *starlark.Dict:
-		o, err := summaryTable().unpack(fn+": custom_compactor result", v, nil)
+		o, err := unpackOptions(summaryTable(), fn+": custom_compactor result", v, nil)
 		if err != nil {
 			return "", err
 		}
@@ -176,7 +176,7 @@ func sessionCompact(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err := starlark.UnpackArgs(b.Name(), args, named, "id", &id, "opts?", &positional); err != nil {
 		return nil, err
 	}
-	o, err := compactTable().unpack(b.Name(), positional, rest)
+	o, err := unpackOptions(agent.CompactionOptions(), b.Name(), positional, rest)
 	if err != nil {
 		return nil, err
 	}

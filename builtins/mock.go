@@ -36,12 +36,12 @@ func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if len(args) == 1 {
 		positional = args[0]
 	}
-	opts, err := mockTable().unpack(b.Name(), positional, kwargs)
+	opts, err := unpackOptions(mockTable(), b.Name(), positional, kwargs)
 	if err != nil {
 		return nil, err
 	}
 	fields := map[string]any{}
-	for k, v := range opts.values {
+	for k, v := range opts.raw {
 		x, err := vm.FromStarlark(v, k)
 		if err != nil {
 			return nil, fail(b.Name(), err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -73,7 +74,7 @@ func TestOutputSchemaProviders(t *testing.T) {
 			defer srv.Close()
 			env := map[string]string{"ANTHROPIC_API_KEY": "ant-test", "OPENAI_API_KEY": "oai-test", "GEMINI_API_KEY": "gem-test", "GEMINI_BASE_URL": srv.URL}
 			runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
-				return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: builtins.DefaultLLM(func(k string) string { return env[k] })}, 1)
+				return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: providers.Default(func(k string) string { return env[k] })}, 1)
 			}}
 			res := runner.Run("output_test.star", []byte(`
 S = {"type": "object", "required": ["verdict", "confidence"], "additionalProperties": False,

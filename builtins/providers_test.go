@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/llm/openai"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -66,7 +67,7 @@ func TestProvidersByName(t *testing.T) {
 		"GEMINI_BASE_URL": srv.URL,
 	}
 	runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
-		return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: builtins.DefaultLLM(func(k string) string { return env[k] })}, 1)
+		return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: providers.Default(func(k string) string { return env[k] })}, 1)
 	}}
 	res := runner.Run("providers_test.star", []byte(`
 def test_providers():
@@ -145,7 +146,7 @@ func TestAzureAPIVersion(t *testing.T) {
 	defer srv.Close()
 	env := map[string]string{"AZURE_OPENAI_API_KEY": "az-test", "AZURE_OPENAI_ENDPOINT": srv.URL, "AZURE_OPENAI_API_VERSION": "2024-06-01"}
 	runner := &vm.TestRunner{NewState: func(stdout io.Writer) (*vm.State, error) {
-		return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: builtins.DefaultLLM(func(k string) string { return env[k] })}, 1)
+		return builtins.NewTestState(vm.Options{Stdout: stdout, LLM: providers.Default(func(k string) string { return env[k] })}, 1)
 	}}
 	src := []byte(`
 def delegate(q):

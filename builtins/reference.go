@@ -3,6 +3,8 @@ package builtins
 import (
 	"fmt"
 	"strings"
+
+	"github.com/skein-dev/skein/agent"
 )
 
 // Reference renders docs/builtins.md: every builtin of Specs and value of
@@ -42,23 +44,21 @@ func Reference() string {
 
 // writeOptionTable renders one option table: its own rows, not those of
 // the table it extends.
-func writeOptionTable(b *strings.Builder, t *optionTable) {
+func writeOptionTable(b *strings.Builder, t *agent.Table) {
 	fmt.Fprintf(b, "\n### %s\n\n%s\n", t.Title, t.Intro)
 	header := false
-	for _, r := range t.rows {
-		if t.base != nil {
-			if _, inherited := t.base.index[r.Name]; inherited {
-				continue
-			}
+	for _, r := range t.Rows() {
+		if t.Base != nil && t.Base.Lookup(r.Name) != nil {
+			continue
 		}
 		if !header {
 			b.WriteString("\n| option | type | default | meaning |\n|---|---|---|---|\n")
 			header = true
 		}
-		typ := r.typeName()
-		if c := r.constraint(); c != "" {
+		typ := r.TypeName()
+		if c := r.Constraint(); c != "" {
 			typ += ", " + c
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.Name, typ, r.defaultText(), strings.ReplaceAll(r.Doc, "|", "\\|"))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.Name, typ, r.DefaultText(), strings.ReplaceAll(r.Doc, "|", "\\|"))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
@@ -44,7 +45,7 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if strings.TrimSpace(task) == "" {
 		return nil, fmt.Errorf("%s: task is empty: the child's user message needs text", fn)
 	}
-	o, err := spawnTable().unpack(fn, starlark.None, rest)
+	o, err := unpackOptions(spawnTable(), fn, starlark.None, rest)
 	if err != nil {
 		return nil, err
 	}
@@ -105,38 +106,18 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err := logParent(eventSubagentStart, start); err != nil {
 		return nil, err
 	}
-	call := []starlark.Tuple{
-		{starlark.String("session_id"), starlark.String(child)},
-		{starlark.String("max_iterations"), starlark.MakeInt(budget)},
+	lo, err := childOptions(o, parent, child, budget, tools)
+	if err != nil {
+		return nil, err
 	}
-	if tools != starlark.None {
-		call = append(call, starlark.Tuple{starlark.String("tools"), tools})
-	}
-	inherited := [][2]string{{"provider", parent.provider}, {"model", parent.model}, {"base_url", parent.baseURL}}
-	if !o.has("provider") {
-		// the api-version belongs to the parent's provider: a child
-		// naming its own provider does not get it
-		inherited = append(inherited, [2]string{"api_version", parent.apiVersion})
-	}
-	for _, kv := range inherited {
-		if key, def := kv[0], kv[1]; !o.has(key) && def != "" {
-			call = append(call, starlark.Tuple{starlark.String(key), starlark.String(def)})
-		}
-	}
-	for _, kv := range rest {
-		call = append(call, kv)
-	}
-	res, err := starlark.Call(thread, agentLoopBuiltin, starlark.Tuple{starlark.String(task), system}, call)
+	res, err := runLoop(thread, task, system, lo)
 	if err != nil {
 		_ = logParent(eventSubagentEnd, map[string]any{"child_id": child, "role": "agent_spawn", "status": "failed", "error": err.Error()})
 		return nil, err
 	}
-	d := res.(*starlark.Dict)
-	llm, _, _ := d.Get(starlark.String("llm"))
-	u := usageOf(llm)
-	end := map[string]any{"child_id": child, "role": "agent_spawn", "status": dictString(d, "status"), "output": dictString(d, "visible_text"),
-		"input_tokens": int64(u.InputTokens), "output_tokens": int64(u.OutputTokens)}
-	if answered := answeredModel(d); answered != "" {
+	end := map[string]any{"child_id": child, "role": "agent_spawn", "status": string(res.Status), "output": res.VisibleText,
+		"input_tokens": int64(res.Usage.InputTokens), "output_tokens": int64(res.Usage.OutputTokens)}
+	if answered := answeredModel(res.Messages); answered != "" {
 		end["model"] = answered
 	} else if model != "" {
 		end["model"] = model
@@ -144,21 +125,53 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err := logParent(eventSubagentEnd, end); err != nil {
 		return nil, err
 	}
-	return d, nil
+	return resultToStarlark(res), nil
+}
+
+// childOptions are the options of a child's loop: those given to
+// agent_spawn, the child's session, budget and tools, and the parent's
+// provider, model and base URL where the spawn names none of its own (and
+// the parent's api_version only with the parent's provider).
+func childOptions(o *options, parent *loopFrame, child string, budget int, tools starlark.Value) (*options, error) {
+	lo := &options{fn: "agent_loop", vals: agent.LoopOptions().Empty(), raw: map[string]starlark.Value{}}
+	for k, v := range o.raw {
+		lo.raw[k] = v
+	}
+	for k, v := range o.vals.Given() {
+		if err := lo.vals.Set(k, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.fn, err)
+		}
+	}
+	set := map[string]any{"session_id": child, "max_iterations": int64(budget)}
+	inherited := map[string]string{"provider": parent.provider, "model": parent.model, "base_url": parent.baseURL}
+	if !o.has("provider") {
+		// the api-version belongs to the parent's provider: a child
+		// naming its own provider does not get it
+		inherited["api_version"] = parent.apiVersion
+	}
+	for k, v := range inherited {
+		if !o.has(k) && v != "" {
+			set[k] = v
+		}
+	}
+	if tools != starlark.None {
+		lo.raw["tools"] = tools
+		set["tools"] = tools
+	}
+	for k, v := range set {
+		if err := lo.vals.Set(k, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.fn, err)
+		}
+	}
+	return lo, nil
 }
 
 // answeredModel is the model of the last assistant message of an
 // agent_loop result's messages, or "".
-func answeredModel(res *starlark.Dict) string {
-	v, _, _ := res.Get(starlark.String("messages"))
-	msgs, ok := v.(*starlark.List)
-	if !ok {
-		return ""
-	}
-	for i := msgs.Len() - 1; i >= 0; i-- {
-		m, _ := msgs.Index(i).(*starlark.Dict)
-		if m != nil && dictString(m, "role") == sessions.RoleAssistant {
-			return dictString(m, "model")
+func answeredModel(msgs []sessions.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == sessions.RoleAssistant {
+			return msgs[i].Model
 		}
 	}
 	return ""
@@ -237,7 +250,7 @@ func closedPrefix(msgs []sessions.Message) int {
 // that is not Azure OpenAI (the child's provider is its own, else the
 // parent's, else resolved as agent_loop resolves it).
 func checkChildAPIVersion(st *vm.State, o *options, parent *loopFrame) error {
-	v, err := apiVersionOption(o)
+	v, err := o.vals.APIVersion()
 	if err != nil || v == "" {
 		return err
 	}

@@ -17,7 +17,9 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workflow"
 )
@@ -103,37 +105,11 @@ func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		spec[key] = x
 	}
 	wg, err := workflow.Decode(spec)
-	if err == nil {
-		err = checkStageOptions(wg)
-	}
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
 	g.g = wg
 	return g, nil
-}
-
-// checkStageOptions checks the options each node passes to its agent
-// loop or model call against agent_loop's and llm_call's option tables
-// (types and bounds), so such a mistake fails when the graph is built
-// rather than when the stage runs. The contents of dict options
-// (compaction, thinking, fallback entries) are checked when the stage
-// runs.
-func checkStageOptions(g *workflow.Graph) error {
-	for _, name := range g.Order {
-		n := g.Nodes[name]
-		if len(n.Options) == 0 {
-			continue
-		}
-		table := loopTable()
-		if n.Mode == workflow.ModeLLM {
-			table = callTable()
-		}
-		if _, err := table.unpack(fmt.Sprintf("node '%s'", name), vm.ToStarlark(n.Options), nil); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // starlarkNode converts one node dict to its specification, keeping its
@@ -302,9 +278,6 @@ func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Gra
 		return nil, err
 	}
 	wg, err := workflow.Parse(data)
-	if err == nil {
-		err = checkStageOptions(wg)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -429,17 +402,14 @@ func ExecuteGraph(thread *starlark.Thread, g *Graph, task, runID string, maxStep
 	return executeGraph(thread, st, g, task, runID, nil, maxSteps, nil)
 }
 
-// stageExecutor runs stages through the agent builtins, so a stage
-// behaves exactly as the agent_loop or llm_call a script would write.
+// stageExecutor runs agent and llm stages straight through runLoop and
+// runCall (agent.Run and agent.Call), so a stage behaves exactly as the
+// agent_loop or llm_call a script would write, and fn stages by calling
+// their function.
 type stageExecutor struct {
 	thread *starlark.Thread
 	graph  *Graph
 }
-
-var (
-	agentLoopBuiltin = starlark.NewBuiltin("agent_loop", agentLoop)
-	llmCallBuiltin   = starlark.NewBuiltin("llm_call", llmCall)
-)
 
 // RunStage runs one stage on the executor's thread.
 func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workflow.StageResult, error) {
@@ -447,73 +417,92 @@ func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workf
 	if n.Mode == workflow.ModeFn {
 		return x.fn(s)
 	}
-	var kwargs []starlark.Tuple
-	add := func(k string, v starlark.Value) { kwargs = append(kwargs, starlark.Tuple{starlark.String(k), v}) }
-	keys := make([]string, 0, len(n.Options))
-	for k := range n.Options {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		add(k, vm.ToStarlark(n.Options[k]))
-	}
-	p := n.ModelPolicy
-	for k, v := range map[string]string{"provider": p.Provider, "model": p.Model, "base_url": p.BaseURL, "api_version": p.APIVersion} {
-		if v != "" {
-			add(k, starlark.String(v))
-		}
-	}
-	if p.Temperature != nil {
-		add("temperature", starlark.Float(*p.Temperature))
-	}
-	if p.MaxTokens != nil {
-		add("max_tokens", starlark.MakeInt(*p.MaxTokens))
-	}
-	if s.SessionID != "" {
-		add("session_id", starlark.String(s.SessionID))
-	}
-	if tools := x.graph.tools[n.Name]; tools != nil {
-		add("tools", tools)
+	o, err := stageOptions(x.graph, n, s.SessionID)
+	if err != nil {
+		return nil, err
 	}
 	var system starlark.Value = starlark.None
 	if n.System != "" {
 		system = starlark.String(n.System)
 	}
-	b := llmCallBuiltin
 	if n.Mode == workflow.ModeAgent {
-		b = agentLoopBuiltin
+		res, err := runLoop(x.thread, s.Prompt, system, o)
+		if err != nil {
+			return nil, err
+		}
+		return stageResult(n, res, res.VisibleText, string(res.Status), res.Usage)
 	}
-	v, err := starlark.Call(x.thread, b, starlark.Tuple{starlark.String(s.Prompt), system}, kwargs)
+	resp, res, err := runCall(x.thread, s.Prompt, system, o)
 	if err != nil {
 		return nil, err
 	}
-	d := v.(*starlark.Dict)
-	res := &workflow.StageResult{}
-	if n.Mode == workflow.ModeAgent {
-		res.Output = dictString(d, "visible_text")
-		res.Status = dictString(d, "status")
-		llm, _, _ := d.Get(starlark.String("llm"))
-		res.Usage = usageOf(llm)
-	} else {
-		res.Output = dictString(d, "text")
-		u, _, _ := d.Get(starlark.String("usage"))
-		res.Usage = usageOf(u)
-	}
+	return stageResult(n, res, resp.Text, "", resp.Usage)
+}
+
+// stageResult is a stage's result: the reply's text, or with an
+// output_schema the parsed value as compact JSON (the reply's text may
+// have had a code fence around it).
+func stageResult(n *workflow.Node, res *agent.Result, text, status string, u llm.Usage) (*workflow.StageResult, error) {
+	out := &workflow.StageResult{Output: text, Status: status, Usage: workflow.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}}
 	if _, ok := n.Options["output_schema"]; ok {
-		// the stage's output is the parsed value as JSON (the reply's
-		// text may have had a code fence around it)
-		out, _, _ := d.Get(starlark.String("output"))
-		v, err := vm.FromStarlark(out, "output")
-		if err != nil {
-			return nil, fmt.Errorf("node '%s': %v", n.Name, err)
-		}
-		text, err := jsonvalue.Encode(v)
+		b, err := jsonvalue.Encode(res.Output)
 		if err != nil {
 			return nil, fmt.Errorf("node '%s': output: %v", n.Name, err)
 		}
-		res.Output = string(text)
+		out.Output = string(b)
 	}
-	return res, nil
+	return out, nil
+}
+
+// stageOptions are the options of a stage's loop or call: the node's
+// options (checked when the graph was built), its model policy, its
+// session and its tools.
+func stageOptions(g *Graph, n *workflow.Node, sessionID string) (*options, error) {
+	table, fn := agent.LoopOptions(), "agent_loop"
+	if n.Mode == workflow.ModeLLM {
+		table, fn = agent.CallOptions(), "llm_call"
+	}
+	o := &options{fn: fn, vals: table.Empty(), raw: map[string]starlark.Value{}}
+	set := func(k string, v any) error {
+		if err := o.vals.Set(k, v); err != nil {
+			return fmt.Errorf("%s: %w", fn, err)
+		}
+		return nil
+	}
+	for k, v := range n.Options {
+		if err := set(k, v); err != nil {
+			return nil, err
+		}
+	}
+	if c, ok := n.Options["compaction"]; ok {
+		// read as agent_loop reads its compaction option
+		o.raw["compaction"] = vm.ToStarlark(c)
+	}
+	p := n.ModelPolicy
+	for k, v := range map[string]string{"provider": p.Provider, "model": p.Model, "base_url": p.BaseURL, "api_version": p.APIVersion, "session_id": sessionID} {
+		if v != "" {
+			if err := set(k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if p.Temperature != nil {
+		if err := set("temperature", *p.Temperature); err != nil {
+			return nil, err
+		}
+	}
+	if p.MaxTokens != nil {
+		if err := set("max_tokens", int64(*p.MaxTokens)); err != nil {
+			return nil, err
+		}
+	}
+	if tools := g.tools[n.Name]; tools != nil {
+		o.raw["tools"] = tools
+		if err := set("tools", tools); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }
 
 // fn calls an fn stage's function with {task, output, outputs, vars,
@@ -557,25 +546,4 @@ func (x *stageExecutor) fn(s *workflow.Stage) (*workflow.StageResult, error) {
 		return res, nil
 	}
 	return nil, fmt.Errorf("%s returned %s, want a string, a dict or None", c.Name(), v.Type())
-}
-
-func dictString(d *starlark.Dict, key string) string {
-	v, _, _ := d.Get(starlark.String(key))
-	s, _ := v.(starlark.String)
-	return string(s)
-}
-
-// usageOf reads input_tokens and output_tokens from a result's llm or
-// usage dict.
-func usageOf(v starlark.Value) workflow.Usage {
-	d, ok := v.(*starlark.Dict)
-	if !ok {
-		return workflow.Usage{}
-	}
-	get := func(k string) int {
-		x, _, _ := d.Get(starlark.String(k))
-		i, _ := starlark.AsInt32(x)
-		return i
-	}
-	return workflow.Usage{InputTokens: get("input_tokens"), OutputTokens: get("output_tokens")}
 }

@@ -90,7 +90,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown mode", node("fix", map[string]any{"mode": "agnet"}), "node 'fix': unknown mode 'agnet' (expected one of: agent, fn, llm)"},
 		{"missing prompt", node("fix", map[string]any{"prompt": nil}), "node 'fix': missing 'prompt'"},
 		{"bad type", node("fix", map[string]any{"max_iterations": "3"}), "node 'fix': option 'max_iterations': got string, want int"},
-		{"bad range", node("fix", map[string]any{"max_iterations": 0}), "node 'fix': option 'max_iterations' must be >= 1"},
+		{"bad range", node("fix", map[string]any{"max_iterations": 0}), "node 'fix': 'max_iterations' must be >= 1"},
 		{"loop option on llm", node("classify", map[string]any{"max_iterations": 2}), "node 'classify': option 'max_iterations' is not allowed on an llm node"},
 		{"fn without fn", node("report", map[string]any{"fn": nil}), "node 'report': missing 'fn'"},
 		{"prompt on fn", node("report", map[string]any{"prompt": "x"}), "node 'report': 'prompt' is not allowed on an fn node"},

@@ -6,64 +6,26 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm/schema"
 )
 
-// kind is the expected type of a node option.
-type kind int
-
-const (
-	kindInt      kind = iota // an integer >= min
-	kindNumber               // an int or float > 0
-	kindBool                 //
-	kindString               //
-	kindStrings              // a string or a list of strings
-	kindChoice               // one of choices
-	kindStrOrMap             // a string or a map (compaction)
-	kindMaps                 // a list of maps (fallback)
-	kindMap                  // a map (thinking)
-)
-
-// optionSpec describes one agent loop option a node may carry.
-type optionSpec struct {
-	kind    kind
-	min     int64
-	choices []string
-	llm     bool // also valid on llm nodes
-}
-
-// stageOptions are the agent loop options a node may set besides its own
-// keys; they are passed to the stage's loop (or model call) unchanged.
-var stageOptions = map[string]optionSpec{
-	"cache":                 {kind: kindChoice, choices: []string{"auto", "none"}, llm: true},
-	"compact_threshold":     {kind: kindInt, min: 1},
-	"compaction":            {kind: kindStrOrMap},
-	"context_budget":        {kind: kindInt, min: 1},
-	"fallback":              {kind: kindMaps, llm: true},
-	"llm_backoff_ms":        {kind: kindInt, min: 0, llm: true},
-	"llm_retries":           {kind: kindInt, min: 0, llm: true},
-	"max_cost_usd":          {kind: kindNumber},
-	"max_iterations":        {kind: kindInt, min: 1},
-	"max_nudges":            {kind: kindInt, min: 0},
-	"max_turns":             {kind: kindInt, min: 1},
-	"output_retries":        {kind: kindInt, min: 0, llm: true},
-	"output_schema":         {kind: kindMap, llm: true},
-	"persistent":            {kind: kindBool},
-	"stop":                  {kind: kindStrings, llm: true},
-	"stream":                {kind: kindBool, llm: true},
-	"thinking":              {kind: kindMap, llm: true},
-	"timeout_s":             {kind: kindNumber, llm: true},
-	"tool_errors":           {kind: kindChoice, choices: []string{"raise", "report"}},
-	"tool_output_max_chars": {kind: kindInt, min: 0},
-}
-
 // StageOptions returns the agent loop options a node of mode may set
-// (sorted): they are passed to the stage's agent loop or model call.
+// (sorted): agent_loop's (an agent node) or llm_call's (an llm node)
+// options that are data, but those set in model_policy. They are passed
+// to the stage's agent loop or model call unchanged, and checked against
+// the same rows (package agent's option tables).
 func StageOptions(mode Mode) []string {
+	table := agent.LoopOptions()
+	if mode == ModeLLM {
+		table = agent.CallOptions()
+	} else if mode != ModeAgent {
+		return nil
+	}
 	var out []string
-	for k, spec := range stageOptions {
-		if mode == ModeAgent || mode == ModeLLM && spec.llm {
-			out = append(out, k)
+	for _, r := range table.Rows() {
+		if !r.Script && !contains(policyKeys, r.Name) {
+			out = append(out, r.Name)
 		}
 	}
 	sort.Strings(out)
@@ -74,14 +36,11 @@ func StageOptions(mode Mode) []string {
 var ownKeys = []string{"fn", "input_contract", "mode", "model_policy", "output_contract", "prompt", "system", "tools"}
 
 // nodeKeys lists every key a node accepts, sorted.
-var nodeKeys = func() []string {
-	keys := append([]string{}, ownKeys...)
-	for k := range stageOptions {
-		keys = append(keys, k)
-	}
+func nodeKeys() []string {
+	keys := append(append([]string{}, ownKeys...), StageOptions(ModeAgent)...)
 	sort.Strings(keys)
 	return keys
-}()
+}
 
 var (
 	policyKeys = []string{"api_version", "base_url", "max_tokens", "model", "provider", "session_id", "temperature"}
@@ -98,7 +57,7 @@ func decodeNode(name string, v any) (*Node, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: got %s, want a map", where, typeName(v))
 	}
-	if err := checkKeys(where, m, nodeKeys); err != nil {
+	if err := checkKeys(where, m, nodeKeys()); err != nil {
 		return nil, err
 	}
 	n := &Node{Name: name, Options: map[string]any{}}
@@ -154,16 +113,17 @@ func decodeNode(name string, v any) (*Node, error) {
 	if err := n.decodeContracts(where, m); err != nil {
 		return nil, err
 	}
-	for key, val := range m {
-		spec, ok := stageOptions[key]
+	allowed := StageOptions(n.Mode)
+	for _, key := range StageOptions(ModeAgent) {
+		val, ok := m[key]
 		if !ok {
 			continue
 		}
-		if n.Mode == ModeFn || (n.Mode == ModeLLM && !spec.llm) {
+		if !contains(allowed, key) {
 			return nil, fmt.Errorf("%s: option '%s' is not allowed on an %s node", where, key, n.Mode)
 		}
-		if err := checkOption(where, key, spec, val); err != nil {
-			return nil, err
+		if err := agent.LoopOptions().Row(key).Check(val); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		n.Options[key] = val
 	}
@@ -269,74 +229,4 @@ func number(v any) (float64, bool) {
 		return v, true
 	}
 	return 0, false
-}
-
-func checkOption(where, key string, spec optionSpec, v any) error {
-	bad := func(want string) error {
-		return fmt.Errorf("%s: option '%s': got %s, want %s", where, key, typeName(v), want)
-	}
-	switch spec.kind {
-	case kindInt:
-		i, ok := v.(int64)
-		if !ok {
-			return bad("int")
-		}
-		if i < spec.min {
-			return fmt.Errorf("%s: option '%s' must be >= %d", where, key, spec.min)
-		}
-	case kindNumber:
-		f, ok := number(v)
-		if !ok {
-			return bad("int or float")
-		}
-		if !(f > 0) || math.IsInf(f, 0) {
-			return fmt.Errorf("%s: option '%s' must be > 0", where, key)
-		}
-	case kindBool:
-		if _, ok := v.(bool); !ok {
-			return bad("bool")
-		}
-	case kindStrings:
-		if _, ok := v.(string); ok {
-			return nil
-		}
-		list, ok := v.([]any)
-		if !ok {
-			return bad("string or list of strings")
-		}
-		for _, x := range list {
-			if _, ok := x.(string); !ok {
-				return bad("string or list of strings")
-			}
-		}
-	case kindChoice:
-		s, ok := v.(string)
-		if !ok {
-			return bad("string")
-		}
-		if !contains(spec.choices, s) {
-			return fmt.Errorf("%s: option '%s': unknown value '%s' (expected one of: %s)", where, key, s, strings.Join(spec.choices, ", "))
-		}
-	case kindStrOrMap:
-		switch v.(type) {
-		case string, map[string]any:
-		default:
-			return bad("string or map")
-		}
-	case kindMap:
-		if _, ok := v.(map[string]any); !ok {
-			return bad("map")
-		}
-	case kindMaps:
-		list, ok := v.([]any)
-		if !ok {
-			return bad("list of maps")
-		}
-		for _, x := range list {
-			if _, ok := x.(map[string]any); !ok {
-				return bad("list of maps")
-			}
-		}
-	}
-	return nil
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/internal/didyoumean"
 	"io"
 	"sort"
 	"strings"
@@ -130,7 +130,7 @@ func flagHint(fs *flag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	if near := vm.Closest(strings.TrimPrefix(name, "-"), names); near != "" {
+	if near := didyoumean.Closest(strings.TrimPrefix(name, "-"), names); near != "" {
 		return fmt.Sprintf(" (did you mean --%s?)", near)
 	}
 	return ""

@@ -15,6 +15,7 @@ import (
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -237,7 +238,7 @@ func (f *vmFlags) testVM(stdout io.Writer, root string, fx *fixture) (*vm.State,
 	if err != nil {
 		return nil, err
 	}
-	settings := builtins.DefaultLLM(func(string) string { return "" })
+	settings := providers.Default(func(string) string { return "" })
 	settings.Provider, settings.Model = f.provider, f.model
 	f.costSettings(settings)
 	queue := mock.New()

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/internal/didyoumean"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/vm"
@@ -189,7 +191,7 @@ func checkProvider(name string) error {
 		return nil
 	}
 	hint := ""
-	if near := vm.Closest(name, known); near != "" {
+	if near := didyoumean.Closest(name, known); near != "" {
 		hint = fmt.Sprintf("did you mean %s? ", near)
 	}
 	return fmt.Errorf("--provider: unknown provider %q (%sexpected one of: %s; another OpenAI-compatible server is provider=NAME with base_url= in the script)", name, hint, strings.Join(known, ", "))
@@ -267,7 +269,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 	if f.trace {
 		store.ObserveLogged(newTracer(std.err, colorOn(std.err, os.Getenv)).event)
 	}
-	settings := builtins.DefaultLLM(os.Getenv)
+	settings := providers.Default(os.Getenv)
 	settings.Provider, settings.Model = f.provider, f.model
 	f.costSettings(settings)
 	queue := mock.New()

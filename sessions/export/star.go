@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -19,10 +20,6 @@ type StarExport struct {
 	Fixture  []byte // the recorded replies, one per model call, for --llm-replay
 	Test     []byte // a skein test that replays the session and checks its last message
 }
-
-// StarDefaultMaxIterations is agent_loop's default max_iterations: a
-// replayed turn with more model calls passes its own.
-const StarDefaultMaxIterations = 16
 
 // ExportStar returns rec's current transcript as a pipeline named name
 // that rebuilds it: it opens a session with rec's title and metadata,
@@ -205,7 +202,9 @@ func (g *starGen) loop(turn []sessions.Message) (bool, error) {
 	g.replies = append(g.replies, replies...)
 	g.loops++
 	args := []string{strconv.Quote(turn[users-1].Text), "session_id = s", "provider = " + strconv.Quote(g.provider), "model = " + strconv.Quote(model), "tools = TOOLS"}
-	if !complete || len(replies) > StarDefaultMaxIterations {
+	// agent_loop makes at most agent.DefaultMaxIterations model calls
+	// unless told otherwise: a replayed turn with more passes its own
+	if !complete || len(replies) > agent.DefaultMaxIterations {
 		args = append(args, "max_iterations = "+strconv.Itoa(len(replies)))
 	}
 	g.line("r = agent_loop(" + strings.Join(args, ", ") + ")")

@@ -1,4 +1,8 @@
-package builtins
+// Package providers builds skein's real model providers: one factory
+// per wire protocol (OpenAI chat completions and Azure OpenAI, OpenAI
+// responses, Anthropic messages, Gemini), so that every name of
+// llm.Presets, and any other name with a base URL, can be reached.
+package providers
 
 import (
 	"net/http"
@@ -15,11 +19,11 @@ import (
 // reply included); an agent loop's timeout_s bounds the whole loop.
 const requestTimeout = 5 * time.Minute
 
-// DefaultLLM returns the provider settings of a VM: a factory per wire
+// Default returns the provider settings of a VM: a factory per wire
 // protocol, so that every name of llm.Presets (and any other name with a
 // base_url, as an OpenAI-compatible server) can be built. Keys and base
 // URLs are read through getenv only, as the presets say.
-func DefaultLLM(getenv func(string) string) *llm.Settings {
+func Default(getenv func(string) string) *llm.Settings {
 	return &llm.Settings{
 		Getenv:     getenv,
 		HTTPClient: providerClient(),
