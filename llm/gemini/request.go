@@ -59,6 +59,7 @@ type functionCall struct {
 }
 
 type functionResponse struct {
+	ID       string         `json:"id,omitempty"`
 	Name     string         `json:"name"`
 	Response map[string]any `json:"response"`
 }
@@ -246,7 +247,7 @@ func encodeMessage(msgs []sessions.Message, i int) (content, error) {
 		if m.IsError {
 			key = "error"
 		}
-		return content{Role: "user", Parts: []part{{FunctionResponse: &functionResponse{Name: name, Response: map[string]any{key: m.TextContent()}}}}}, nil
+		return content{Role: "user", Parts: []part{{FunctionResponse: &functionResponse{ID: providerID(m.ToolCallID), Name: name, Response: map[string]any{key: m.TextContent()}}}}}, nil
 	case sessions.RoleAssistant:
 		return encodeAssistant(m)
 	}
@@ -268,6 +269,17 @@ func encodeMessage(msgs []sessions.Message, i int) (content, error) {
 		}
 	}
 	return c, nil
+}
+
+// providerID returns the id of a call to send back: id, unless it is
+// one this package made up for a call the model sent without an id
+// (madeUpID), which is never sent. Gemini 3 gives each functionCall an
+// id and expects the functionResponse answering it to carry it.
+func providerID(id string) string {
+	if madeUpID(id) {
+		return ""
+	}
+	return id
 }
 
 // callName returns the name of the last tool call with id in msgs ("" if
@@ -310,7 +322,7 @@ func encodeAssistant(m *sessions.Message) (content, error) {
 		if err != nil {
 			return c, err
 		}
-		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{Name: call.Name, Args: json.RawMessage(args)}})
+		c.Parts = append(c.Parts, part{FunctionCall: &functionCall{ID: providerID(call.ID), Name: call.Name, Args: json.RawMessage(args)}})
 	}
 	return c, nil
 }

@@ -3,8 +3,8 @@ package gemini
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
@@ -229,7 +229,7 @@ func (r *reply) response() (*llm.Response, error) {
 			}
 			id := p.FunctionCall.ID
 			if id == "" {
-				id = fmt.Sprintf("call_%d", len(resp.ToolCalls)+1)
+				id = makeID(len(resp.ToolCalls) + 1)
 			}
 			resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
 		case p.Text != nil && p.Thought:
@@ -272,4 +272,22 @@ func stopReason(finish string, hasCalls bool) string {
 		return llm.StopMaxTokens
 	}
 	return strings.ToLower(finish)
+}
+
+// makeID returns the id of the nth call of a reply (from 1) whose
+// functionCall has no id, as models before Gemini 3 send them: call_n.
+func makeID(n int) string { return "call_" + strconv.Itoa(n) }
+
+// madeUpID reports whether id is one makeID returns.
+func madeUpID(id string) bool {
+	n, ok := strings.CutPrefix(id, "call_")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
