@@ -164,12 +164,14 @@ func testCommand(args []string, std stdio) int {
 	if opts.json {
 		notes = std.err
 	}
-	noMatch := len(cases) == 0 && (opts.run != nil || len(only) > 0)
+	// Test ids that name no test are an error (a typo); a -run pattern
+	// that matches nothing is not, as with go test.
+	noMatch := len(cases) == 0 && len(only) > 0
 	switch {
-	case noMatch && opts.run != nil:
-		fmt.Fprintf(std.err, "skein test: -run %q matches no test in %s\n", opts.run, strings.Join(paths, " "))
 	case noMatch:
 		fmt.Fprintf(std.err, "skein test: no test named %s\n", strings.Join(fs.Args(), " "))
+	case len(cases) == 0 && opts.run != nil:
+		fmt.Fprintf(std.err, "skein test: no tests to run (-run %q matches no test in %s)\n", opts.run, strings.Join(paths, " "))
 	case len(cases) == 0:
 		fmt.Fprintln(std.err, "skein test: no tests to run")
 	}
