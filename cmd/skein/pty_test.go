@@ -101,7 +101,8 @@ func TestREPLInterruptUnderPTY(t *testing.T) {
 // TestREPLEditingUnderPTY: an interactive REPL starts with a one-line
 // banner (version, :help); continuation lines start indented (deeper
 // after a ':', shallower after return), so a block is typed without
-// indenting by hand and ended by Enter on the indentation alone; the
+// indenting by hand and ended by Enter on the indentation alone (a
+// docstring typed line by line too); the
 // history holds whole inputs: Up recalls a multi-line for loop as one
 // entry (shown with ↵), Enter runs it again, and the next session
 // recalls it from the history file.
@@ -132,6 +133,31 @@ func TestREPLEditingUnderPTY(t *testing.T) {
 	term.expect(">>> ")
 	term.send("double(21)\r")
 	term.expect(`\n42\r?\n`)
+
+	// a Google-style docstring typed line by line: its "Args:" does not
+	// indent deeper, its blank line does not end the def, and after its
+	// closing quotes the body goes on at the docstring's indentation
+	term.send("def area(w, h):\r")
+	term.continuation(4)
+	term.send(`"""The area of a rectangle.` + "\r")
+	term.continuation(4)
+	term.send("\r")
+	term.continuation(4)
+	term.send("Args:\r")
+	term.continuation(4)
+	term.send("    w: the width\r")
+	term.continuation(8)
+	term.send("h: the height\r")
+	term.continuation(8)
+	term.send(`"""` + "\r")
+	term.continuation(4)
+	term.send("return w * h\r")
+	term.expect(`\.\.\. {5}return w \* h\r?\n`)
+	term.expect(`\.\.\. `) // no indentation after the return
+	term.send("\r")
+	term.expect(">>> ")
+	term.send("area(3, 4)\r")
+	term.expect(`\n12\r?\n`)
 
 	// pasted code keeps its own indentation (its lines arrive at once)
 	term.send("def triple(n):\r    x = n * 3\r    if x > 0:\r        return x\r    return 0\r\r")

@@ -39,6 +39,10 @@ load() paths are relative to the working directory.
   Ctrl-C   cancel the running input (or the line being typed)
   Ctrl-D   exit
 
+help() lists the builtins; help(agent_loop) shows one's signature.
+agent_session_open(ID) resumes a stored session of that id (the REPL
+says so); a new id starts a fresh one.
+
 Commands:
   :help      this help
   :sessions  the live sessions: id, messages, turns, status
@@ -73,6 +77,7 @@ func replCommand(args []string, std stdio) int {
 		return failState(std, fs.Name(), err)
 	}
 	repl := vm.NewREPL(st)
+	repl.Globals()["help"] = newHelp(std.out)
 	interactive := isTerminal(std.in) && isTerminal(std.out)
 	var lines lineSource = pipedLines{bufio.NewReader(std.in)}
 	if interactive {
@@ -107,6 +112,7 @@ func replCommand(args []string, std stdio) int {
 // Errors are printed and the loop goes on; it reports whether any input
 // failed.
 func loop(repl *vm.REPL, st *vm.State, lines lineSource, intr *interrupter, timeout time.Duration, store *storeFlag, std stdio) (failed bool) {
+	resumed := newResumeNotes(st.Clock())
 	for {
 		in, err := repl.Read(lines.line)
 		lines.done(repl.LastSource())
@@ -132,6 +138,7 @@ func loop(repl *vm.REPL, st *vm.State, lines lineSource, intr *interrupter, time
 		ctx, done := intr.begin(timeout)
 		v, err := repl.Eval(ctx, in)
 		done()
+		resumed.check(std.err, st.Store.Live(), store.String())
 		if err != nil {
 			fmt.Fprintln(std.err, vm.FormatError(err))
 			if h := store.hint(err); h != "" {

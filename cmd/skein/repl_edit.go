@@ -53,20 +53,21 @@ type editorLines struct {
 	rl      *readline.Instance
 	in      *lineReader // the editor's input
 	history *replHistory
-	prev    string   // the last line returned
+	lines   []string // the lines of the input so far
 	queue   []string // the rest of a recalled multi-line input
 }
 
 func (e *editorLines) line(continued bool) (string, error) {
 	if len(e.queue) > 0 {
-		e.prev, e.queue = e.queue[0], e.queue[1:]
-		return e.prev, nil
+		line := e.queue[0]
+		e.lines, e.queue = append(e.lines, line), e.queue[1:]
+		return line, nil
 	}
 	prompt, indent := primaryPrompt, ""
 	if continued {
 		prompt = continuationPrompt
 		if !e.in.pending() { // pasted lines bring their own indentation
-			indent = autoIndent(e.prev)
+			indent = autoIndent(e.lines)
 		}
 	}
 	e.rl.SetPrompt(prompt)
@@ -78,12 +79,15 @@ func (e *editorLines) line(continued bool) (string, error) {
 		// a recalled block: its lines, then the blank line that ends it
 		line, e.queue = lines[0], append(lines[1:], "")
 	}
-	e.prev = line
+	if !continued {
+		e.lines = e.lines[:0]
+	}
+	e.lines = append(e.lines, line)
 	return line, nil
 }
 
 func (e *editorLines) done(source string) {
-	e.queue, e.prev = nil, ""
+	e.queue, e.lines = nil, nil
 	if e.history.add(source) {
 		e.history.load(e.rl)
 	}
@@ -129,21 +133,38 @@ func (l *lineReader) pending() bool {
 	return len(l.buf) > 0
 }
 
-// autoIndent is the indentation to start the line after prev with, in a
-// block: prev's, one level (four spaces) deeper after a line ending in
-// ':' or an opening bracket, one level shallower after return, pass,
-// break or continue.
-func autoIndent(prev string) string {
-	prev = strings.TrimRight(prev, "\r\n")
-	indent := prev[:len(prev)-len(strings.TrimLeft(prev, " \t"))]
-	code := strings.TrimSpace(stripComment(prev))
-	if code == "" {
-		return indent
+// autoIndent is the indentation to start the line after lines (the
+// input's lines so far) with, in a block: inside a string that spans
+// lines (a docstring), the last line's, whatever it ends with; otherwise
+// that of the line the last statement began on (a statement whose string
+// spanned lines ends on the line that closes it), one level (four
+// spaces) deeper after a line ending in ':' or an opening bracket, one
+// level shallower after return, pass, break or continue.
+func autoIndent(lines []string) string {
+	if len(lines) == 0 {
+		return ""
 	}
-	if strings.ContainsRune(":([{", rune(code[len(code)-1])) {
+	var (
+		open  string // the quotes of a string still open at the end of a line
+		start int    // the line the last statement began on
+		code  string // the last line's code outside strings and comments
+	)
+	for i, l := range lines {
+		if open == "" {
+			start = i
+		}
+		code, open = scanCode(strings.TrimRight(l, "\r\n"), open)
+	}
+	if open != "" {
+		return indentOf(lines[len(lines)-1])
+	}
+	indent := indentOf(lines[start])
+	code = strings.TrimSpace(code)
+	if code != "" && strings.ContainsRune(":([{", rune(code[len(code)-1])) {
 		return indent + "    "
 	}
-	word, _, _ := strings.Cut(code, " ")
+	first, _ := scanCode(strings.TrimRight(lines[start], "\r\n"), "")
+	word, _, _ := strings.Cut(strings.TrimSpace(first), " ")
 	switch word {
 	case "return", "pass", "break", "continue":
 		return indent[:max(0, len(indent)-4)]
@@ -151,24 +172,44 @@ func autoIndent(prev string) string {
 	return indent
 }
 
-// stripComment drops a '#' comment from a line of code, leaving any '#'
-// inside a string literal.
-func stripComment(line string) string {
-	var quote byte
+// indentOf returns the leading spaces and tabs of line.
+func indentOf(line string) string {
+	return line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+}
+
+// scanCode returns a line's code with each string literal's contents
+// left out (a string is written "") and without its '#' comment, and the
+// quotes (three double or three single) of a string still open at its
+// end. open is the quotes of a string the line starts inside ("" when it
+// starts in code).
+func scanCode(line, open string) (code string, stillOpen string) {
+	var b strings.Builder
+	quote := open
 	for i := 0; i < len(line); i++ {
-		switch c := line[i]; {
-		case quote != 0 && c == '\\':
+		c := line[i]
+		switch {
+		case quote != "" && c == '\\':
 			i++
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote != 0:
-		case c == '\'' || c == '"':
-			quote = c
+		case quote != "" && strings.HasPrefix(line[i:], quote):
+			i += len(quote) - 1
+			quote = ""
+			b.WriteString(`""`)
+		case quote != "":
 		case c == '#':
-			return line[:i]
+			return b.String(), ""
+		case c == '\'' || c == '"':
+			quote = string(c)
+			if q := strings.Repeat(string(c), 3); strings.HasPrefix(line[i:], q) {
+				quote, i = q, i+2
+			}
+		default:
+			b.WriteByte(c)
 		}
 	}
-	return line
+	if len(quote) == 3 {
+		return b.String() + `""`, quote
+	}
+	return b.String(), ""
 }
 
 // blockPainter shows blockSep as ↵: a recalled multi-line input reads

@@ -30,7 +30,7 @@ func TestAutoIndent(t *testing.T) {
 		{"return", ""},
 		{"    returned = 1", "    "},
 	} {
-		if got := autoIndent(tc.prev); got != tc.want {
+		if got := autoIndent([]string{tc.prev}); got != tc.want {
 			t.Errorf("autoIndent(%q) = %q, want %q", tc.prev, got, tc.want)
 		}
 	}
@@ -74,5 +74,34 @@ func TestHistoryFile(t *testing.T) {
 	}
 	if again := openHistory(path); !slices.Equal(again.entries, h.entries) {
 		t.Fatal("the cut file does not read back the same")
+	}
+}
+
+// TestAutoIndentInStrings: inside a string that spans lines (a Google
+// style docstring) a line ending in ':' does not indent deeper, and after
+// the line that closes it the next statement starts where the string's
+// statement did.
+func TestAutoIndentInStrings(t *testing.T) {
+	doc := []string{"def area(w, h):", `    """The area of a rectangle.`, "    ", "    Args:", "        w: the width", "        h: the height", `    """`}
+	for _, tc := range []struct {
+		lines []string
+		want  string
+	}{
+		{doc[:2], "    "},
+		{doc[:3], "    "},
+		{doc[:4], "    "},
+		{doc[:5], "        "},
+		{doc[:6], "        "},
+		{doc, "    "},
+		{[]string{"def f():", `    s = """a:`, `    b""" + ":"`}, "    "},
+		{[]string{"def f():", `    return """a`, `b"""`}, ""},
+		{[]string{"if x:", `    s = '''it's:`, `    done:'''`}, "    "},
+		{[]string{"def f():", `    """One line."""`}, "    "},
+		{[]string{"def f():", `    x = "\""`}, "    "},
+		{[]string{"if x:", `    y = """a`, `    """`, "    if y:"}, "        "},
+	} {
+		if got := autoIndent(tc.lines); got != tc.want {
+			t.Errorf("autoIndent(%q) = %q, want %q", tc.lines, got, tc.want)
+		}
 	}
 }
