@@ -98,6 +98,10 @@ type State struct {
 	runMu   sync.Mutex
 	ctx     context.Context
 	threads map[*starlark.Thread]bool
+
+	closeMu  sync.Mutex
+	closers  []func() error
+	isClosed bool
 }
 
 // New returns a State configured by opts.
@@ -259,6 +263,35 @@ func (s *State) Release(t *starlark.Thread) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	delete(s.threads, t)
+}
+
+// AtClose registers fn to run when the VM is closed: how a builtin that
+// starts something that outlives a call (an MCP server's process) has it
+// stopped when the run ends. On a closed VM fn runs at once.
+func (s *State) AtClose(fn func() error) {
+	s.closeMu.Lock()
+	if !s.isClosed {
+		s.closers = append(s.closers, fn)
+		s.closeMu.Unlock()
+		return
+	}
+	s.closeMu.Unlock()
+	fn()
+}
+
+// Close runs the functions registered with AtClose, newest first, each
+// once, and returns their errors joined. The command that made the VM
+// calls it when the run ends; Close is idempotent.
+func (s *State) Close() error {
+	s.closeMu.Lock()
+	fns := s.closers
+	s.closers, s.isClosed = nil, true
+	s.closeMu.Unlock()
+	var errs []error
+	for i := len(fns) - 1; i >= 0; i-- {
+		errs = append(errs, fns[i]())
+	}
+	return errors.Join(errs...)
 }
 
 func cancelReason(ctx context.Context) string {

@@ -133,6 +133,7 @@ func (r *TestRunner) Discover(file string, src []byte) ([]string, error) {
 		return nil, err
 	}
 	defer st.Store.Shutdown()
+	defer st.Close()
 	end := st.Begin(r.context())
 	globals, err := r.exec(st, file, src)
 	end()
@@ -180,6 +181,7 @@ func (r *TestRunner) Run(file string, src []byte, name string) (res TestResult) 
 		return res
 	}
 	defer st.Store.Shutdown()
+	defer st.Close()
 	if r.Done != nil {
 		defer func() { r.Done(st, res) }()
 	}

@@ -327,7 +327,8 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 		closeAll()
 		return nil, nil, err
 	}
-	return st, closeAll, nil
+	// What the script started (MCP servers) stops before the store does.
+	return st, func() error { return errors.Join(st.Close(), closeAll()) }, nil
 }
 
 // replayDefaults makes a fixture answer a run that names no provider:
