@@ -917,7 +917,7 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 		return err
 	}
 	started, ranFrom := l.clock(), time.Now()
-	output, toolErr := l.invoke(call)
+	output, blocks, toolErr := l.invoke(call)
 	if l.ran == nil {
 		l.ran = map[string]time.Duration{}
 	}
@@ -937,10 +937,10 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 		case l.cfg.ToolErrors == ToolErrorsRaise && !errors.As(toolErr, &bad):
 			raised = toolErr
 		}
-		output = toolErr.Error()
+		output, blocks = toolErr.Error(), nil
 	} else {
 		var err error
-		if output, err = l.shortenToolOutput(call.Name, output); err != nil {
+		if output, blocks, err = l.shortenContent(call.Name, output, blocks); err != nil {
 			return err
 		}
 	}
@@ -960,7 +960,7 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 		l.res.Succeeded = append(l.res.Succeeded, call.Name)
 	}
 	data["status"] = status
-	result := sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, IsError: toolErr != nil}
+	result := sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, Blocks: blocks, IsError: toolErr != nil}
 	ev := sessions.NewEvent(EventToolResult, data)
 	ev.CorrID = call.ID
 	return l.stage(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
@@ -1026,7 +1026,9 @@ type badCall struct{ msg string }
 
 func (e *badCall) Error() string { return e.msg }
 
-func (l *loop) invoke(call sessions.ToolCall) (string, error) {
+// invoke runs a call: its result text, or its blocks when they hold more
+// than text (a ContentTool's images).
+func (l *loop) invoke(call sessions.ToolCall) (string, []sessions.Block, error) {
 	var tool Tool
 	names := make([]string, 0, len(l.cfg.Tools))
 	for _, t := range l.cfg.Tools {
@@ -1037,16 +1039,20 @@ func (l *loop) invoke(call sessions.ToolCall) (string, error) {
 		}
 	}
 	if tool == nil {
-		return "", &badCall{fmt.Sprintf("unknown tool '%s' (available: %s)", call.Name, strings.Join(names, ", "))}
+		return "", nil, &badCall{fmt.Sprintf("unknown tool '%s' (available: %s)", call.Name, strings.Join(names, ", "))}
 	}
 	sch, err := l.argsSchema(tool)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if sch != nil {
 		if err := sch.Validate("arguments", call.Arguments); err != nil {
-			return "", &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
+			return "", nil, &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
 		}
 	}
-	return tool.Run(l.ctx, call)
+	if ct, ok := tool.(ContentTool); ok {
+		return l.runContent(ct, call)
+	}
+	out, err := tool.Run(l.ctx, call)
+	return out, nil, err
 }
