@@ -41,3 +41,46 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("after KillGroup: %v", err)
 	}
 }
+
+// TestCommandInherit: RunOptions.Inherit names the only variables taken
+// from skein's environment; TerminateGroup stops the group with SIGTERM.
+func TestCommandInherit(t *testing.T) {
+	needBins(t, "sleep")
+	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{"sleep"}, AllowEnv: []string{"GREETING"}})
+	t.Setenv("LANG", "C.UTF-8")
+	cmd, err := p.Command([]string{"sleep", "60"}, RunOptions{Inherit: []string{"PATH"}, Env: map[string]string{"GREETING": "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range cmd.Env {
+		if !strings.HasPrefix(kv, "PATH=") && kv != "GREETING=hi" {
+			t.Errorf("the environment holds %s", kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	TerminateGroup(cmd)
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "terminated") {
+		t.Fatalf("after TerminateGroup: %v", err)
+	}
+}
+
+func TestCheckURL(t *testing.T) {
+	p := mustNew(t, Config{Root: tempDir(t), AllowNet: []string{"example.com"}})
+	if err := p.CheckURL("https://example.com/mcp"); err != nil {
+		t.Error(err)
+	}
+	for url, want := range map[string]string{
+		"https://other.com/mcp": `host "other.com" is not allowed (allowed: example.com)`,
+		"ftp://example.com/":    `url scheme "ftp" is not allowed`,
+		"/relative":             `invalid url "/relative": not absolute`,
+	} {
+		if err := p.CheckURL(url); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckURL(%q) = %v, want %s", url, err, want)
+		}
+	}
+	if err := p.CheckURL("https://other.com/"); !errors.Is(err, ErrNotAllowed) {
+		t.Errorf("a refused host does not match ErrNotAllowed: %v", err)
+	}
+}

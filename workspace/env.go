@@ -96,11 +96,16 @@ func (p *Policy) allowEnv(name string) error {
 	return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (allowed: %s)", name, strings.Join(p.env, ", "))
 }
 
-// commandEnv builds a command's environment, sorted by name, after
-// checking each variable the script sets against the policy.
-func (p *Policy) commandEnv(extra map[string]string, secrets map[string]Secret) ([]string, error) {
+// commandEnv builds a command's environment, sorted by name: the
+// variables inherit names (inheritedEnv when nil) from skein's
+// environment, then extra and secrets after checking each against the
+// policy.
+func (p *Policy) commandEnv(inherit []string, extra map[string]string, secrets map[string]Secret) ([]string, error) {
+	if inherit == nil {
+		inherit = inheritedEnv
+	}
 	env := map[string]string{}
-	for _, k := range inheritedEnv {
+	for _, k := range inherit {
 		if v, ok := os.LookupEnv(k); ok {
 			env[k] = v
 		}

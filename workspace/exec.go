@@ -48,6 +48,11 @@ type RunOptions struct {
 	// MaxOutput caps what is kept of stdout and of stderr, each
 	// (DefaultMaxOutput if 0 or negative). The rest is read and dropped.
 	MaxOutput int
+	// Inherit names the variables taken from skein's environment; nil
+	// means the usual minimal set (PATH, HOME, the user, the terminal,
+	// the locale and a few others, never a secret). Env and SecretEnv
+	// come on top either way.
+	Inherit []string
 }
 
 // RunResult is the outcome of a command that ran.
@@ -171,7 +176,7 @@ func (p *Policy) command(argv []string, opts RunOptions) (*exec.Cmd, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := p.commandEnv(opts.Env, opts.SecretEnv)
+	env, err := p.commandEnv(opts.Inherit, opts.Env, opts.SecretEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -380,4 +385,11 @@ func (p *Policy) Command(argv []string, opts RunOptions) (*exec.Cmd, error) {
 // nothing when the group is gone.
 func KillGroup(cmd *exec.Cmd) {
 	killGroup(cmd)
+}
+
+// TerminateGroup asks the process group of a started command from
+// Command to stop (SIGTERM; where there are no signals, it kills the
+// process). It does nothing when the group is gone.
+func TerminateGroup(cmd *exec.Cmd) {
+	terminateGroup(cmd)
 }

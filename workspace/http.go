@@ -87,12 +87,9 @@ func (p *Policy) Do(ctx context.Context, r HTTPRequest) (*HTTPResponse, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	u, err := url.Parse(r.URL)
+	u, err := parseURL(r.URL)
 	if err != nil {
-		return nil, fmt.Errorf("invalid url %q: %v", r.URL, errors.Unwrap(err))
-	}
-	if !u.IsAbs() {
-		return nil, fmt.Errorf("invalid url %q: not absolute", r.URL)
+		return nil, err
 	}
 	if err := p.checkURL(u); err != nil {
 		return nil, err
@@ -163,6 +160,33 @@ func (p *Policy) Do(ctx context.Context, r HTTPRequest) (*HTTPResponse, error) {
 		out.Headers[strings.ToLower(k)] = strings.Join(vs, ", ")
 	}
 	return out, nil
+}
+
+// CheckURL checks an absolute http or https URL's scheme and host against
+// the network policy, before anything connects to it (the addresses the
+// host resolves to are checked when dialling, by HTTPClient). A refusal
+// matches ErrNotAllowed.
+func (p *Policy) CheckURL(rawURL string) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	return p.checkURL(u)
+}
+
+// parseURL parses an absolute URL.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid url %q: %v", raw, errors.Unwrap(err))
+	}
+	if !u.IsAbs() {
+		return nil, fmt.Errorf("invalid url %q: not absolute", raw)
+	}
+	return u, nil
 }
 
 // checkURL checks a request URL's scheme and host against the policy.

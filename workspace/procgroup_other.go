@@ -19,5 +19,8 @@ func killGroup(cmd *exec.Cmd) {
 	}
 }
 
+// terminateGroup kills cmd's process: there is no SIGTERM to send.
+func terminateGroup(cmd *exec.Cmd) { killGroup(cmd) }
+
 // exitCode returns the exit status of a finished process.
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }

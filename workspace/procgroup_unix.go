@@ -22,6 +22,13 @@ func killGroup(cmd *exec.Cmd) {
 	}
 }
 
+// terminateGroup sends SIGTERM to cmd's process group.
+func terminateGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	}
+}
+
 // exitCode returns the exit status of a finished process, 128+n for a
 // death by signal n.
 func exitCode(ps *os.ProcessState) int {
