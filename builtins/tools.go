@@ -200,6 +200,23 @@ func toolBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	return t, nil
 }
 
+// clashOrigins says where two tools of one name come from when either is
+// an MCP server's (" (mcp server 'a' and mcp server 'b'; ...)"), else "".
+func clashOrigins(a, b Tool) string {
+	origin := func(t Tool) (string, bool) {
+		if o, ok := t.(interface{ origin() string }); ok {
+			return o.origin(), true
+		}
+		return "a script", false
+	}
+	oa, mcpA := origin(a)
+	ob, mcpB := origin(b)
+	if !mcpA && !mcpB {
+		return ""
+	}
+	return fmt.Sprintf(" (%s and %s; pass prefix= to mcp_server to rename its tools)", oa, ob)
+}
+
 func checkToolName(name string) error {
 	if name == "" || name == "lambda" {
 		return fmt.Errorf("a tool needs a name (pass name= for a lambda)")
@@ -220,7 +237,7 @@ func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
 		return nil, fmt.Errorf("%s: option 'tools': got %s, want list of functions or tools", fn, v.Type())
 	}
 	out := make([]Tool, 0, seq.Len())
-	seen := map[string]bool{}
+	seen := map[string]Tool{}
 	for i := 0; i < seq.Len(); i++ {
 		var t Tool
 		switch x := seq.Index(i).(type) {
@@ -239,10 +256,10 @@ func toolsFromStarlark(fn string, v starlark.Value) ([]Tool, error) {
 			return nil, fmt.Errorf("%s: tools[%d]: got %s, want a function or a tool", fn, i, x.Type())
 		}
 		name := t.ToolSpec().Name
-		if seen[name] {
-			return nil, fmt.Errorf("%s: two tools are named %q", fn, name)
+		if first, dup := seen[name]; dup {
+			return nil, fmt.Errorf("%s: two tools are named %q%s", fn, name, clashOrigins(first, t))
 		}
-		seen[name] = true
+		seen[name] = t
 		out = append(out, t)
 	}
 	return out, nil
