@@ -251,3 +251,63 @@ results = [m["content"] for m in r["messages"] if m["role"] == "tool"]
 		t.Errorf("clash: got %v, want %s", err, want)
 	}
 }
+
+// TestScriptTools: what skein mcp serves of a script, and each call's
+// limits.
+func TestScriptTools(t *testing.T) {
+	st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := st.ExecFile("served.star", `
+def spin():
+    """Runs for ever."""
+    for i in range(1 << 40):
+        pass
+
+def greet(name):
+    """Greets.
+
+    Args:
+      name (str): who.
+    """
+    return "hello " + name
+
+def _hidden():
+    """Not served."""
+
+def undocumented():
+    pass
+`)
+	if err != nil {
+		t.Fatal(vm.FormatError(err))
+	}
+	tools, err := builtins.ScriptTools(st, g, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Spec.Name)
+	}
+	if strings.Join(names, " ") != "greet spin" {
+		t.Fatalf("served %v", names)
+	}
+	out, err := tools[0].Call(context.Background(), map[string]any{"name": "you"})
+	if err != nil || out != "hello you" {
+		t.Errorf("greet: %q, %v", out, err)
+	}
+	start := time.Now()
+	_, err = tools[1].Call(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), "timeout: the call exceeded --timeout 300ms") {
+		t.Errorf("spin: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the timed-out call took %v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, err := tools[1].Call(ctx, nil); err == nil || !strings.Contains(err.Error(), "cancel") {
+		t.Errorf("cancelled spin: %v", err)
+	}
+}

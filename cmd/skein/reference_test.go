@@ -29,7 +29,7 @@ func cliReference(t *testing.T) string {
 	section := func(title string, args ...string) {
 		fmt.Fprintf(&b, "\n## %s\n\n```\n%s\n```\n", title, help(append(args, "-h")...))
 	}
-	for _, c := range []string{"run", "repl", "test", "serve", "acp"} {
+	for _, c := range []string{"run", "repl", "test", "serve", "acp", "mcp"} {
 		section("skein "+c, c)
 	}
 	section("skein sessions", "sessions")
@@ -98,7 +98,7 @@ The commands' own:
 
 | variable | meaning |
 |---|---|
-%s| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` when ` + "`--token-file`" + ` is not given |
+%s| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` (and ` + "`skein mcp --addr`" + `) when ` + "`--token-file`" + ` is not given |
 | ` + "`SKEIN_OLLAMA_BASE_URL`" + ` | the Ollama server (default ` + "`http://localhost:11434/v1`" + `) |
 | provider keys and base URLs | ` + "`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`" + ` and the others of [providers.md](providers.md); read from the environment only, never logged |
 
