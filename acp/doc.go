@@ -8,9 +8,11 @@
 // session/update notifications, session/cancel stops the turn (healed,
 // stop reason "cancelled") and session/load replays a stored transcript.
 //
-// As the client (Client, behind `skein serve --agent acp:NAME=...`), it
-// runs an external ACP agent process per served session and stores the
-// updates it streams as the session's messages.
+// As the client (External, behind `skein serve --agent acp:NAME=...`), it
+// runs an external ACP agent process per served session (or one shared
+// by all) and stores the updates it streams as the session's messages
+// (see collector): text chunks joined into one assistant message, tool
+// calls as calls of assistant messages, their results as tool messages.
 //
 // The protocol types and the JSON-RPC connection come from
 // github.com/coder/acp-go-sdk. What that library does not do is written

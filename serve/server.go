@@ -24,6 +24,21 @@ type Agent interface {
 	Handle(ctx context.Context, sessionID, text string) error
 }
 
+// SessionAgent is an Agent that holds something of its own for each
+// session it serves (an external ACP agent: a process and a session on
+// it). The server opens a session on it when it creates one and closes
+// it when the session ends.
+type SessionAgent interface {
+	Agent
+	// Open prepares session id, just created, for its prompts. An error
+	// fails the creation: the session is marked "error" with it.
+	Open(ctx context.Context, id string) error
+	// Close releases what session id holds: the session has ended
+	// (cancelled, completed, error or purged). It must be quick to
+	// return to the caller's request and safe for ids never opened.
+	Close(id string)
+}
+
 // Defaults of Config.
 const (
 	DefaultMaxSessions  = 5

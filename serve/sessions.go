@@ -60,6 +60,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.Info("session created", "id", id, "agent", name, "active", n)
+	if sa, ok := s.cfg.Agents[name].(SessionAgent); ok {
+		if err := sa.Open(r.Context(), id); err != nil {
+			s.AgentFailed(id, err)
+			return errorf(http.StatusBadGateway, "agent_failed", "agent '%s' could not start session '%s': %v", name, id, err)
+		}
+	}
 	rec, err := s.store.Meta(r.Context(), id)
 	if err != nil {
 		return err
@@ -317,6 +323,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		case err != nil:
 			return err
 		}
+		s.closeAgent(rec.Metadata, id)
 		s.ended(ctx, id, "purged")
 		w.WriteHeader(http.StatusNoContent)
 		return nil
@@ -361,8 +368,38 @@ func (s *Server) end(ctx context.Context, id string, status sessions.Status, rea
 	if _, err := s.store.Apply(ctx, id, ch); err != nil {
 		return err
 	}
+	s.closeAgent(rec.Metadata, id)
 	s.ended(ctx, id, reason)
 	return nil
+}
+
+// closeAgent tells a SessionAgent that session id (whose metadata is
+// meta) has ended.
+func (s *Server) closeAgent(meta map[string]any, id string) {
+	if sa, ok := s.cfg.Agents[strOf(meta, metaAgent)].(SessionAgent); ok {
+		sa.Close(id)
+	}
+}
+
+// AgentFailed records a failure of session id's agent outside a turn
+// (an external agent's process died between prompts): the session
+// becomes "error", with a system message saying why. While a turn of
+// the session runs, that turn fails with the same cause and records it,
+// so nothing is done here.
+func (s *Server) AgentFailed(id string, cause error) {
+	ctx := context.Background()
+	lk, err := s.locks.TryLock(ctx, turnLock(id))
+	if err != nil {
+		return // a turn runs (or the store is unreachable: the next request sees it)
+	}
+	defer s.unlock(lk)
+	rec, err := s.store.Meta(ctx, id)
+	if err != nil || rec.Status != sessions.StatusActive {
+		return
+	}
+	if err := s.end(ctx, id, sessions.StatusError, "error", "The agent failed: "+cause.Error()); err != nil {
+		s.log.Error("recording an agent's failure failed", "id", id, "err", err)
+	}
 }
 
 // ended logs a session's leaving the active ones, with the active

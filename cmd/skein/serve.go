@@ -17,15 +17,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skein-dev/skein/acp"
 	"github.com/skein-dev/skein/serve"
 )
 
-const serveUsage = "[flags] --agent FILE.star [--agent FILE.star ...]"
+const serveUsage = "[flags] --agent FILE.star|'acp:NAME=COMMAND ARGS...' [--agent ...]"
 
 // serveFlags are the flags of skein serve besides the VM's.
 type serveFlags struct {
 	addr        string
-	agents      listFlag
+	agents      agentsFlag
+	acpShared   bool
 	maxSessions int
 	maxRunning  int
 	idleTimeout time.Duration
@@ -39,7 +41,8 @@ type serveFlags struct {
 func (f *serveFlags) flags() []flagDef {
 	return []flagDef{
 		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)"},
-		{name: "agent", value: &f.agents, usage: "agent file FILE.star defining handle(session_id, text); repeatable; the agent's name is the file's stem"},
+		{name: "agent", value: &f.agents, usage: "agent file FILE.star defining handle(session_id, text) (the agent's name is the file's stem), or 'acp:NAME=COMMAND ARGS...', an external Agent Client Protocol agent (its command must be allowed by --allow-cmd); repeatable"},
+		{name: "acp-shared", value: &f.acpShared, usage: "run one process per external ACP agent for all its sessions, instead of one per session"},
 		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
 		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once (0: 4 per core)"},
 		{name: "idle-timeout", value: &f.idleTimeout, def: serve.DefaultIdleTimeout.String(), env: "AGENT_SESSION_IDLE_TIMEOUT", envUnit: time.Minute,
@@ -68,7 +71,7 @@ func serveCommand(args []string, std stdio) int {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star)", fs.Arg(0)))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star or --agent 'acp:NAME=COMMAND ARGS...')", fs.Arg(0)))
 	case len(f.agents) == 0:
 		return usageError(std, fs.Name(), "no agent: give at least one --agent FILE.star")
 	case f.maxSessions < 1:
@@ -101,7 +104,32 @@ func serveCommand(args []string, std stdio) int {
 	}
 	defer closeVM()
 	agents := map[string]serve.Agent{}
+	logger := slog.New(slog.NewTextHandler(std.err, nil))
+	var externals []*acp.External
+	defer func() {
+		for _, e := range externals {
+			e.Shutdown()
+		}
+	}()
+	root := cwd
+	if vf.workspace != "" {
+		if root, err = filepath.Abs(vf.workspace); err != nil {
+			return failState(std, fs.Name(), err)
+		}
+	}
 	for _, file := range f.agents {
+		if strings.HasPrefix(file, acpAgentPrefix) {
+			e, err := newACPAgent(file, st.Workspace, st.Store, root, f.acpShared, logger)
+			if err != nil {
+				return usageError(std, fs.Name(), err.Error())
+			}
+			if _, dup := agents[e.Name()]; dup {
+				return usageError(std, fs.Name(), fmt.Sprintf("two agents are named %q", e.Name()))
+			}
+			agents[e.Name()] = e
+			externals = append(externals, e)
+			continue
+		}
 		h, err := st.LoadHandler(file)
 		if err != nil {
 			fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
@@ -112,12 +140,14 @@ func serveCommand(args []string, std stdio) int {
 		}
 		agents[h.Name()] = h
 	}
-	logger := slog.New(slog.NewTextHandler(std.err, nil))
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
 		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed
+	}
+	for _, e := range externals {
+		e.OnFailure(srv.AgentFailed)
 	}
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
