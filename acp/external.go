@@ -16,6 +16,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // Defaults of ExternalConfig.
@@ -370,7 +371,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	conn   *sdk.ClientSideConnection
 	stdin  io.WriteCloser
-	stderr *tail
+	stderr *workspace.Tail
 	caps   sdk.AgentCapabilities
 	exited chan struct{} // closed once the process has exited
 	err    error         // how it exited (set before exited is closed)
@@ -386,7 +387,7 @@ func (e *External) start(ctx context.Context) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", e.cfg.Name, err)
 	}
-	p := &proc{ext: e, cmd: cmd, stderr: &tail{max: stderrTail}, exited: make(chan struct{}), routes: map[sdk.SessionId]*extSession{}}
+	p := &proc{ext: e, cmd: cmd, stderr: &workspace.Tail{Max: stderrTail}, exited: make(chan struct{}), routes: map[sdk.SessionId]*extSession{}}
 	// Own pipes rather than exec's: Wait must not close the output the
 	// connection is still reading.
 	outR, outW, err := os.Pipe()
@@ -617,27 +618,4 @@ func (p *proc) ReleaseTerminal(ctx context.Context, r sdk.ReleaseTerminalRequest
 
 func (p *proc) WaitForTerminalExit(ctx context.Context, r sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
 	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound(sdk.ClientMethodTerminalWaitForExit)
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/skein-dev/skein/workspace"
@@ -36,7 +35,7 @@ type process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
-	stderr *tail
+	stderr *workspace.Tail
 	exited chan struct{} // closed when the process has been waited for
 	err    error         // Wait's result, set before exited is closed
 }
@@ -61,7 +60,7 @@ func startProcess(policy *workspace.Policy, spec *Spec) (*process, error) {
 		stdinW.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: stdinW, stdout: stdoutR, stderr: &tail{max: stderrTail}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stdin: stdinW, stdout: stdoutR, stderr: &workspace.Tail{Max: stderrTail}, exited: make(chan struct{})}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, p.stderr
 	cmd.WaitDelay = time.Second // a child left holding stderr does not hold up Wait
 	err = cmd.Start()
@@ -132,27 +131,4 @@ func (p *process) stop() error {
 	}
 	<-p.exited
 	return nil
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(b), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.ToValidUTF8(string(t.buf), "")
 }
