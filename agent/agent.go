@@ -186,7 +186,8 @@ type Config struct {
 	// own cap, else DefaultSessionCap; negative: no cap).
 	MaxTurns int
 	// DefaultSessionCap is the cap of a session without one when MaxTurns
-	// is 0 (0: DefaultMaxTurns). A VM sets it from --max-turns.
+	// is 0 (0: DefaultMaxTurns; negative: none). A VM sets it from
+	// --max-turns.
 	DefaultSessionCap int
 	// ToolErrors says what a failing tool does ("": ToolErrorsReport).
 	ToolErrors ToolErrors
@@ -609,7 +610,7 @@ func turnCap(cfg Config, session sessions.Opened) int {
 	case session.MaxTurns > 0:
 		return session.MaxTurns
 	}
-	return cfg.DefaultSessionCap
+	return max(cfg.DefaultSessionCap, 0)
 }
 
 func (l *loop) run() error {

@@ -22,7 +22,7 @@ func mockSpecs() []Spec {
 	const area = "Mock provider"
 	return []Spec{
 		{"llm_mock", "(text=None, tool_calls=None, match=None, consume_match=False, error=None, input_tokens=None, output_tokens=None, thinking=None, model=None, delay_ms=None) -> None",
-			"Queue a mock response (a dict positional argument works too); it answers the next matching call of any provider.", area, llmMock},
+			"Queue a mock response (a dict positional argument works too); it answers the next matching call of any provider (under skein serve, of the prompt's session only).", area, llmMock},
 		{"llm_mock_calls", "() -> list", "Every model request seen: [{provider, model, system, messages, tools}].", area, llmMockCalls},
 		{"llm_mock_clear", "() -> None", "Empty the mock queue and the request log.", area, llmMockClear},
 	}
@@ -56,7 +56,7 @@ func llmMock(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	if err != nil {
 		return nil, err
 	}
-	st.Mock.Queue(resp)
+	st.Mock.QueueOf(vm.ContextOf(thread)).Queue(resp)
 	return starlark.None, nil
 }
 
@@ -68,7 +68,7 @@ func llmMockCalls(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	calls := st.Mock.Calls()
+	calls := st.Mock.QueueOf(vm.ContextOf(thread)).Calls()
 	out := make([]starlark.Value, len(calls))
 	// The requests of one loop share their transcript's messages: each is
 	// converted once, frozen, and shared by every request that holds it,
@@ -109,6 +109,6 @@ func llmMockClear(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if err != nil {
 		return nil, err
 	}
-	st.Mock.Clear()
+	st.Mock.QueueOf(vm.ContextOf(thread)).Clear()
 	return starlark.None, nil
 }

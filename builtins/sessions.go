@@ -210,7 +210,7 @@ func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark
 		if err != nil {
 			return nil, fail(b.Name(), err)
 		}
-		if rec.MaxTurns == 0 {
+		if rec.MaxTurns == 0 && st.MaxTurns > 0 {
 			rec.MaxTurns = st.MaxTurns
 		}
 		return recordToStarlark(rec), nil

@@ -3,7 +3,7 @@
 //
 // It serves the sessions of one session store as JSON resources under
 // /api/sessions (create, list with filters and paging, get, prompt,
-// messages, cancel, delete), their event logs as Server-Sent Events, a
+// messages, cancel, complete, delete), their event logs as Server-Sent Events, a
 // health check, Prometheus metrics, an OpenAPI document and an embedded
 // transcript viewer. Prompts run in the background on agents, which the
 // server reaches through the Agent interface; it never imports Starlark
@@ -20,8 +20,12 @@
 //   - An SSE stream sees the events of every process writing the
 //     session: those of this one as they are committed, those of others
 //     from the store within Config.PollInterval.
-//   - A prompt is acknowledged (202) only once its user message is
-//     committed to the store.
+//   - A prompt that starts a turn is acknowledged (202) only once its
+//     user message is committed to the store. A prompt sent while a turn
+//     of its session runs is queued in this process (up to MaxQueued) and
+//     runs after it, in order; it is stored when its turn starts.
+//   - A prompt past the session's turn cap is refused (409 turn_limit)
+//     before anything is stored; the session stays as it was.
 //   - Every turn ends with the session valid provider input: a cancelled
 //     turn is healed by the agent loop, and the server heals again after
 //     any turn that ends with tool calls left open.

@@ -112,14 +112,15 @@ func (s *Server) unlock(lk sessions.Lock) {
 	}
 }
 
-// runningAnywhere returns which of ids have their turn lock held: a
-// turn (or another change) in progress in this process or another.
+// runningAnywhere returns which of ids have their turn lock held (a
+// turn, or another change, in progress in this process or another) or
+// prompts queued in this process.
 func (s *Server) runningAnywhere(ctx context.Context, ids []string) map[string]bool {
 	out := map[string]bool{}
 	var ask []string
 	s.mu.Lock()
 	for _, id := range ids {
-		if s.running[id] != nil {
+		if s.running[id] != nil || s.queues[id] != nil {
 			out[id] = true
 		} else {
 			ask = append(ask, turnLock(id))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -153,7 +154,10 @@ func testReplicasOneTurn(t *testing.T, open func() sessions.Backend) {
 	a, b := replicas(t, open, Config{}, block)
 	id := a.create(nil)
 	b.expect(b.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "slow"}), http.StatusAccepted, "")
-	a.expect(a.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "second"}), http.StatusConflict, "turn_running")
+	// A prompt to a while b's turn runs waits in a's queue.
+	if r := a.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "second"}); r.status != http.StatusAccepted || r.json()["queued"] != true {
+		t.Fatalf("prompt to a during b's turn: %d %s", r.status, r.body)
+	}
 	if got := a.do("GET", "/api/sessions/"+id, nil).json(); got["running"] != true {
 		t.Fatalf("a does not show b's turn running: %v", got["running"])
 	}
@@ -162,6 +166,15 @@ func testReplicasOneTurn(t *testing.T, open func() sessions.Backend) {
 		t.Fatalf("a's list does not show b's turn running: %v", list)
 	}
 	a.expect(a.do("POST", "/api/sessions/"+id+"/cancel", nil), http.StatusAccepted, "")
+	// b's turn stops; a's queued prompt then runs on a, cancelled from b.
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(contents(a.do("GET", "/api/sessions/"+id, nil).json()), "second") {
+		if time.Now().After(deadline) {
+			t.Fatal("a's queued prompt did not start after b's turn was cancelled")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.expect(b.do("POST", "/api/sessions/"+id+"/cancel", nil), http.StatusAccepted, "")
 	b.waitIdle(id)
 	a.waitIdle(id)
 	if got := a.do("GET", "/api/sessions/"+id, nil).json(); got["status"] != "active" || got["running"] != false {

@@ -27,6 +27,7 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/sessions/{id}/prompt", handler: s.promptSession},
 		{method: "GET", path: "/api/sessions/{id}/messages", handler: s.listMessages},
 		{method: "POST", path: "/api/sessions/{id}/cancel", handler: s.cancelTurn},
+		{method: "POST", path: "/api/sessions/{id}/complete", handler: s.completeSession},
 		{method: "GET", path: "/api/sessions/{id}/events", handler: s.streamEvents},
 		{method: "GET", path: "/api/agents", handler: s.listAgents},
 		{method: "GET", path: "/healthz", public: true, handler: s.healthz},

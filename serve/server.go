@@ -64,6 +64,10 @@ type Config struct {
 	MaxRunning int
 	// TurnTimeout cancels a turn that runs longer (0: no limit).
 	TurnTimeout time.Duration
+	// MaxTurns is the turn cap of a session that has none of its own
+	// (its agent's, or agent_session_open's max_turns); 0: no cap. A
+	// prompt past a session's cap is refused with 409 turn_limit.
+	MaxTurns int
 	// IdleTimeout completes a served session with no activity for this
 	// long (default DefaultIdleTimeout).
 	IdleTimeout time.Duration
@@ -111,9 +115,10 @@ type Server struct {
 	createMu sync.Mutex // serialises this process's creations (see createCounted)
 
 	mu       sync.Mutex
-	running  map[string]*turn // this process's running turns by session id
-	starting int              // turns between the MaxRunning check and their registration
-	draining bool             // shutting down: no new turns
+	running  map[string]*turn        // this process's running turns by session id
+	queues   map[string]*promptQueue // prompts waiting for a turn, by session id
+	starting int                     // turns between the MaxRunning check and their registration
+	draining bool                    // shutting down: no new turns
 	turns    sync.WaitGroup
 }
 
@@ -162,10 +167,13 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: %s must be >= 1, got %d", name, v)
 		}
 	}
+	if cfg.MaxTurns < 0 {
+		return nil, fmt.Errorf("serve: max turns must not be negative, got %d", cfg.MaxTurns)
+	}
 	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 || cfg.PollInterval < 0 {
 		return nil, errors.New("serve: idle timeout, heartbeat, poll interval and body limit must not be negative")
 	}
-	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}}
+	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}, queues: map[string]*promptQueue{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)
 	s.turnCtx, s.cancelAll = context.WithCancelCause(context.Background())

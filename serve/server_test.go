@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +214,16 @@ func TestPrompt(t *testing.T) {
 	}
 }
 
+// contents returns the content of each message of a session object.
+func contents(session map[string]any) []string {
+	var out []string
+	for _, m := range session["messages"].([]any) {
+		c, _ := m.(map[string]any)["content"].(string)
+		out = append(out, c)
+	}
+	return out
+}
+
 func ftoa(f float64) string {
 	return strings.TrimSuffix(strings.TrimSuffix(time.Duration(f).String(), "ns"), "")
 }
@@ -223,8 +235,16 @@ func TestPromptConflicts(t *testing.T) {
 	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}, MaxRunning: 1})
 	a, b := ts.create(nil), ts.create(nil)
 	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
-	// The session's own running turn: 409 before the 429 of --max-running.
-	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "two"}), http.StatusConflict, "turn_running")
+	// The session's own running turn: the prompt is queued (before the
+	// 429 of --max-running), the ninth waiting one refused.
+	for i := range MaxQueued {
+		r := ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "q" + strconv.Itoa(i+1)})
+		ts.expect(r, http.StatusAccepted, "")
+		if g := r.json(); g["queued"] != true || g["position"] != float64(i+1) {
+			t.Fatalf("queued prompt %d: %s", i+1, r.body)
+		}
+	}
+	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "too many"}), http.StatusConflict, "queue_full")
 	r := ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "three"})
 	ts.expect(r, http.StatusTooManyRequests, "too_many_turns")
 	if r.header.Get("Retry-After") == "" {
@@ -235,6 +255,14 @@ func TestPromptConflicts(t *testing.T) {
 	}
 	close(block)
 	ts.waitIdle(a)
+	// The queued prompts ran after the first, in order, each a turn.
+	want := []string{"one", "echo: one"}
+	for i := range MaxQueued {
+		want = append(want, "q"+strconv.Itoa(i+1), "echo: q"+strconv.Itoa(i+1))
+	}
+	if got := contents(ts.do("GET", "/api/sessions/"+a, nil).json()); !slices.Equal(got, want) {
+		t.Fatalf("transcript after queued prompts:\n got %q\nwant %q", got, want)
+	}
 	ts.expect(ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "three"}), http.StatusAccepted, "")
 	ts.waitIdle(b)
 	ts.expect(ts.do("DELETE", "/api/sessions/"+b, nil), http.StatusOK, "")
@@ -317,9 +345,23 @@ func TestTurnErrorEndsSession(t *testing.T) {
 			!strings.Contains(msgs[1].(map[string]any)["content"].(string), "boom") {
 			t.Fatalf("skip=%v: after a failed turn: %v", skip, g)
 		}
-		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "again"}), http.StatusConflict, "not_active")
 		if h := ts.do("GET", "/healthz", nil).json(); h["activeSessions"].(float64) != 0 {
 			t.Fatalf("error session still counted active: %v", h)
+		}
+		// A new prompt reactivates it (the agent fails again here).
+		ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "again"}), http.StatusAccepted, "")
+		ts.waitIdle(id)
+		rec, err := store.Snapshot(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reactivated, info bool
+		for _, e := range rec.Events {
+			reactivated = reactivated || e.Type == sessions.EventStatus && e.Data["previous"] == "error" && e.Data["status"] == "active"
+			info = info || e.Type == sessions.EventInfo && e.Data["previous"] == "error"
+		}
+		if !reactivated || !info || rec.Status != sessions.StatusError || rec.Messages[2].Text != "again" {
+			t.Fatalf("skip=%v: no reactivation recorded: %v %v, status %s, %d messages", skip, reactivated, info, rec.Status, len(rec.Messages))
 		}
 	}
 }
@@ -372,15 +414,22 @@ func TestPromptRacesIdleReaper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"}), http.StatusConflict, "turn_running")
-	lk.Unlock(context.Background())
-
-	// The reaper completed the session after the prompt's first status
-	// check: the turn registered afterwards is released.
+	// The prompt waits in the queue for the lock; the reaper completes
+	// the session meanwhile: the queued prompt is dropped, not run.
+	r := ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"})
+	ts.expect(r, http.StatusAccepted, "")
+	if r.json()["queued"] != true {
+		t.Fatalf("prompt while the lock is held: %s", r.body)
+	}
 	if err := ts.srv.end(context.Background(), id, sessions.StatusCompleted, reasonIdle, ""); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := ts.srv.startTurn(context.Background(), id)
+	lk.Unlock(context.Background())
+	ts.waitIdle(id)
+
+	// The reaper completed the session after the prompt's first status
+	// check: the turn registered afterwards is released.
+	tr, err := ts.srv.startTurn(context.Background(), id, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -302,6 +302,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.meta(ctx, id); err != nil {
 		return err
 	}
+	dropped := s.dropQueued(id, "the session was deleted")
 	// The turn lock stops the running turn, wherever it runs, and keeps
 	// new turns and the idle reaper away while the session ends.
 	lk, err := s.waitLock(ctx, turnLock(id), "session '"+id+"'", reasonDelete)
@@ -328,11 +329,15 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	if rec.Status == sessions.StatusActive {
-		if err := s.end(ctx, id, sessions.StatusCancelled, "cancelled", "Session cancelled by request."); err != nil {
+	// A turn this delete stopped may have set the status first (an agent
+	// loop marks its session cancelled when it is cancelled): the
+	// cancellation is recorded all the same, once.
+	switch {
+	case rec.Status == sessions.StatusActive, rec.Status == sessions.StatusCancelled && strOf(rec.Metadata, metaReason) != reasonCancelled:
+		if err := s.end(ctx, id, sessions.StatusCancelled, reasonCancelled, "Session cancelled by request."+droppedNote(dropped)); err != nil {
 			return err
 		}
-	} else if rec.Status != sessions.StatusCancelled {
+	case rec.Status != sessions.StatusCancelled:
 		return errorf(http.StatusConflict, "not_active", "session '%s' is %s, not active", id, rec.Status)
 	}
 	rec, err = s.snapshot(ctx, id)
@@ -341,6 +346,21 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, toSessionJSON(summaryOf(rec, len(rec.Messages)), false))
 	return nil
+}
+
+// reasonCancelled is metadata.reason of a session cancelled by DELETE.
+const reasonCancelled = "cancelled"
+
+// droppedNote is what a session's closing system message adds about the
+// queued prompts that were dropped.
+func droppedNote(n int) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return " 1 queued prompt was not run."
+	}
+	return " " + strconv.Itoa(n) + " queued prompts were not run."
 }
 
 // errDeleted is the cancellation cause of a turn whose session was
@@ -359,9 +379,13 @@ func (s *Server) end(ctx context.Context, id string, status sessions.Status, rea
 	if err != nil {
 		return err
 	}
+	previous := rec.Status
+	if previous == status {
+		previous = sessions.StatusActive // the stopped turn's loop set the status first
+	}
 	ch := &sessions.Change{Status: status, SetMetadata: true, Metadata: sessions.MergeMetadata(rec.Metadata, map[string]any{metaReason: reason}),
 		Events: []sessions.Event{sessions.NewEvent(sessions.EventStatus,
-			map[string]any{"status": string(status), "previous": string(rec.Status), metaReason: reason})}}
+			map[string]any{"status": string(status), "previous": string(previous), metaReason: reason})}}
 	if note != "" {
 		ch.Append = []sessions.Message{{Role: sessions.RoleSystem, Text: note, Metadata: map[string]any{metaReason: reason}}}
 	}
@@ -425,5 +449,71 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, agentInfo{Name: n})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	return nil
+}
+
+// reasonCompleted is metadata.reason of a session completed by POST
+// .../complete.
+const reasonCompleted = "completed_by_user"
+
+// completeSession handles POST /api/sessions/{id}/complete: the graceful
+// end of seed 001. A running turn is let finish (the request waits for
+// it, up to the lock wait, else 503), queued prompts are dropped, and the
+// session becomes completed with metadata.reason "completed_by_user"
+// and a system message. Completing a completed session answers it as it
+// is; a cancelled session, or one in error, is 409.
+func (s *Server) completeSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := decodeBody(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	rec, err := s.meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Status == sessions.StatusCompleted {
+		return s.writeSession(w, r, id, http.StatusOK)
+	}
+	if rec.Status != sessions.StatusActive {
+		return errorf(http.StatusConflict, "not_active", "session '%s' is %s, not active", id, rec.Status)
+	}
+	dropped := s.dropQueued(id, "the session was completed")
+	lk, err := s.waitLock(ctx, turnLock(id), "session '"+id+"'", "")
+	if err != nil {
+		return err
+	}
+	defer s.unlock(lk)
+	if rec, err = s.meta(ctx, id); err != nil {
+		return err
+	}
+	switch rec.Status {
+	case sessions.StatusActive:
+		if err := s.end(ctx, id, sessions.StatusCompleted, reasonCompleted, "Session completed by request."+droppedNote(dropped)); err != nil {
+			return err
+		}
+	case sessions.StatusCompleted:
+	default:
+		return errorf(http.StatusConflict, "not_active", "session '%s' is %s, not active", id, rec.Status)
+	}
+	if rec, err = s.snapshot(ctx, id); err != nil {
+		return err
+	}
+	// This request holds the turn lock: no turn runs.
+	writeJSON(w, http.StatusOK, toSessionJSON(summaryOf(rec, len(rec.Messages)), false))
+	return nil
+}
+
+// writeSession answers with session id's object (without its messages).
+func (s *Server) writeSession(w http.ResponseWriter, r *http.Request, id string, status int) error {
+	rec, err := s.snapshot(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	running := s.runningAnywhere(r.Context(), []string{id})[id]
+	writeJSON(w, status, toSessionJSON(summaryOf(rec, len(rec.Messages)), running))
 	return nil
 }

@@ -41,7 +41,8 @@ func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessi
 	if err := os.WriteFile(file, []byte(source), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := builtins.NewState(vm.Options{Store: store, Root: dir, Stdout: io.Discard, Stderr: io.Discard})
+	// As skein serve without --max-turns: no default turn cap.
+	st, err := builtins.NewState(vm.Options{Store: store, Root: dir, Stdout: io.Discard, Stderr: io.Discard, MaxTurns: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -23,6 +25,9 @@ type turn struct {
 	stored chan struct{} // closed when the prompt's user message is logged
 	seq    int64         // that message's event seq
 	index  int64         // and its index in the transcript
+
+	base int   // the session's turns before this one (set by admit)
+	err  error // what the agent returned (set before done is closed)
 }
 
 // userStored records the turn's user message being logged. It runs in
@@ -40,11 +45,20 @@ type promptRequest struct {
 	Text *string `json:"text"`
 }
 
-// promptResponse is the 202 body of a prompt.
+// promptResponse is the 202 body of a prompt that started a turn.
 type promptResponse struct {
 	SessionID string `json:"sessionId"`
 	Turn      int    `json:"turn"`
 	Seq       int64  `json:"seq"`
+	Queued    bool   `json:"queued"`
+}
+
+// queuedResponse is the 202 body of a prompt queued behind a running
+// turn: position 1 runs next.
+type queuedResponse struct {
+	SessionID string `json:"sessionId"`
+	Queued    bool   `json:"queued"`
+	Position  int    `json:"position"`
 }
 
 // maxPromptBytes bounds a prompt's text.
@@ -56,7 +70,8 @@ const retryRunning = 5
 
 // promptSession handles POST /api/sessions/{id}/prompt: it starts a turn
 // in the background and answers 202 once the prompt's user message is
-// stored.
+// stored, or, while a turn of the session runs, queues the prompt to run
+// after it (202 with queued and position).
 func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
@@ -80,30 +95,41 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	name := strOf(rec.Metadata, metaAgent)
-	ag, ok := s.cfg.Agents[name]
-	switch {
-	case rec.Status != sessions.StatusActive:
-		return errorf(http.StatusConflict, "not_active", "session '%s' is %s and accepts no prompts", id, rec.Status)
-	case name == "":
-		return errorf(http.StatusConflict, "no_agent", "session '%s' was not created by this server and has no agent", id)
-	case !ok:
-		return errorf(http.StatusConflict, "no_agent", "session '%s' uses agent '%s', which this server does not run", id, name)
-	}
-	t, err := s.startTurn(ctx, id)
+	name, ag, err := s.agentOf(id, rec)
 	if err != nil {
 		return err
 	}
-	// The session may have changed between the status check above and
-	// the turn lock (the idle reaper completed it, a delete, a turn in
-	// another process): check again now that the lock keeps them away,
-	// reading what the store holds.
-	if rec, err := s.meta(ctx, id); err != nil || rec.Status != sessions.StatusActive {
-		s.releaseTurn(id, t)
+	if rec.Status != sessions.StatusActive && rec.Status != sessions.StatusError {
+		return errNotActive(id, rec.Status)
+	}
+	if pos, err := s.enqueueIfBusy(id, name, *req.Text, rec); pos > 0 || err != nil {
 		if err != nil {
 			return err
 		}
-		return errorf(http.StatusConflict, "not_active", "session '%s' is %s and accepts no prompts", id, rec.Status)
+		writeJSON(w, http.StatusAccepted, queuedResponse{SessionID: id, Queued: true, Position: pos})
+		return nil
+	}
+	t, err := s.startTurn(ctx, id, false)
+	if errors.Is(err, errBusy) {
+		// A turn started meanwhile, here or in another process: queue
+		// behind it.
+		pos, err := s.enqueue(id, name, *req.Text, rec)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusAccepted, queuedResponse{SessionID: id, Queued: true, Position: pos})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// The session may have changed between the checks above and the turn
+	// lock (the idle reaper completed it, a delete, a turn in another
+	// process): check again now that the lock keeps them away, reading
+	// what the store holds.
+	if err := s.admit(ctx, id, t); err != nil {
+		s.releaseTurn(id, t)
+		return err
 	}
 	go s.runTurn(id, name, ag, *req.Text, t)
 	select {
@@ -112,6 +138,10 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-t.stored:
 		default:
+			var tl *agent.TurnLimitError
+			if errors.As(t.err, &tl) {
+				return errTurnLimit(id, tl.Cap)
+			}
 			return errors.New("the turn ended without its prompt stored")
 		}
 	}
@@ -129,6 +159,85 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// agentOf returns the agent that serves session id, or a 409 when this
+// server does not run it.
+func (s *Server) agentOf(id string, rec *sessions.Record) (string, Agent, error) {
+	name := strOf(rec.Metadata, metaAgent)
+	ag, ok := s.cfg.Agents[name]
+	switch {
+	case name == "":
+		return "", nil, errorf(http.StatusConflict, "no_agent", "session '%s' was not created by this server and has no agent", id)
+	case !ok:
+		return "", nil, errorf(http.StatusConflict, "no_agent", "session '%s' uses agent '%s', which this server does not run", id, name)
+	}
+	return name, ag, nil
+}
+
+// errNotActive is the 409 of a prompt to a session that has ended.
+func errNotActive(id string, st sessions.Status) error {
+	return errorf(http.StatusConflict, "not_active", "session '%s' is %s and accepts no prompts", id, st)
+}
+
+// turnCap is session rec's turn cap: its own (an agent's, or
+// agent_session_open's max_turns), else the server's MaxTurns; 0: none.
+func (s *Server) turnCap(rec *sessions.Record) int {
+	if rec.MaxTurns > 0 {
+		return rec.MaxTurns
+	}
+	return s.cfg.MaxTurns
+}
+
+// errTurnLimit is the 409 of a prompt past the session's turn cap: it is
+// refused before anything is stored or any model is called, and the
+// session stays as it was.
+func errTurnLimit(id string, limit int) error {
+	return errorf(http.StatusConflict, "turn_limit", "session '%s' has used its %d turns (its turn cap): the prompt was not run; the session can still be read, exported and completed", id, limit)
+}
+
+// admit decides, under the session's turn lock, whether turn t may run:
+// the session must still be active, or in error (the prompt reactivates
+// it), and below its turn cap. It records the session's turns before t.
+func (s *Server) admit(ctx context.Context, id string, t *turn) error {
+	rec, err := s.meta(ctx, id)
+	if err != nil {
+		return err
+	}
+	if rec.Status != sessions.StatusActive && rec.Status != sessions.StatusError {
+		return errNotActive(id, rec.Status)
+	}
+	if limit := s.turnCap(rec); limit > 0 && rec.Turns >= limit {
+		return errTurnLimit(id, limit)
+	}
+	if rec.Status == sessions.StatusError {
+		if err := s.reactivateErrored(ctx, id, rec); err != nil {
+			return err
+		}
+	}
+	t.base = rec.Turns
+	return nil
+}
+
+// reactivateErrored makes a session in error active again for a new
+// prompt, recording it in a status event and an info event (its
+// metadata.reason, "error", is removed).
+func (s *Server) reactivateErrored(ctx context.Context, id string, rec *sessions.Record) error {
+	meta := jsonvalue.CloneObject(rec.Metadata)
+	delete(meta, metaReason)
+	ch := &sessions.Change{Status: sessions.StatusActive, SetMetadata: true, Metadata: meta, Events: []sessions.Event{
+		sessions.NewEvent(sessions.EventStatus, map[string]any{"status": string(sessions.StatusActive), "previous": string(rec.Status), metaReason: reasonReactivated}),
+		sessions.NewEvent(sessions.EventInfo, map[string]any{"metadata_keys": []any{metaReason}, "message": "reactivated by a new prompt after an error", "previous": string(rec.Status)}),
+	}}
+	if _, err := s.store.Apply(ctx, id, ch); err != nil {
+		return err
+	}
+	s.log.Info("session reactivated by a prompt", "id", id, "previous", string(rec.Status))
+	return nil
+}
+
+// reasonReactivated is the reason of the status event of a session in
+// error that a new prompt made active again.
+const reasonReactivated = "reactivated_by_prompt"
+
 // userTurns counts the user messages of the session up to index.
 func (s *Server) userTurns(ctx context.Context, id string, index int) (int, error) {
 	msgs, err := s.store.ReadMessages(ctx, id)
@@ -145,18 +254,19 @@ func (s *Server) userTurns(ctx context.Context, id string, index int) (int, erro
 }
 
 // startTurn takes the session's turn lock and registers a turn, or
-// refuses it: 409 while a turn of the session runs (in this process or
-// another sharing the store) or the session is otherwise busy, 429 while
-// MaxRunning turns run in this process, 503 while the server shuts down.
-func (s *Server) startTurn(ctx context.Context, id string) (*turn, error) {
+// refuses it: errBusy while a turn of the session runs (in this process
+// or another sharing the store) or the session is otherwise busy, 429
+// while MaxRunning turns run in this process, 503 while the server shuts
+// down (unless queued: a queued prompt runs during the grace period).
+func (s *Server) startTurn(ctx context.Context, id string, queued bool) (*turn, error) {
 	s.mu.Lock()
 	switch n := len(s.running) + s.starting; {
-	case s.draining:
+	case s.draining && !queued:
 		s.mu.Unlock()
 		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 	case s.running[id] != nil:
 		s.mu.Unlock()
-		return nil, errTurnRunning(id)
+		return nil, errBusy
 	case n >= s.cfg.MaxRunning:
 		s.mu.Unlock()
 		return nil, &apiError{status: http.StatusTooManyRequests, code: "too_many_turns", retryAfter: retryRunning,
@@ -170,10 +280,10 @@ func (s *Server) startTurn(ctx context.Context, id string) (*turn, error) {
 	s.starting--
 	switch {
 	case errors.Is(err, sessions.ErrLocked):
-		return nil, errTurnRunning(id)
+		return nil, errBusy
 	case err != nil:
 		return nil, err
-	case s.draining:
+	case s.draining && !queued:
 		lk.Unlock(context.WithoutCancel(ctx))
 		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 	}
@@ -200,11 +310,10 @@ func (s *Server) startTurn(ctx context.Context, id string) (*turn, error) {
 	return t, nil
 }
 
-// errTurnRunning is the 409 of a prompt to a session whose turn lock is
-// held.
-func errTurnRunning(id string) error {
-	return errorf(http.StatusConflict, "turn_running", "a turn of session '%s' is already running (cancel it with POST /api/sessions/%s/cancel)", id, id)
-}
+// errBusy is startTurn's answer when the session's turn lock is held: a
+// turn runs, here or in another process, or a delete, completion or the
+// idle reaper holds it.
+var errBusy = errors.New("the session's turn lock is held")
 
 // releaseTurn unregisters a turn that startTurn registered but that
 // never ran.
@@ -214,12 +323,14 @@ func (s *Server) releaseTurn(id string, t *turn) {
 }
 
 // finishTurn unregisters a turn that has ended (and was counted as
-// such) and gives its lock up.
+// such) and gives its lock up; the session's next queued prompt, if any,
+// starts.
 func (s *Server) finishTurn(id string, t *turn) {
 	t.cancel(nil)
 	s.unlock(t.lock)
 	s.mu.Lock()
 	delete(s.running, id)
+	s.startQueued(id)
 	s.mu.Unlock()
 	close(t.done)
 	s.turns.Done()
@@ -231,10 +342,18 @@ func (s *Server) finishTurn(id string, t *turn) {
 func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
 	start := time.Now()
 	err := ag.Handle(t.ctx, id, text)
+	t.err = err
 	bg := context.WithoutCancel(t.ctx)
+	var limit *agent.TurnLimitError
+	refused := errors.As(err, &limit) && t.ctx.Err() == nil
 	select {
 	case <-t.stored:
 	default:
+		if refused {
+			// The agent's loop refused the prompt before storing it (a cap
+			// the loop was given): nothing is stored, the prompt gets 409.
+			break
+		}
 		// The agent ended without storing the prompt (it failed first, or
 		// does not call agent_loop): store it, so that what is
 		// acknowledged is kept.
@@ -244,6 +363,9 @@ func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
 	}
 	outcome := "done"
 	switch {
+	case refused:
+		outcome = "turn_limit"
+		s.log.Info("prompt refused: turn cap reached", "id", id, "agent", name, "cap", limit.Cap)
 	case t.ctx.Err() != nil:
 		outcome = "cancelled"
 		if herr := s.store.Heal(bg, id, "cancelled"); herr != nil && !errors.Is(herr, sessions.ErrNotFound) {

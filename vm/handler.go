@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"go.starlark.net/starlark"
+
+	"github.com/skein-dev/skein/llm/mock"
 )
 
 // HandlerName is the function an agent file defines for skein serve:
@@ -22,6 +25,9 @@ type Handler struct {
 	state *State
 	file  string
 	fn    starlark.Callable
+
+	mu     sync.Mutex
+	queues map[string]*mock.Mock // the sessions' mock queues that hold replies
 }
 
 // LoadHandler executes the agent file filename once and returns its
@@ -44,7 +50,7 @@ func (s *State) LoadHandler(filename string) (*Handler, error) {
 	if fn.NumParams() != 2 || fn.HasVarargs() || fn.HasKwargs() {
 		return nil, fmt.Errorf("agent %s: %s must take exactly two parameters (session_id, text), got %d", filename, HandlerName, fn.NumParams())
 	}
-	return &Handler{state: s, file: filename, fn: fn}, nil
+	return &Handler{state: s, file: filename, fn: fn, queues: map[string]*mock.Mock{}}, nil
 }
 
 // Name is the agent's name: the file's stem (support.star: "support").
@@ -56,10 +62,17 @@ func (h *Handler) Name() string {
 // cancels the thread and every blocking call it makes (model calls,
 // tools); the agent loop heals the session. A Starlark error comes back
 // as its traceback text.
+//
+// The thread's mock queue is the session's own (mock.NewSessionQueue):
+// llm_mock replies queued while the session's prompts run answer that
+// session only, and those a prompt leaves unused wait for its next one.
 func (h *Handler) Handle(ctx context.Context, sessionID, text string) error {
 	thread := h.state.NewThread("handle " + sessionID)
 	defer h.state.Release(thread)
 	SetFile(thread, h.file)
+	q := h.queue(sessionID)
+	defer h.keepQueue(sessionID, q)
+	ctx = mock.WithQueue(ctx, q)
 	mustScope(thread).ctx = ctx
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(cancelReason(ctx)) })
 	defer stop()
@@ -68,6 +81,29 @@ func (h *Handler) Handle(ctx context.Context, sessionID, text string) error {
 		return &HandleError{Err: err}
 	}
 	return nil
+}
+
+// queue returns session id's mock queue: the one a previous prompt left
+// replies in, else a new one.
+func (h *Handler) queue(id string) *mock.Mock {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[id]; q != nil {
+		return q
+	}
+	return h.state.Mock.NewSessionQueue()
+}
+
+// keepQueue keeps session id's queue for its next prompt while it holds
+// replies, and forgets it when it is empty.
+func (h *Handler) keepQueue(id string, q *mock.Mock) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q.Pending() > 0 {
+		h.queues[id] = q
+	} else {
+		delete(h.queues, id)
+	}
 }
 
 // HandleError is a failure of an agent's handle function: Error returns

@@ -51,8 +51,8 @@ type Options struct {
 	Stdout, Stderr io.Writer
 	// MaxSteps bounds the execution steps of each thread (0: no bound).
 	MaxSteps uint64
-	// MaxTurns is the default hard turn cap of a session (default
-	// DefaultMaxTurns).
+	// MaxTurns is the default hard turn cap of a session (0:
+	// DefaultMaxTurns; negative: none, skein serve without --max-turns).
 	MaxTurns int
 	// Args is the script's argument list, predeclared as argv.
 	Args []string
@@ -131,9 +131,6 @@ func New(opts Options) (*State, error) {
 	}
 	if s.MaxTurns == 0 {
 		s.MaxTurns = DefaultMaxTurns
-	}
-	if s.MaxTurns < 0 {
-		return nil, fmt.Errorf("max turns must be >= 1, got %d", s.MaxTurns)
 	}
 	if s.Root == "" {
 		s.Root = "."

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -87,6 +88,18 @@ func serveCommand(args []string, std stdio) int {
 	case f.poll <= 0:
 		return usageError(std, fs.Name(), "--poll-interval must be positive")
 	}
+	// A served session's turn cap is its own (its agent's), else an
+	// explicit --max-turns; without one, served sessions have no cap (a
+	// chat goes on for as long as it is used).
+	maxTurns := 0
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "max-turns" {
+			maxTurns = vf.maxTurns
+		}
+	})
+	if maxTurns == 0 {
+		vf.maxTurns = -1
+	}
 	token, generated, err := serveToken(f.tokenFile)
 	if err != nil {
 		return usageError(std, fs.Name(), err.Error())
@@ -141,7 +154,7 @@ func serveCommand(args []string, std stdio) int {
 		agents[h.Name()] = h
 	}
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed

@@ -102,6 +102,9 @@ type Mock struct {
 	matched []*matchEntry
 	log     []Request
 	replay  *Replay // nil: not replaying
+	// parent, for a session queue (NewSessionQueue), answers what the
+	// queue cannot and holds the replay settings.
+	parent *Mock
 }
 
 type matchEntry struct {
@@ -151,7 +154,8 @@ func (m *Mock) Calls() []Request {
 }
 
 // Pending reports how many responses can still be served: FIFO entries
-// plus match entries that are not consumed.
+// plus match entries that are not consumed (a session queue's own, not
+// its parent's).
 func (m *Mock) Pending() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -164,8 +168,17 @@ func (m *Mock) Pending() int {
 	return n
 }
 
-// take returns the queued response for req, if any.
+// take returns the queued response for req, if any: from m, else from
+// its parent.
 func (m *Mock) take(req *llm.Request) (Response, bool) {
+	if r, ok := m.takeOwn(req); ok || m.parent == nil {
+		return r, ok
+	}
+	return m.parent.take(req)
+}
+
+// takeOwn returns the response m itself has queued for req, if any.
+func (m *Mock) takeOwn(req *llm.Request) (Response, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.fifo) > 0 {
@@ -189,12 +202,29 @@ func (m *Mock) take(req *llm.Request) (Response, bool) {
 	return Response{}, false
 }
 
-// record logs a request and returns its number (1 for the first).
+// record logs a request and returns its number (1 for the first); a
+// session queue's requests are logged in its parent's log too, which
+// numbers them.
 func (m *Mock) record(provider string, req *llm.Request) int {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.log = append(m.log, Request{Provider: provider, Req: req})
-	return len(m.log)
+	n := len(m.log)
+	m.mu.Unlock()
+	if m.parent != nil {
+		return m.parent.record(provider, req)
+	}
+	return n
+}
+
+// replaying returns the replay settings (a session queue's are its
+// parent's), nil when not replaying.
+func (m *Mock) replaying() *Replay {
+	for m.parent != nil {
+		m = m.parent
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.replay
 }
 
 // checkRecorded fails when r recorded a request fingerprint that req,
@@ -238,11 +268,10 @@ type wrapped struct {
 func (w *wrapped) Name() string { return w.name }
 
 func (w *wrapped) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	n := w.mock.record(w.name, req)
-	w.mock.mu.Lock()
-	replay := w.mock.replay
-	w.mock.mu.Unlock()
-	if r, ok := w.mock.take(req); ok {
+	m := w.mock.QueueOf(ctx)
+	n := m.record(w.name, req)
+	replay := m.replaying()
+	if r, ok := m.take(req); ok {
 		if replay != nil && replay.Mode == ReplayStrict {
 			if err := checkRecorded(replay, n, req, r); err != nil {
 				return nil, err
