@@ -41,6 +41,18 @@ type AgentConfig struct {
 	// unknown session, a failed write to the store) and the SDK's
 	// diagnostics (default: discard).
 	Logger *slog.Logger
+	// Permissions, when set, is the approval callback of the VM that runs
+	// Handler: it asks this connection's client.
+	Permissions *Permissions
+}
+
+// Binder is implemented by a Handler whose sessions are bound to an
+// agent (an agent file): Bind checks a new session's context and returns
+// the session's metadata (the binding) and the events to log when it is
+// created. session/new binds the session with the client's working
+// directory as its context's workingDir.
+type Binder interface {
+	Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error)
 }
 
 // MetaKey is the key of the metadata that Serve records on a session it
@@ -74,6 +86,9 @@ func Serve(ctx context.Context, cfg AgentConfig, in io.Reader, out io.Writer) er
 	a.conn = sdk.NewAgentSideConnection(a, w, guard(in, w))
 	a.conn.SetLogger(cfg.Logger)
 	close(a.ready)
+	if cfg.Permissions != nil {
+		cfg.Permissions.side <- a
+	}
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
@@ -96,6 +111,7 @@ type agentSide struct {
 	initialized bool
 	client      string                   // the client's name (initialize)
 	sessions    map[string]*agentSession // opened on this connection
+	execSeq     int64                    // tool calls announced (see Permissions)
 }
 
 // agentSession is a session this connection opened (session/new or
@@ -104,6 +120,9 @@ type agentSession struct {
 	id   string
 	cwd  string
 	turn *agentTurn // the prompt running, if any
+	exec *executing // the tool call its turn announced last
+	// always are the tools the client allowed for good in this session.
+	always map[string]bool
 }
 
 // agentTurn is one running prompt.
@@ -196,11 +215,25 @@ func (a *agentSide) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sd
 	// went away): a session is never left half-written.
 	ctx = context.WithoutCancel(ctx)
 	id := a.cfg.NewID()
-	if err := a.cfg.Store.Create(ctx, id, sessions.Info{Metadata: a.meta(p.Cwd)}); err != nil {
+	meta := a.meta(p.Cwd)
+	var events []sessions.Event
+	if b, ok := a.cfg.Handler.(Binder); ok {
+		bound, evs, err := b.Bind(ctx, map[string]any{"workingDir": p.Cwd})
+		if err != nil {
+			return sdk.NewSessionResponse{}, rpcError(codeInvalidParams, method, "%v", err)
+		}
+		meta, events = sessions.MergeMetadata(bound, meta), evs
+	}
+	if err := a.cfg.Store.Create(ctx, id, sessions.Info{Metadata: meta}); err != nil {
 		return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
 	}
+	if len(events) > 0 {
+		if _, err := a.cfg.Store.Apply(ctx, id, &sessions.Change{Events: events}); err != nil {
+			return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
+		}
+	}
 	a.mu.Lock()
-	a.sessions[id] = &agentSession{id: id, cwd: p.Cwd}
+	a.sessions[id] = &agentSession{id: id, cwd: p.Cwd, always: map[string]bool{}}
 	a.mu.Unlock()
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id)}, nil
 }
@@ -260,7 +293,7 @@ func (a *agentSide) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (
 	}
 	a.mu.Lock()
 	if a.sessions[id] == nil {
-		a.sessions[id] = &agentSession{id: id}
+		a.sessions[id] = &agentSession{id: id, always: map[string]bool{}}
 	}
 	a.sessions[id].cwd = p.Cwd
 	a.mu.Unlock()
@@ -290,6 +323,7 @@ func (a *agentSide) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	// refused above). The turn stops on session/cancel and when the
 	// client goes away.
 	st := newStream(a.ctx, a.peer(), a.cfg.Store, id)
+	st.onExec = a.noteExecuting
 	reason, err := st.run(t.ctx, func() error { return a.cfg.Handler.Handle(t.ctx, id, text) }, text, a.cfg.Logger)
 	if err != nil {
 		return sdk.PromptResponse{}, rpcError(codeInternalError, method, "the turn failed: %v", err)
@@ -323,7 +357,7 @@ func (a *agentSide) endTurn(id string) {
 	a.mu.Lock()
 	if s := a.sessions[id]; s != nil && s.turn != nil {
 		s.turn.cancel(nil)
-		s.turn = nil
+		s.turn, s.exec = nil, nil
 	}
 	a.mu.Unlock()
 	a.turns.Done()

@@ -220,3 +220,99 @@ func TestPromptWhileRunning(t *testing.T) {
 		t.Fatalf("prompt: %s %+v %v", m.Result, m.Error, notes)
 	}
 }
+
+// permHandler starts a tool call as the agent loop does (a
+// tool_executing state event naming the session and the call, then the
+// approval callback on the same goroutine) and stores what the callback
+// decided.
+type permHandler struct {
+	store *sessions.Store
+	perms *Permissions
+}
+
+func (h permHandler) Handle(ctx context.Context, id, text string) error {
+	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+		return err
+	}
+	h.store.Publish(sessions.Event{Type: "state", SessionID: id, CorrID: "call-" + text, Data: map[string]any{"state": "tool_executing", "tool": "run_command"}})
+	ok, err := h.perms.Approve("run_command", map[string]any{"command": text})
+	if err != nil {
+		return err
+	}
+	_, err = h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: fmt.Sprint("approved: ", ok)}}})
+	return err
+}
+
+// TestPermissions asks the client with session/request_permission about
+// the call the turn announced; "always" is remembered for the tool in
+// the session, a rejection refuses.
+func TestPermissions(t *testing.T) {
+	store, err := sessions.NewStore(sessions.NewMemoryBackend())
+	if err != nil {
+		t.Fatal(err)
+	}
+	perms := NewPermissions()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &peer{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
+	go func() {
+		p.done <- Serve(context.Background(), AgentConfig{Store: store, Handler: permHandler{store, perms}, Permissions: perms,
+			NewID: func() string { return "s1" }}, inR, outW)
+		outW.Close()
+	}()
+	defer func() { inW.Close(); <-p.done }()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	p.response()
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	p.response()
+
+	// ask answers the permission request of the next prompt with option
+	// (or a cancelled outcome when option is ""), and returns the reply.
+	ask := func(id int, prompt, option string) string {
+		t.Helper()
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":%q}]}}`, id, prompt))
+		var reply string
+		for {
+			m := p.next()
+			switch {
+			case m.Method == "session/request_permission":
+				var req struct {
+					SessionID string `json:"sessionId"`
+					ToolCall  struct {
+						ToolCallID string         `json:"toolCallId"`
+						Title      string         `json:"title"`
+						RawInput   map[string]any `json:"rawInput"`
+					} `json:"toolCall"`
+					Options []struct{ OptionID, Kind string } `json:"options"`
+				}
+				json.Unmarshal(m.Params, &req)
+				if req.SessionID != "s1" || req.ToolCall.ToolCallID != "call-"+prompt || req.ToolCall.Title != "run_command" || req.ToolCall.RawInput["command"] != prompt || len(req.Options) != 3 {
+					t.Errorf("permission request %s", m.Params)
+				}
+				outcome := `{"outcome":"cancelled"}`
+				if option != "" {
+					outcome = `{"outcome":"selected","optionId":"` + option + `"}`
+				}
+				p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":%s}}`, m.ID, outcome))
+			case m.Method == "session/update":
+				reply += string(m.Params)
+			case string(m.ID) == fmt.Sprint(id):
+				return reply
+			}
+		}
+	}
+	for _, c := range []struct {
+		prompt, option string
+		want           string
+	}{
+		{"ls", "allow", "approved: true"},
+		{"rm", "reject", "approved: false"},
+		{"mv", "", "approved: false"},
+		{"cp", "allow_always", "approved: true"},
+		{"du", "never asked", "approved: true"},
+	} {
+		if got := ask(len(c.prompt)+int(c.prompt[0]), c.prompt, c.option); !strings.Contains(got, c.want) {
+			t.Errorf("%s answered %q: reply %s, want %q", c.prompt, c.option, got, c.want)
+		}
+	}
+}

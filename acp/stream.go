@@ -36,6 +36,9 @@ type stream struct {
 	wake   chan struct{}
 
 	userLogged atomic.Bool // the turn's user message was logged
+	// onExec, when set, is told of each tool call the turn starts (its
+	// tool_executing state event), in the observer.
+	onExec func(id string, e sessions.Event)
 
 	// The sending goroutine's state.
 	streamed  string          // the deltas of the reply being streamed
@@ -117,6 +120,9 @@ func (s *stream) reactivate(ctx context.Context, log *slog.Logger) {
 func (s *stream) observe(e sessions.Event) {
 	if e.SessionID != s.id {
 		return
+	}
+	if s.onExec != nil && e.Type == agent.EventState && e.Data["state"] == agent.StateToolExecuting {
+		s.onExec(s.id, e)
 	}
 	s.mu.Lock()
 	s.queue = append(s.queue, e)
