@@ -269,7 +269,13 @@ func TestServeExternalACPAgent(t *testing.T) {
 	if msgs[len(msgs)-1]["role"] != "system" || !strings.Contains(note, "signal: killed") || !strings.Contains(note, "test agent "+strconv.Itoa(pid)+" ready") {
 		t.Errorf("after the kill the last message is %q", note)
 	}
-	p.call("POST", "/api/sessions/"+id+"/prompt", `{"text":"hello"}`, 409)
+	// A new prompt reactivates it on a new process of the agent.
+	p.call("POST", "/api/sessions/"+id+"/prompt", `{"text":"hello again"}`, 202)
+	p.waitIdle(id)
+	msgs = p.messages(id)
+	if s := shape(msgs[len(msgs)-1]); s != "assistant Hello, world." || len(agentPids(t, pids)) != 2 {
+		t.Errorf("after the restart: last message %q, agent processes %v", s, agentPids(t, pids))
+	}
 
 	// A crash mid-turn: error, with the exit status and the stderr tail;
 	// the text streamed before the crash is kept.
@@ -288,8 +294,8 @@ func TestServeExternalACPAgent(t *testing.T) {
 	id3 := p.call("POST", "/api/sessions", `{"agent":"tester"}`, 201)["id"].(string)
 	all := agentPids(t, pids)
 	pid3 := all[len(all)-1]
-	if len(all) != 3 || !alive(pid3) {
-		t.Fatalf("agent processes %v, want a third one running", all)
+	if len(all) != 4 || !alive(pid3) {
+		t.Fatalf("agent processes %v, want a fourth one running", all)
 	}
 	if st := p.call("DELETE", "/api/sessions/"+id3, "", 200)["status"]; st != "cancelled" {
 		t.Errorf("deleted session is %v", st)
