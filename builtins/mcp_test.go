@@ -311,3 +311,28 @@ def undocumented():
 		t.Errorf("cancelled spin: %v", err)
 	}
 }
+
+// TestMCPWorkflowNode: a workflow stage runs with an MCP server's tools;
+// the dumped graph names them, and workflow_load takes them back by name.
+func TestMCPWorkflowNode(t *testing.T) {
+	n := mcptest.Find(t)
+	st := mcpState(t, n, workspace.Config{AllowCmds: []string{"node"}})
+	g := execMCP(t, st, `
+ev = mcp_server(command = EVERYTHING)
+g = workflow_graph(name = "sum", entry = "add", nodes = {
+    "add": {"mode": "agent", "prompt": "Add: {task}", "tools": ev.tools, "model_policy": {"provider": "mock", "session_id": "wf"}},
+})
+llm_mock(tool_calls = [{"name": "get-sum", "arguments": {"a": 40, "b": 2}}])
+llm_mock(text = "42")
+r = workflow_execute("40 and 2", g)
+results = [m["content"] for m in agent_session_snapshot("wf")["messages"] if m["role"] == "tool"]
+dumped = workflow_dump(g)
+`)
+	if got := g["results"].String(); got != `["The sum of 40 and 2 is 42."]` {
+		t.Errorf("stage tool results %s", got)
+	}
+	dump := string(g["dumped"].(starlark.String))
+	if !strings.Contains(dump, "get-sum") {
+		t.Errorf("the dump does not name the MCP tools:\n%s", dump)
+	}
+}

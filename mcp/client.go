@@ -315,7 +315,7 @@ func (s *Server) usable() error {
 func (s *Server) requestError(what string, parent, reqCtx context.Context, err error) error {
 	switch {
 	case parent.Err() != nil:
-		return fmt.Errorf("mcp server %s: %s cancelled: %w", quote(s.name), what, parent.Err())
+		return fmt.Errorf("mcp server %s: %s cancelled: %w", quote(s.name), what, context.Cause(parent))
 	case reqCtx.Err() != nil:
 		return fmt.Errorf("mcp server %s: %s timed out after %v", quote(s.name), what, s.timeout)
 	}

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skein-dev/skein/mcp"
 	"github.com/skein-dev/skein/mcp/mcptest"
@@ -287,5 +292,40 @@ func TestFilesystemServer(t *testing.T) {
 	var te *mcp.ToolError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), "denied") {
 		t.Errorf("read outside the server's roots: got %v", err)
+	}
+}
+
+// TestHeaders: an url server gets the headers, the secret ones revealed
+// only on the wire, and only at the endpoint's origin.
+func TestHeaders(t *testing.T) {
+	server := sdk.NewServer(&sdk.Implementation{Name: "headers", Version: "1"}, nil)
+	server.AddTool(&sdk.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, r *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "ok"}}}, nil
+	})
+	mcpHandler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return server }, nil)
+	var seen atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok-123456" || r.Header.Get("X-Team") != "blue" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		seen.Add(1)
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close) // after the servers' Close (cleanups run last first)
+	host := strings.TrimPrefix(ts.URL, "http://")
+	p := policy(t, workspace.Config{AllowNet: []string{host}})
+	spec := mcp.Spec{URL: ts.URL, Headers: map[string]string{"X-Team": "blue"}, SecretHeaders: map[string]workspace.Secret{"Authorization": workspace.NewSecret("TOKEN", "Bearer tok-123456")}}
+	s := connect(t, spec, p)
+	r, err := s.Call(context.Background(), "whoami", nil, nil)
+	if err != nil || r.Text() != "ok" || seen.Load() == 0 {
+		t.Fatalf("whoami: %v %v", r, err)
+	}
+	// without the secret header the server refuses, and the error does
+	// not show the header
+	spec.SecretHeaders = nil
+	_, err = mcp.Connect(context.Background(), spec, p)
+	if err == nil || strings.Contains(err.Error(), "tok-123456") {
+		t.Errorf("without the token: %v", err)
 	}
 }

@@ -178,3 +178,39 @@ func TestMCPServeHTTP(t *testing.T) {
 		t.Errorf("a request without the token: status %d, want 401", resp.StatusCode)
 	}
 }
+
+// TestMCPRunTimeout: --timeout stops an agent loop waiting on a
+// long-running MCP tool within a second of the deadline, and the stored
+// session is healed.
+func TestMCPRunTimeout(t *testing.T) {
+	n := mcptest.Find(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "long.star")
+	src := `
+ev = mcp_server(command = argv)
+llm_mock(tool_calls = [{"name": "trigger-long-running-operation", "arguments": {"duration": 60, "steps": 60}}])
+agent_loop("go", tools = ev.tools, session_id = "long")
+`
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "sessions.db")
+	args := append([]string{"run", "--store", db, "--provider", "mock", "--allow-cmd", "node", "--timeout", "8s", file, "--"}, n.Everything()...)
+	start := time.Now()
+	var out, errOut strings.Builder
+	code := skein(args, stdio{in: strings.NewReader(""), out: &out, err: &errOut})
+	elapsed := time.Since(start)
+	if code != exitFailed || !strings.Contains(errOut.String(), "timeout: the run exceeded --timeout 8s") {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
+	}
+	if elapsed > 9*time.Second {
+		t.Errorf("the run ended %v after it started, more than a second after its 8 s timeout", elapsed)
+	}
+	var show strings.Builder
+	if code := skein([]string{"sessions", "show", "--store", db, "long"}, stdio{in: strings.NewReader(""), out: &show, err: &show}); code != exitOK {
+		t.Fatalf("sessions show: %s", show.String())
+	}
+	if !strings.Contains(show.String(), "cancelled") {
+		t.Errorf("the session was not healed:\n%s", show.String())
+	}
+}
