@@ -261,7 +261,7 @@ func TestServeExternalACPAgent(t *testing.T) {
 
 	// Killed between turns: the session is error, with the signal and
 	// the tail of the agent's stderr.
-	pid := agentPids(t, pids)[0]
+	pid := agentPids(t, pids)[0] // the only one
 	syscall.Kill(pid, syscall.SIGKILL)
 	waitFor(t, "the session to fail", func() bool { return p.call("GET", "/api/sessions/"+id, "", 200)["status"] == "error" })
 	msgs = p.messages(id)
@@ -291,11 +291,17 @@ func TestServeExternalACPAgent(t *testing.T) {
 	}
 
 	// DELETE stops the session's process.
+	before := agentPids(t, pids)
 	id3 := p.call("POST", "/api/sessions", `{"agent":"tester"}`, 201)["id"].(string)
 	all := agentPids(t, pids)
-	pid3 := all[len(all)-1]
+	pid3 := 0
+	for _, pid := range all {
+		if !slices.Contains(before, pid) {
+			pid3 = pid // pids wrap around: the new one need not be the largest
+		}
+	}
 	if len(all) != 4 || !alive(pid3) {
-		t.Fatalf("agent processes %v, want a fourth one running", all)
+		t.Fatalf("agent processes %v (before the create: %v), want a fourth one running", all, before)
 	}
 	if st := p.call("DELETE", "/api/sessions/"+id3, "", 200)["status"]; st != "cancelled" {
 		t.Errorf("deleted session is %v", st)
