@@ -1,9 +1,9 @@
 package main
 
 import (
-	"strconv"
 	"strings"
-	"unicode"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // Stored ids, titles, message text, run records and error messages reach
@@ -11,41 +11,15 @@ import (
 // hostile script, an imported file or an older version cannot clear the
 // screen, move the cursor, draw a fake row or break a table.
 
-// printable returns s for one line or one table cell: control characters
-// (tabs and newlines included), Unicode bidirectional controls and invalid
-// UTF-8 are written as Go escapes (\x1b, \n, \u202e, \xff).
-func printable(s string) string { return escapeControls(s, false) }
+// printable returns s for one line or one table cell (see
+// sessions.Escape): control characters (tabs and newlines included),
+// invisible characters, Unicode bidirectional controls and invalid UTF-8
+// are written as Go escapes (\x1b, \n, \u200b, \u202e, \xff).
+func printable(s string) string { return sessions.Escape(s) }
 
 // printableText is printable for text shown over several lines (message
 // text, a run's output): newlines and tabs are kept.
-func printableText(s string) string { return escapeControls(s, true) }
-
-func escapeControls(s string, keepLines bool) string {
-	bad := func(r rune) bool {
-		if keepLines && (r == '\n' || r == '\t') {
-			return false
-		}
-		return r == unicode.ReplacementChar || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
-	}
-	if !strings.ContainsFunc(s, bad) {
-		return s
-	}
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == unicode.ReplacementChar && strings.HasPrefix(s[i:], "\uFFFD"):
-			b.WriteRune(r) // a real U+FFFD, not an invalid byte
-		case r == unicode.ReplacementChar:
-			b.WriteString(`\x` + strconv.FormatUint(uint64(s[i]), 16))
-		case bad(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
+func printableText(s string) string { return sessions.EscapeText(s) }
 
 // printableList is ids joined by ", ", each printable.
 func printableList(ids []string) string {

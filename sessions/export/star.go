@@ -237,10 +237,14 @@ func (g *starGen) render(name string) (*StarExport, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The label goes into comment lines: escaped, no character of it can
+	// end the comment (Starlark ends one at \r as well as \n) and run the
+	// rest of a hostile title or id as code.
 	label := rec.ID
 	if rec.Title != "" {
 		label += " (" + sessions.Label(rec.Title) + ")"
 	}
+	label, name = sessions.Escape(label), sessions.Escape(name)
 	var p bytes.Buffer
 	fmt.Fprintf(&p, `# %s.star: session %s, exported by skein sessions export --format star.
 #
