@@ -417,6 +417,13 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	if l.session, err = cfg.Store.Open(ctx, cfg.SessionID, 0); err != nil {
 		return nil, l.res, err
 	}
+	// Pinned, the session stays live however many sessions the loop's
+	// tools and sub-agents (or other clients) open while it runs.
+	unpin, err := cfg.Store.Pin(ctx, cfg.SessionID)
+	if err != nil {
+		return nil, l.res, err
+	}
+	defer unpin()
 	if err := l.checkPriced(); err != nil {
 		return nil, l.res, err
 	}

@@ -44,7 +44,7 @@ func (s *Store) Commit(ctx context.Context, id string) error {
 	if err := s.takeLost(id); err != nil {
 		return err
 	}
-	sess, ok := s.lru.Peek(id)
+	sess, ok := s.live(id)
 	if !ok {
 		return nil // evicted: its staged changes were committed then
 	}
@@ -61,7 +61,7 @@ func (s *Store) Commit(ctx context.Context, id string) error {
 // the first error.
 func (s *Store) CommitAll(ctx context.Context) error {
 	var first error
-	for _, id := range s.lru.Keys() {
+	for _, id := range append(s.heldIDs(), s.lru.Keys()...) {
 		if err := s.Commit(ctx, id); err != nil && first == nil {
 			first = err
 		}

@@ -32,8 +32,12 @@ type Store struct {
 	cap      int
 	redactor *Redactor
 
-	mu  sync.Mutex // serialises loading and creating sessions
+	mu  sync.Mutex // serialises loading and creating sessions, and every change of the LRU
 	lru *lru.Cache[string, *Session]
+	// removing is set (under mu) while a session leaves the LRU on
+	// purpose (remove) rather than to make room.
+	removing bool
+	pins     pinSet
 
 	sink EventSink // nil: none
 
@@ -132,7 +136,11 @@ func (s *Store) Cap() int { return s.cap }
 // Now returns the store clock's current time.
 func (s *Store) Now() time.Time { return s.clock() }
 
+// onEvict is called, with s.mu held, for each session leaving the LRU.
 func (s *Store) onEvict(id string, sess *Session) {
+	if !s.removing && s.hold(id, sess) {
+		return // pinned: live until unpinned
+	}
 	sess.mu.Lock()
 	sess.evicted = true
 	if s.backend.Durable() {
@@ -201,7 +209,15 @@ func (s *Store) get(ctx context.Context, id string) (*Session, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.getLocked(ctx, id)
+}
+
+// getLocked is get for a caller holding s.mu.
+func (s *Store) getLocked(ctx context.Context, id string) (*Session, error) {
 	if sess, ok := s.lru.Get(id); ok {
+		return sess, nil
+	}
+	if sess, ok := s.held(id); ok {
 		return sess, nil
 	}
 	if !s.backend.Durable() {
@@ -239,7 +255,7 @@ func (s *Store) load(ctx context.Context, id string) (*Session, error) {
 // record of a durable session that is not live: with its event log when
 // withLog is set (otherwise the record's Events may be nil).
 func (s *Store) peek(ctx context.Context, id string, withLog bool) (*Session, *Record, error) {
-	if sess, ok := s.lru.Peek(id); ok {
+	if sess, ok := s.live(id); ok {
 		return sess, nil, nil
 	}
 	if !s.backend.Durable() {
@@ -389,6 +405,9 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 	if sess, ok := s.lru.Get(id); ok {
 		return opened(sess, false), nil // created concurrently
 	}
+	if sess, ok := s.held(id); ok {
+		return opened(sess, false), nil
+	}
 	if err := s.create(ctx, id, opts.MaxTurns, opts.Info); err != nil {
 		return Opened{}, err
 	}
@@ -416,7 +435,7 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 
 // Exists reports whether id is live or stored.
 func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
-	if s.lru.Contains(id) {
+	if _, ok := s.live(id); ok {
 		return true, nil
 	}
 	if !s.backend.Durable() {
@@ -586,7 +605,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		// session being loaded (get heals it, holding s.mu, before it
 		// enters the LRU) is not live: there is nothing to drop, and
 		// forget would wait for s.mu forever.
-		if cur, ok := s.lru.Peek(sess.rec.ID); stale && ok && cur == sess {
+		if cur, ok := s.live(sess.rec.ID); stale && ok && cur == sess {
 			s.forget(sess.rec.ID, sess)
 		}
 	}()
@@ -757,8 +776,8 @@ func checkMessageJSON(m *Message) error {
 func (s *Store) forget(id string, sess *Session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.lru.Peek(id); ok && cur == sess {
-		s.lru.Remove(id)
+	if cur, ok := s.live(id); ok && cur == sess {
+		s.remove(id)
 	}
 }
 
@@ -911,7 +930,7 @@ func (s *Store) Close(ctx context.Context, id string) error {
 		}
 	}
 	s.mu.Lock()
-	s.lru.Remove(id)
+	s.remove(id)
 	s.mu.Unlock()
 	return nil
 }
@@ -954,7 +973,7 @@ func (s *Store) Ancestry(ctx context.Context, id string) (*Lineage, error) {
 // Meta returns the session's state without messages and events: status,
 // turns, lineage, summary. It does not refresh recency.
 func (s *Store) Meta(ctx context.Context, id string) (*Record, error) {
-	if sess, ok := s.lru.Peek(id); ok {
+	if sess, ok := s.live(id); ok {
 		sess.mu.Lock()
 		defer sess.mu.Unlock()
 		out := cloneRecordMeta(&sess.rec)
@@ -990,7 +1009,7 @@ func (s *Store) Subscribe(ctx context.Context, id string, sub Subscriber) error 
 // Subscribers returns the session's subscribers in registration order
 // (none for a session that is not live).
 func (s *Store) Subscribers(id string) []Subscriber {
-	sess, ok := s.lru.Peek(id)
+	sess, ok := s.live(id)
 	if !ok {
 		return nil
 	}
@@ -1015,7 +1034,7 @@ func (s *Store) QueueFeedback(ctx context.Context, id string, m Message) error {
 
 // TakeFeedback removes and returns the session's pending messages.
 func (s *Store) TakeFeedback(id string) []Message {
-	sess, ok := s.lru.Peek(id)
+	sess, ok := s.live(id)
 	if !ok {
 		return nil
 	}
@@ -1028,10 +1047,10 @@ func (s *Store) TakeFeedback(id string) []Message {
 
 // Live returns summaries of the live sessions, most recently used first.
 func (s *Store) Live() []Summary {
-	keys := s.lru.Keys() // oldest first
+	keys := append(s.heldIDs(), s.lru.Keys()...) // oldest first (the pinned ones pushed out first)
 	out := make([]Summary, 0, len(keys))
 	for i := len(keys) - 1; i >= 0; i-- {
-		sess, ok := s.lru.Peek(keys[i])
+		sess, ok := s.live(keys[i])
 		if !ok {
 			continue
 		}
@@ -1064,7 +1083,7 @@ func (s *Store) Create(ctx context.Context, id string, info Info) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lru.Contains(id) {
+	if _, ok := s.live(id); ok {
 		return wrap(id, ErrExists)
 	}
 	return s.create(ctx, id, 0, info)
@@ -1078,7 +1097,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := s.backend.Delete(ctx, id, false); err != nil {
 		return wrap(id, err)
 	}
-	s.lru.Remove(id)
+	s.remove(id)
 	return nil
 }
 
@@ -1091,7 +1110,7 @@ func (s *Store) Unload(id string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lru.Remove(id)
+	s.remove(id)
 }
 
 // Refresh drops the live copy of session id when it is stale: when the
@@ -1106,7 +1125,7 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 	if !s.backend.Durable() {
 		return nil
 	}
-	sess, ok := s.lru.Peek(id)
+	sess, ok := s.live(id)
 	if !ok {
 		return nil
 	}
