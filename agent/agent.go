@@ -178,6 +178,12 @@ type Config struct {
 	// DefaultMaxIterations).
 	MaxIterations int
 	Persistent    bool
+
+	// NestedIterations, when set, returns the iterations of the loops
+	// run inside this one (sub-agents its tools spawned), which count
+	// against MaxIterations as well as the loop's own.
+	NestedIterations func() int
+
 	// MaxNudges is how many text-only replies a persistent loop nudges
 	// before it is stuck (0: DefaultMaxNudges; negative: none).
 	MaxNudges int
@@ -485,6 +491,15 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	return nil, l.res, err
 }
 
+// nestedIterations returns the iterations of the loops run inside this
+// one (Config.NestedIterations).
+func (l *loop) nestedIterations() int {
+	if l.cfg.NestedIterations == nil {
+		return 0
+	}
+	return l.cfg.NestedIterations()
+}
+
 // idle announces the idle state at the end of a loop that announced
 // another one.
 func (l *loop) idle() error {
@@ -639,7 +654,7 @@ func (l *loop) run() error {
 		if err := l.ctx.Err(); err != nil {
 			return err
 		}
-		if l.res.Iterations >= cfg.MaxIterations {
+		if l.res.Iterations+l.nestedIterations() >= cfg.MaxIterations {
 			l.res.Status = StatusBudgetExhausted
 			return l.event(EventBudgetExhausted, map[string]any{"status": string(StatusBudgetExhausted), "max_iterations": int64(cfg.MaxIterations)})
 		}

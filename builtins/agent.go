@@ -170,6 +170,10 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 	if err != nil {
 		return nil, err
 	}
+	depth, err := loopDepth(thread, fn)
+	if err != nil {
+		return nil, err
+	}
 	// A narrowed workspace holds everything the loop runs (tools,
 	// subscribers, callbacks), from binding the tools on.
 	policy, err := loopWorkspace(thread, o)
@@ -184,6 +188,13 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 	if err != nil {
 		return nil, err
 	}
+	if cfg.MaxIterations == 0 {
+		cfg.MaxIterations = agent.DefaultMaxIterations
+	}
+	if cfg.MaxIterations, err = nestedBudget(thread, fn, cfg.MaxIterations); err != nil {
+		return nil, err
+	}
+	cfg.Budgets = inheritBudgets(thread, cfg.Budgets)
 	if c.sessionID == "" {
 		cfg.MaxTurns = -1 // an anonymous session is new: no cap
 	}
@@ -197,7 +208,8 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 		}
 	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
-		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations}
+		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations, depth: depth, budgets: cfg.Budgets}
+	cfg.NestedIterations = func() int { return frame.childIterations }
 	emit := cfg.Hooks.Emit
 	cfg.Hooks.Emit = func(e sessions.Event) error {
 		if e.Type == agent.EventTurnStart {
@@ -206,8 +218,9 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 		return emit(e)
 	}
 	pop := pushLoop(thread, frame)
-	defer pop()
 	res, err := agent.Run(vm.ContextOf(thread), *cfg)
+	pop()
+	endNested(thread, frame)
 	if err != nil {
 		return nil, fail(fn, err)
 	}

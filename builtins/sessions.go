@@ -27,6 +27,7 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -447,6 +448,11 @@ type loopFrame struct {
 	provider, model, baseURL, apiVersion string
 	maxIterations                        int
 	iterations                           int // turns started so far
+	// childIterations are the iterations its sub-agents used (or hold,
+	// while they run): see childBudget.
+	childIterations int
+	depth           int           // 1 for a top-level loop
+	budgets         []*llm.Budget // the cost budgets its calls count against
 }
 
 // currentLoop returns the innermost running agent loop.

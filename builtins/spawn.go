@@ -72,11 +72,14 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
-	if budget == 0 {
-		budget = max(1, (parent.maxIterations-parent.iterations)/2)
+	if _, err := loopDepth(thread, fn); err != nil {
+		return nil, err
 	}
 	if err := checkChildAPIVersion(st, o, parent); err != nil {
 		return nil, fail(fn, err)
+	}
+	if budget, err = childBudget(fn, parent, budget); err != nil {
+		return nil, err
 	}
 	ctx := vm.ContextOf(thread)
 	child, err := childSession(thread, st, fn, parent, carry)
