@@ -120,9 +120,16 @@ func (l *locker) tryLock(ctx context.Context, lk *lock) error {
 	ctx = context.WithoutCancel(ctx)
 	var ok bool
 	l.connMu.Lock()
-	err := l.ensureConn(ctx)
+	err := l.ensureConn(ctx, lk)
 	if err == nil {
 		err = l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+advisory("$1")+`)`, l.qualified(lk.name)).Scan(&ok)
+		if err != nil && l.conn.IsClosed() {
+			// The connection had broken (a database restart) and this
+			// query found out: connect again and try once more.
+			if err = l.ensureConn(ctx, lk); err == nil {
+				err = l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+advisory("$1")+`)`, l.qualified(lk.name)).Scan(&ok)
+			}
+		}
 	}
 	l.connMu.Unlock()
 	switch {
@@ -140,11 +147,27 @@ func (l *locker) tryLock(ctx context.Context, lk *lock) error {
 	return nil
 }
 
-// ensureConn connects again when the lock connection broke. The caller
+// ensureConn connects again when the lock connection broke (the
+// watcher found it broken, or a query did: after a database restart).
+// The locks held on a broken connection went with it: they are
+// interrupted as lost, except taking, the lock being taken. The caller
 // holds connMu.
-func (l *locker) ensureConn(ctx context.Context) error {
-	if l.conn != nil {
+func (l *locker) ensureConn(ctx context.Context, taking *lock) error {
+	if l.conn != nil && !l.conn.IsClosed() {
 		return nil
+	}
+	if l.conn != nil {
+		l.conn.Close(context.Background())
+		l.conn = nil
+		l.mu.Lock()
+		lost := make(map[string]*lock, len(l.held))
+		for _, lk := range l.held {
+			if lk != taking {
+				lost[lk.holder] = lk
+			}
+		}
+		l.mu.Unlock()
+		l.lose(lost)
 	}
 	return l.connect(ctx)
 }
@@ -316,7 +339,7 @@ func (l *locker) watch(ctx context.Context) {
 			continue
 		}
 		l.connMu.Lock()
-		err := l.ensureConn(ctx)
+		err := l.ensureConn(ctx, nil)
 		if err == nil {
 			if err = l.conn.Ping(ctx); err != nil && ctx.Err() == nil {
 				// The advisory locks went with the connection.

@@ -9,6 +9,9 @@
 // people's runs on one server) never see each other's sessions. Schemas
 // that a killed test binary left behind are dropped by the next run once
 // they are an hour old.
+//
+// A test that stops and restarts the database starts a throw-away server
+// of its own instead (NewServer), never the shared one.
 package pgtest
 
 import (
