@@ -145,7 +145,7 @@ func deliver(thread *starlark.Thread, store *sessions.Store, events []sessions.E
 }
 
 func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, agent.LoopOptions())
+	prompt, system, o, err := unpackCall(thread, b, args, kwargs, agent.LoopOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +296,10 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// unpackCall unpacks (prompt, system=None, options=None, **kwargs).
-func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, table *agent.Table) (string, starlark.Value, *options, error) {
+// unpackCall unpacks (prompt, system=None, options=None, **kwargs); the
+// thread's call defaults (vm.CallDefaults) fill in the options and system
+// prompt the call does not give.
+func unpackCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple, table *agent.Table) (string, starlark.Value, *options, error) {
 	var prompt string
 	var system, positional starlark.Value = starlark.None, starlark.None
 	named, rest := splitKwargs(kwargs, "prompt", "system", "options")
@@ -311,11 +313,65 @@ func unpackCall(b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tupl
 	if err != nil {
 		return "", nil, nil, err
 	}
+	if err := applyCallDefaults(thread, o, &system); err != nil {
+		return "", nil, nil, err
+	}
 	return prompt, system, o, nil
 }
 
+// applyCallDefaults gives o the thread's call defaults (vm.CallDefaults:
+// an eval variant's options) that its table has and the call did not
+// give, and *system the default system prompt when it is None; keys in
+// skip are left alone.
+func applyCallDefaults(thread *starlark.Thread, o *options, system *starlark.Value, skip ...string) error {
+	defaults := vm.CallDefaults(thread)
+	keys := make([]string, 0, len(defaults))
+	for k := range defaults {
+		if !slices.Contains(skip, k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case k == "system":
+			if *system == starlark.None {
+				*system = defaults[k]
+			}
+		case o.vals.Table().Lookup(k) != nil && !o.has(k):
+			if err := o.set(k, defaults[k], false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckCallDefaults checks options meant as call defaults
+// (vm.WithCallDefaults): each must be an agent_loop option with a value
+// it accepts, or "system" (a string). fn names the caller in errors.
+func CheckCallDefaults(fn string, d map[string]starlark.Value) error {
+	rest := make([]starlark.Tuple, 0, len(d))
+	keys := make([]string, 0, len(d))
+	for k := range d {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if k == "system" {
+			if _, ok := d[k].(starlark.String); !ok {
+				return fmt.Errorf("%s: 'system' must be a string, got %s", fn, d[k].Type())
+			}
+			continue
+		}
+		rest = append(rest, starlark.Tuple{starlark.String(k), d[k]})
+	}
+	_, err := unpackOptions(agent.LoopOptions(), fn, starlark.None, rest)
+	return err
+}
+
 func llmCall(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	prompt, system, o, err := unpackCall(b, args, kwargs, agent.CallOptions())
+	prompt, system, o, err := unpackCall(thread, b, args, kwargs, agent.CallOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,11 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	if err != nil {
 		return nil, err
 	}
+	// The child inherits its provider and model from its parent; a
+	// variant's other options are its defaults too.
+	if err := applyCallDefaults(thread, o, &system, "provider", "model", "base_url", "api_version"); err != nil {
+		return nil, err
+	}
 	if !slices.Contains(carryModes, carry) {
 		return nil, fmt.Errorf("%s: unknown carry '%s' (expected one of: %s)", fn, carry, strings.Join(carryModes, ", "))
 	}

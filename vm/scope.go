@@ -34,6 +34,8 @@ type scope struct {
 	// loops is the stack of the agent loops running on the thread,
 	// innermost last; package builtins keeps its loop frames here.
 	loops []any
+	// defaults are the call defaults set by WithCallDefaults (nil: none).
+	defaults map[string]starlark.Value
 }
 
 const scopeKey = "skein.vm.scope"

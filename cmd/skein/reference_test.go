@@ -29,7 +29,7 @@ func cliReference(t *testing.T) string {
 	section := func(title string, args ...string) {
 		fmt.Fprintf(&b, "\n## %s\n\n```\n%s\n```\n", title, help(append(args, "-h")...))
 	}
-	for _, c := range []string{"run", "repl", "test", "serve", "acp", "mcp"} {
+	for _, c := range []string{"run", "repl", "test", "eval", "serve", "acp", "mcp"} {
 		section("skein "+c, c)
 	}
 	section("skein sessions", "sessions")

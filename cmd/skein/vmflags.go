@@ -228,6 +228,9 @@ type vmConfig struct {
 	// is reported at start, not at the first request); otherwise the
 	// first call that needs it opens it.
 	openStore bool
+	// middleware, if set, wraps every real provider (skein eval's
+	// response cache); --llm-record's recorder replaces it.
+	middleware func(llm.Provider) llm.Provider
 }
 
 // newState builds a VM from the flags. The returned close function
@@ -271,6 +274,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 	}
 	settings := providers.Default(os.Getenv)
 	settings.Provider, settings.Model = f.provider, f.model
+	settings.Middleware = c.middleware
 	f.costSettings(settings)
 	queue := mock.New()
 	closers := []func() error{store.Shutdown}
