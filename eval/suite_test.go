@@ -3,6 +3,7 @@ package eval_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -253,5 +254,44 @@ func TestCache(t *testing.T) {
 	}
 	if third, _ := eval.OpenCache(ctx, store); third.Len() != 5 {
 		t.Errorf("after a second save: %d entries, want 5", third.Len())
+	}
+}
+
+// TestVariantDefaults: a variant's options are the defaults of every
+// llm_call, agent_loop and agent_spawn of the task; an option a call
+// gives wins.
+func TestVariantDefaults(t *testing.T) {
+	_, s := suite(t, `
+DATASET = [{"id": "a"}]
+VARIANTS = [{"name": "v", "model": "m-variant", "system": "be brief", "max_tokens": 77}]
+seen = []
+
+def delegate(q):
+    """Ask a sub-agent.
+
+    Args:
+      q: the question.
+    """
+    return agent_spawn(q, carry = "reset")["text"]
+
+def task(case):
+    llm_mock(tool_calls = [{"name": "delegate", "arguments": {"q": "sub"}}])
+    llm_mock(text = "child")
+    llm_mock(text = "parent")
+    llm_mock(text = "own")
+    agent_loop("go", tools = [delegate])
+    llm_call("mine", model = "m-own", system = "mine")
+    return [(c["model"], c["system"]) for c in llm_mock_calls()]
+
+score_x = exact(key = "id")
+`)
+	rec, err := eval.Run(context.Background(), s, eval.Options{ID: "run1", Parallel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rec.Results[0].Output
+	want := []any{[]any{"m-variant", "be brief"}, []any{"m-variant", "be brief"}, []any{"m-variant", "be brief"}, []any{"m-own", "mine"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("calls (model, system):\n got %v\nwant %v", got, want)
 	}
 }
