@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 )
 
 // chart is one scorer's bar chart: a bar per variant (its mean score),
@@ -63,11 +64,14 @@ func (r *Record) charts() []chart {
 	return out
 }
 
-var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
-	"score": formatScore, "cost": formatCost, "ms": formatMS, "pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"signed": func(f float64) string { return fmt.Sprintf("%+.2f", f) }, "inc": func(i int) int { return i + 1 },
-	"left": func() int { return chartLeft }, "width": func() int { return chartLeft + chartWidth + 280 }, "full": func() int { return chartLeft + chartWidth },
-}).Parse(`<!DOCTYPE html>
+// htmlReport is built on first use, not at package initialisation, which
+// every skein command pays.
+var htmlReport = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"score": formatScore, "cost": formatCost, "ms": formatMS, "pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
+		"signed": func(f float64) string { return fmt.Sprintf("%+.2f", f) }, "inc": func(i int) int { return i + 1 },
+		"left": func() int { return chartLeft }, "width": func() int { return chartLeft + chartWidth + 280 }, "full": func() int { return chartLeft + chartWidth },
+	}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>eval {{.R.Name}} — {{.R.ID}}</title>
 <style>
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
@@ -105,11 +109,12 @@ svg text{font:12px system-ui,sans-serif}code{font-size:12px}
 <p class="muted">A case's session: <code>skein sessions show SESSION</code>, or the viewer of <code>skein serve</code> on the same store.</p>
 </body></html>
 `))
+})
 
 // WriteHTML writes a self-contained page (no script, no external file):
 // the matrix, a bar chart per scorer (mean per variant with its 95%
 // interval and pass rate, regressions in red), the comparison with the
 // baseline and every failure with its reason and session.
 func WriteHTML(w io.Writer, r *Record) error {
-	return htmlReport.Execute(w, map[string]any{"R": r, "Charts": r.charts(), "Failures": r.Failures()})
+	return htmlReport().Execute(w, map[string]any{"R": r, "Charts": r.charts(), "Failures": r.Failures()})
 }
