@@ -303,6 +303,30 @@ func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Gra
 	return g, nil
 }
 
+// ModuleTools loads the Starlark module file (relative to from's
+// directory, as load() paths are) and returns its top-level functions by
+// name, those not starting with '_': the tools a workflow file's nodes
+// may name (skein run FLOW.yaml --tools FILE).
+func ModuleTools(st *vm.State, from, file string) (map[string]starlark.Value, error) {
+	t := st.NewThread("tools " + file)
+	defer st.Release(t)
+	vm.SetFile(t, from)
+	globals, err := t.Load(t, file)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]starlark.Value{}
+	for name, v := range globals {
+		if fn, ok := v.(*starlark.Function); ok && !strings.HasPrefix(name, "_") {
+			out[name] = fn
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s defines no top-level function", file)
+	}
+	return out, nil
+}
+
 // loadFn loads "file.star:function", the file relative to from's
 // directory.
 func loadFn(st *vm.State, from, ref string) (starlark.Callable, error) {

@@ -81,20 +81,25 @@ func CheckMetadata(m map[string]any) error {
 }
 
 // Slug returns the kebab-case slug of a title: its ASCII letters (lower
-// case) and digits, runs of anything else become one hyphen, none at the
-// ends; "exported-session" when nothing is left. Exports name their files
-// and workflows with it.
+// case) and digits; runs of other ASCII characters become one hyphen,
+// none at the ends; non-ASCII characters are dropped ("ünïcode" is
+// "ncode", as in the agent-session specification); "exported-session"
+// when nothing is left. Exports name their files and workflows with it.
 func Slug(title string) string {
 	var b strings.Builder
 	dash := false
-	for _, r := range strings.ToLower(title) {
-		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+	for _, r := range title {
+		if 'A' <= r && r <= 'Z' {
+			r += 'a' - 'A'
+		}
+		switch {
+		case 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
 			if dash && b.Len() > 0 {
 				b.WriteByte('-')
 			}
 			b.WriteRune(r)
 			dash = false
-		} else {
+		case r < utf8.RuneSelf:
 			dash = true
 		}
 	}

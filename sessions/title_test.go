@@ -55,3 +55,22 @@ func TestFirstPromptKept(t *testing.T) {
 	}
 	want("reset", "")
 }
+
+// TestSlug: ASCII letters and digits, lower-cased; runs of other ASCII
+// become one hyphen; non-ASCII is dropped (the agent-session specification's kebab slug).
+func TestSlug(t *testing.T) {
+	for _, tc := range []struct{ title, want string }{
+		{"Fix: the {parser}!", "fix-the-parser"},
+		{"ünïcode", "ncode"},
+		{"Café au lait", "caf-au-lait"},
+		{"日本語", "exported-session"},
+		{"", "exported-session"},
+		{"  --Hello   World--  ", "hello-world"},
+		{"\u212a elvin", "elvin"}, // the Kelvin sign lower-cases to an ASCII k: still dropped
+		{"v2.0 release", "v2-0-release"},
+	} {
+		if got := Slug(tc.title); got != tc.want {
+			t.Errorf("Slug(%q) = %q, want %q", tc.title, got, tc.want)
+		}
+	}
+}

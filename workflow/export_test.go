@@ -3,7 +3,6 @@ package workflow
 import (
 	"bytes"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +27,7 @@ func exportRecord() *sessions.Record {
 			{Role: sessions.RoleSystem, Text: "be brief"},
 			user("Why does {task} break?"), call("c1", "read"), result("c1", "read"), call("c2", "grep"), result("c2", "grep"),
 			call("c3", "read"), result("c3", "read"),
-			{Role: sessions.RoleAssistant, Model: "m", Blocks: []sessions.Block{{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "SIG-secret-ish"}, {Type: sessions.BlockText, Text: "Because."}}},
+			{Role: sessions.RoleAssistant, Model: "m", Blocks: []sessions.Block{{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "SIG-secret-ish", Origin: "gemini", Data: "provider-raw"}, {Type: sessions.BlockText, Text: "Because."}}},
 			user("Try it."), call("c4", "run"), result("c4", "run"), // cut short: left out
 			user("Thanks."), user("One more:\nwhy?"), reply("Done."),
 		}}
@@ -40,19 +39,34 @@ func TestFromSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := Dump(g)
-	if g.Name != "fix-the-parser" || g.Entry != "turn-1" || len(g.Nodes) != 2 {
+	if g.Name != "fix-the-parser" || g.Entry != "input" || len(g.Nodes) != 4 {
 		t.Fatalf("graph %s entry %s with %d nodes:\n%s", g.Name, g.Entry, len(g.Nodes), out)
 	}
-	n1, n2 := g.Nodes["turn-1"], g.Nodes["turn-2"]
+	in, n1, n2, outNode := g.Nodes["input"], g.Nodes["turn-1"], g.Nodes["turn-2"], g.Nodes["output"]
+	if in.Mode != ModeInput || outNode.Mode != ModeOutput {
+		t.Errorf("input %+v, output %+v", in, outNode)
+	}
 	if n1.Mode != ModeAgent || n1.Prompt != "Why does {{task}} break?" || !reflect.DeepEqual(n1.Tools, []string{"read", "grep"}) ||
-		n1.ModelPolicy.SessionID != "fix-the-parser" || n1.ModelPolicy.Model != "" || len(n1.Options) != 0 {
+		n1.ModelPolicy.SessionID != ExportSession || n1.ModelPolicy.Model != "" || len(n1.Options) != 0 || n1.System != "be brief" {
 		t.Errorf("turn-1: %+v", n1)
 	}
-	if n2.Prompt != "Thanks.\n\nOne more:\nwhy?" || n2.Tools != nil || n2.ModelPolicy.SessionID != "fix-the-parser" {
+	if n2.Prompt != "Thanks.\n\nOne more:\nwhy?" || n2.Tools != nil || n2.ModelPolicy.SessionID != ExportSession || n2.System != "be brief" {
 		t.Errorf("turn-2: %+v", n2)
 	}
-	if len(g.Edges) != 1 || g.Edges[0].From != "turn-1" || g.Edges[0].To != "turn-2" || g.Edges[0].When != "" {
-		t.Errorf("edges: %+v", g.Edges)
+	var chain []string
+	for _, e := range g.Edges {
+		if e.When != "" {
+			t.Errorf("edge %s has a condition", e)
+		}
+		chain = append(chain, e.From+">"+e.To)
+	}
+	if want := []string{"input>turn-1", "turn-1>turn-2", "turn-2>output"}; !reflect.DeepEqual(chain, want) {
+		t.Errorf("edges %v, want %v", chain, want)
+	}
+	for _, key := range []string{"prompt_template: Why does {{task}} break?", "session_id: \"{run_id}/conversation\"", "mode: input", "mode: output", "agentSlug: null"} {
+		if !bytes.Contains(out, []byte(key)) {
+			t.Errorf("no %q in the export:\n%s", key, out)
+		}
 	}
 	export, _ := g.Metadata[ExportKey].(map[string]any)
 	msgs, _ := export["messages"].([]any)
@@ -60,8 +74,11 @@ func TestFromSession(t *testing.T) {
 		export["createdAt"] != "2026-01-02T03:04:05Z" || export["updatedAt"] != "2026-01-02T04:04:05Z" || len(msgs) != 15 {
 		t.Errorf("metadata.skeinExport: %v", export)
 	}
-	if bytes.Contains(out, []byte("SIG-secret-ish")) || !bytes.Contains(out, []byte("thinking: hmm")) {
-		t.Errorf("the thinking signature is exported, or the thinking is not:\n%s", out)
+	if _, ok := export["agentSlug"]; !ok || export["agentSlug"] != nil {
+		t.Errorf("agentSlug of a session bound to no agent: %v, want null", export["agentSlug"])
+	}
+	if bytes.Contains(out, []byte("SIG-secret-ish")) || bytes.Contains(out, []byte("provider-raw")) || !bytes.Contains(out, []byte("text: hmm")) {
+		t.Errorf("the thinking signature or provider data is exported, or the thinking is not:\n%s", out)
 	}
 	// The same session gives the same bytes; load then dump gives them too.
 	g2, err := FromSession(exportRecord())
@@ -83,16 +100,84 @@ func TestFromSession(t *testing.T) {
 	}
 }
 
+// TestExportSessionMessages: the transcript is kept in the agent-session specification's
+// SessionMessage shape.
+func TestExportSessionMessages(t *testing.T) {
+	rec := exportRecord()
+	rec.Messages[1].ID, rec.Messages[1].CreatedAt = "m-2", rec.CreatedAt.Add(time.Second)
+	g, err := FromSession(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := g.Metadata[ExportKey].(map[string]any)["messages"].([]any)
+	want := []map[string]any{
+		{"id": "0190-abc:1", "sessionId": "0190-abc", "sequenceNumber": int64(1), "role": "system",
+			"content": []any{map[string]any{"type": "text", "text": "be brief"}}},
+		{"id": "m-2", "sessionId": "0190-abc", "sequenceNumber": int64(2), "role": "user", "timestamp": "2026-01-02T03:04:06Z",
+			"content": []any{map[string]any{"type": "text", "text": "Why does {task} break?"}}},
+		{"id": "0190-abc:3", "sessionId": "0190-abc", "sequenceNumber": int64(3), "role": "assistant", "modelId": "m",
+			"content": []any{map[string]any{"type": "tool_call", "toolCallId": "c1", "toolName": "read", "input": map[string]any{"f": 0.5, "x": int64(1)}}}},
+		{"id": "0190-abc:4", "sessionId": "0190-abc", "sequenceNumber": int64(4), "role": "tool",
+			"content": []any{map[string]any{"type": "tool_result", "toolCallId": "c1", "toolName": "read", "output": "ok", "isError": false}}},
+	}
+	for i, w := range want {
+		if !reflect.DeepEqual(msgs[i], w) {
+			t.Errorf("message %d:\n got %#v\nwant %#v", i+1, msgs[i], w)
+		}
+	}
+	thinking := msgs[8].(map[string]any)["content"]
+	if w := []any{map[string]any{"type": "reasoning", "text": "hmm"}, map[string]any{"type": "text", "text": "Because."}}; !reflect.DeepEqual(thinking, w) {
+		t.Errorf("the reply with thinking: %#v", thinking)
+	}
+}
+
+// TestExportAgentSlug: a session bound to an agent names it.
+func TestExportAgentSlug(t *testing.T) {
+	rec := exportRecord()
+	rec.Metadata = map[string]any{"agent": map[string]any{"name": "reviewer", "model": "openai/gpt-4o-mini"}}
+	g, err := FromSession(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slug := g.Metadata[ExportKey].(map[string]any)["agentSlug"]; slug != "reviewer" {
+		t.Errorf("agentSlug %v, want reviewer", slug)
+	}
+}
+
 func TestFromSessionWithoutCompletedTurns(t *testing.T) {
 	rec := exportRecord()
 	rec.Title = "日本語"
 	rec.Messages = rec.Messages[:12] // through the turn cut short
 	g, err := FromSession(rec)
-	if err != nil || g.Name != "exported-session" || len(g.Nodes) != 1 {
+	if err != nil || g.Name != "exported-session" || len(g.Nodes) != 3 {
 		t.Fatalf("FromSession = %v, %v", g, err)
 	}
+	rec.Title = "ünïcode"
 	rec.Messages = rec.Messages[:2]
-	if _, err := FromSession(rec); err == nil || !strings.Contains(err.Error(), "no completed user turn") {
+	g, err = FromSession(rec)
+	if err != nil {
 		t.Fatalf("a session without a completed turn: %v", err)
+	}
+	if g.Name != "ncode" || len(g.Nodes) != 2 || len(g.Edges) != 1 || g.Edges[0].From != "input" || g.Edges[0].To != "output" {
+		t.Fatalf("a session without a completed turn exports %s:\n%s", g.Name, Dump(g))
+	}
+}
+
+// TestPromptKeys: prompt_template is a node's prompt; prompt is still
+// read; both at once is an error.
+func TestPromptKeys(t *testing.T) {
+	for _, key := range []string{"prompt", "prompt_template"} {
+		g, err := Decode(map[string]any{"name": "w", "entry": "a", "nodes": map[string]any{"a": map[string]any{"mode": "llm", key: "Say {task}"}}})
+		if err != nil || g.Nodes["a"].Prompt != "Say {task}" {
+			t.Fatalf("%s: %v", key, err)
+		}
+	}
+	_, err := Decode(map[string]any{"name": "w", "entry": "a", "nodes": map[string]any{"a": map[string]any{"mode": "llm", "prompt": "x", "prompt_template": "y"}}})
+	if err == nil || err.Error() != "node 'a': 'prompt' and 'prompt_template' are one key: give one of them" {
+		t.Fatalf("both keys: %v", err)
+	}
+	_, err = Decode(map[string]any{"name": "w", "entry": "a", "nodes": map[string]any{"a": map[string]any{"mode": "input", "prompt": "x"}}})
+	if err == nil || err.Error() != "node 'a': 'prompt' is not allowed on an input node (it takes only 'mode')" {
+		t.Fatalf("a prompt on an input node: %v", err)
 	}
 }

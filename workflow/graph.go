@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/vm"
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm/schema"
 )
 
@@ -20,10 +21,16 @@ const (
 	ModeAgent Mode = "agent" // an agent loop on the stage session
 	ModeLLM   Mode = "llm"   // one model call, no session unless model_policy.session_id is set
 	ModeFn    Mode = "fn"    // a function of the caller's (Executor) given the run's context
+	// ModeInput starts a run: its output is the run's task. ModeOutput
+	// ends one: its output is the previous stage's. Neither calls a
+	// model or has a session; a session's export starts and ends with
+	// them.
+	ModeInput  Mode = "input"
+	ModeOutput Mode = "output"
 )
 
 // Modes lists the stage modes in sorted order.
-var Modes = []Mode{ModeAgent, ModeFn, ModeLLM}
+var Modes = []Mode{ModeAgent, ModeFn, ModeInput, ModeLLM, ModeOutput}
 
 // Graph is a validated workflow: nodes, edges with compiled conditions,
 // and the normalised specification it was built from (what Dump writes
@@ -47,7 +54,7 @@ type Graph struct {
 type Node struct {
 	Name   string
 	Mode   Mode
-	Prompt string // the template text; empty for fn nodes
+	Prompt string // the template text (prompt_template, or prompt); empty for fn, input and output nodes
 	System string
 	// Tools are the names of the stage's tools, in order.
 	Tools []string
@@ -262,7 +269,7 @@ func checkKeys(where string, m map[string]any, allowed []string) error {
 		return nil
 	}
 	sort.Strings(bad)
-	return fmt.Errorf("%s: unknown key '%s' (expected one of: %s)", where, bad[0], strings.Join(allowed, ", "))
+	return fmt.Errorf("%s: %w", where, agent.UnknownKey("key", bad[0], allowed))
 }
 
 func contains(list []string, s string) bool {

@@ -33,7 +33,7 @@ func StageOptions(mode Mode) []string {
 }
 
 // ownKeys are a node's keys that are not agent loop options.
-var ownKeys = []string{"fn", "input_contract", "mode", "model_policy", "output_contract", "prompt", "system", "tools"}
+var ownKeys = []string{"fn", "input_contract", "mode", "model_policy", "output_contract", "prompt", "prompt_template", "system", "tools"}
 
 // nodeKeys lists every key a node accepts, sorted.
 func nodeKeys() []string {
@@ -69,8 +69,16 @@ func decodeNode(name string, v any) (*Node, error) {
 	if !contains(modeNames(), mode) {
 		return nil, fmt.Errorf("%s: unknown mode '%s' (expected one of: %s)", where, mode, strings.Join(modeNames(), ", "))
 	}
+	if n.Mode == ModeInput || n.Mode == ModeOutput {
+		for k := range m {
+			if k != "mode" {
+				return nil, fmt.Errorf("%s: '%s' is not allowed on an %s node (it takes only 'mode')", where, k, n.Mode)
+			}
+		}
+		return n, nil
+	}
 	if n.Mode == ModeFn {
-		for _, k := range []string{"prompt", "system", "tools", "model_policy", "input_contract"} {
+		for _, k := range []string{"prompt", "prompt_template", "system", "tools", "model_policy", "input_contract"} {
 			if _, ok := m[k]; ok {
 				return nil, fmt.Errorf("%s: '%s' is not allowed on an fn node", where, k)
 			}
@@ -82,11 +90,20 @@ func decodeNode(name string, v any) (*Node, error) {
 		if _, ok := m["fn"]; ok {
 			return nil, fmt.Errorf("%s: 'fn' is only allowed on an fn node", where)
 		}
-		if n.Prompt, err = requiredString(m, "prompt", where); err != nil {
+		key := "prompt_template"
+		if _, ok := m[key]; !ok {
+			key = "prompt" // the earlier name, still read
+		} else if _, both := m["prompt"]; both {
+			return nil, fmt.Errorf("%s: 'prompt' and 'prompt_template' are one key: give one of them", where)
+		}
+		if _, ok := m[key]; !ok {
+			return nil, fmt.Errorf("%s: missing 'prompt' (or 'prompt_template')", where)
+		}
+		if n.Prompt, err = requiredString(m, key, where); err != nil {
 			return nil, err
 		}
 		if n.prompt, err = parseTemplate(n.Prompt); err != nil {
-			return nil, fmt.Errorf("%s: prompt: %w", where, err)
+			return nil, fmt.Errorf("%s: %s: %w", where, key, err)
 		}
 	}
 	if v, ok := m["system"]; ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
@@ -222,15 +223,16 @@ func (e *engine) start(ctx context.Context) (bool, error) {
 	return false, r.save(ctx, e.Store, true, 0)
 }
 
-// sessionOf is the stage session of node: model_policy.session_id, else
-// "<run_id>/<node>" for agent stages, else none.
+// sessionOf is the stage session of node: model_policy.session_id (with
+// {run_id} replaced by the run's id), else "<run_id>/<node>" for agent
+// stages, else none.
 func (e *engine) sessionOf(node string) string {
 	n := e.Graph.Nodes[node]
 	switch {
 	case n == nil:
 		return ""
 	case n.ModelPolicy.SessionID != "":
-		return n.ModelPolicy.SessionID
+		return strings.ReplaceAll(n.ModelPolicy.SessionID, "{run_id}", e.run.ID)
 	case n.Mode == ModeAgent:
 		return e.run.ID + "/" + n.Name
 	}
@@ -320,9 +322,17 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 	return stop, nil
 }
 
-// call renders the prompt and runs the stage.
+// call renders the prompt and runs the stage: through the Executor,
+// except input and output stages, which pass the task and the previous
+// output on.
 func (e *engine) call(ctx context.Context, n *Node, sid string) (*StageResult, error) {
 	r := e.run
+	switch n.Mode {
+	case ModeInput:
+		return &StageResult{Output: r.Task}, nil
+	case ModeOutput:
+		return &StageResult{Output: r.Output}, nil
+	}
 	s := &Stage{RunID: r.ID, Node: n, SessionID: sid, Task: r.Task, Input: r.Output, Outputs: r.Outputs, Vars: r.Vars}
 	if n.prompt != nil {
 		p, err := n.prompt.render(r.Task, r.Output, r.Outputs, r.Vars)

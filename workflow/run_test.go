@@ -284,3 +284,37 @@ func TestStableSessionIDs(t *testing.T) {
 		t.Fatalf("session ids %v", sids)
 	}
 }
+
+// TestExecuteExportedShape: an input stage passes the task on and an
+// output stage the previous output, neither through the executor; a
+// session_id with {run_id} names a session of the run, so two runs of
+// the graph use two sessions.
+func TestExecuteExportedShape(t *testing.T) {
+	g := mustGraph(t, map[string]any{"name": "w", "entry": "input",
+		"nodes": map[string]any{"input": map[string]any{"mode": "input"}, "output": map[string]any{"mode": "output"},
+			"turn-1": map[string]any{"mode": "agent", "prompt_template": "got {output}", "model_policy": map[string]any{"session_id": ExportSession}}},
+		"edges": []any{map[string]any{"from": "input", "to": "turn-1"}, map[string]any{"from": "turn-1", "to": "output"}}})
+	ex := &fakeExec{}
+	store := newStore(t)
+	ids := ids()
+	var sessionsUsed []string
+	for range 2 {
+		r, err := Execute(context.Background(), Options{Graph: g, Task: "the task", Executor: ex, Store: store, NewID: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != StatusCompleted || r.Output != "turn-1: got the task" || nodesOf(r) != "input:done turn-1:done output:done" {
+			t.Fatalf("run %s: %s, output %q, steps %s", r.ID, r.Status, r.Output, nodesOf(r))
+		}
+		if r.Steps[0].SessionID != "" || r.Steps[2].SessionID != "" || r.Steps[1].SessionID != r.ID+"/conversation" {
+			t.Errorf("sessions of the steps: %q %q %q", r.Steps[0].SessionID, r.Steps[1].SessionID, r.Steps[2].SessionID)
+		}
+		sessionsUsed = append(sessionsUsed, r.Steps[1].SessionID)
+	}
+	if sessionsUsed[0] == sessionsUsed[1] {
+		t.Errorf("two runs shared the session %s", sessionsUsed[0])
+	}
+	if strings.Join(ex.calls, " ") != "turn-1 turn-1" {
+		t.Errorf("the executor ran %v", ex.calls)
+	}
+}

@@ -188,7 +188,7 @@ func TestExportWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Name != "triage-api-timeouts" || len(g.Nodes) != 2 || !bytes.Equal(workflow.Dump(g), data) {
+	if g.Name != "triage-api-timeouts" || len(g.Nodes) != 4 || g.Entry != "input" || !bytes.Equal(workflow.Dump(g), data) { // input, 2 turns, output
 		t.Errorf("workflow export: %s with %d nodes:\n%s", g.Name, len(g.Nodes), data)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"go.starlark.net/starlark"
+
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workflow"
@@ -20,6 +22,7 @@ type workflowFlags struct {
 	runID    string
 	maxSteps int
 	json     bool
+	tools    string
 }
 
 func (f *workflowFlags) register(fs *flag.FlagSet) {
@@ -33,6 +36,7 @@ func (f *workflowFlags) flags() []flagDef {
 		{name: "run-id", value: &f.runID, usage: "workflow files: the run's id; an unfinished run of that id is resumed (default: a new id)"},
 		{name: "max-stages", value: &f.maxSteps, def: strconv.Itoa(workflow.DefaultMaxSteps), usage: "workflow files: the most stages the run runs (workflow_execute's max_steps)"},
 		{name: "json", value: &f.json, usage: "workflow files: print the whole result as JSON instead of the final output"},
+		{name: "tools", value: &f.tools, usage: "workflow files: a .star file (beside the workflow or below it) whose top-level functions are tools the nodes may name"},
 	}
 }
 
@@ -63,7 +67,23 @@ func runWorkflow(std stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 	if err != nil {
 		return failState(std, cmd, err)
 	}
-	g, err := builtins.LoadGraph(st, file, nil)
+	var named map[string]starlark.Value
+	if wf.tools != "" {
+		rel := wf.tools
+		dir, errDir := filepath.Abs(filepath.Dir(file))
+		tools, errTools := filepath.Abs(wf.tools)
+		if errDir == nil && errTools == nil {
+			if r, err := filepath.Rel(dir, tools); err == nil {
+				rel = r
+			}
+		}
+		if named, err = builtins.ModuleTools(st, file, filepath.ToSlash(rel)); err != nil {
+			closeVM()
+			fmt.Fprintf(std.err, "%s: --tools: %s\n", cmd, err)
+			return exitFailed
+		}
+	}
+	g, err := builtins.LoadGraph(st, file, named)
 	if err != nil {
 		closeVM()
 		fmt.Fprintf(std.err, "%s: %s\n", cmd, err)
