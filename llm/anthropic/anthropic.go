@@ -58,13 +58,6 @@ type Config struct {
 	DefaultMaxTokens int
 }
 
-// ConfigFromEnv returns the configuration from the environment, read
-// through getenv: the base URL from ANTHROPIC_BASE_URL (default
-// DefaultBaseURL), the key from ANTHROPIC_API_KEY.
-func ConfigFromEnv(getenv func(string) string) Config {
-	return Config{BaseURL: getenv("ANTHROPIC_BASE_URL"), APIKey: getenv("ANTHROPIC_API_KEY")}
-}
-
 // Provider is an llm.Provider speaking Anthropic Messages. It is safe for
 // concurrent use.
 type Provider struct {

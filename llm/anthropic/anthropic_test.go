@@ -212,14 +212,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
-	env := map[string]string{"ANTHROPIC_API_KEY": testKey, "ANTHROPIC_BASE_URL": "https://proxy.example"}
-	got := anthropic.ConfigFromEnv(func(k string) string { return env[k] })
-	if want := (anthropic.Config{BaseURL: "https://proxy.example", APIKey: testKey}); !reflect.DeepEqual(got, want) {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-}
-
 func TestStreamAskedJSONAnswered(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
 	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{wiretest.User("hi")}, Stream: true})

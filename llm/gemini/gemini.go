@@ -48,17 +48,6 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// ConfigFromEnv returns the configuration from the environment, read
-// through getenv: the base URL from GEMINI_BASE_URL (default
-// DefaultBaseURL), the key from GEMINI_API_KEY, else GOOGLE_API_KEY.
-func ConfigFromEnv(getenv func(string) string) Config {
-	key := getenv("GEMINI_API_KEY")
-	if key == "" {
-		key = getenv("GOOGLE_API_KEY")
-	}
-	return Config{BaseURL: getenv("GEMINI_BASE_URL"), APIKey: key}
-}
-
 // Provider is an llm.Provider speaking the Generative Language API. It is
 // safe for concurrent use.
 type Provider struct {

@@ -135,12 +135,4 @@ func TestNew(t *testing.T) {
 	if _, err := p.Complete(context.Background(), &llm.Request{}); err == nil || err.Error() != "gemini: invalid_request: no model given" {
 		t.Errorf("empty model: %v", err)
 	}
-	env := map[string]string{"GOOGLE_API_KEY": "g", "GEMINI_BASE_URL": "https://proxy.example"}
-	if got := gemini.ConfigFromEnv(func(k string) string { return env[k] }); got != (gemini.Config{BaseURL: "https://proxy.example", APIKey: "g"}) {
-		t.Errorf("ConfigFromEnv: %+v", got)
-	}
-	env["GEMINI_API_KEY"] = "k"
-	if got := gemini.ConfigFromEnv(func(k string) string { return env[k] }); got.APIKey != "k" {
-		t.Errorf("GEMINI_API_KEY does not win: %+v", got)
-	}
 }

@@ -45,18 +45,3 @@ func Example() {
 	// Hello, world
 	// end_turn 5 3
 }
-
-func ExampleConfigFromEnv() {
-	env := map[string]string{"SKEIN_OLLAMA_BASE_URL": "http://gpu-box:11434/v1"}
-	cfg := openai.ConfigFromEnv("ollama", func(k string) string { return env[k] }) // os.Getenv in a program
-	fmt.Println(cfg.BaseURL)
-	p, err := openai.New(cfg)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(p.Name())
-	// Output:
-	// http://gpu-box:11434/v1
-	// ollama
-}

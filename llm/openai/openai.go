@@ -73,29 +73,6 @@ type Config struct {
 	APIVersion string
 }
 
-// ConfigFromEnv returns the configuration of the named provider from the
-// environment, read through getenv:
-//
-//   - "openai": base URL from OPENAI_BASE_URL (default DefaultBaseURL),
-//     key from OPENAI_API_KEY;
-//   - "ollama": base URL from SKEIN_OLLAMA_BASE_URL (default
-//     OllamaBaseURL), no key;
-//   - any other name ("openai_compatible", ...): nothing is read; the
-//     caller must set BaseURL (and APIKey if the server needs one).
-//     OPENAI_API_KEY is deliberately not used, so that the OpenAI key is
-//     never sent to another server.
-func ConfigFromEnv(name string, getenv func(string) string) Config {
-	cfg := Config{Name: name}
-	switch name {
-	case NameOpenAI:
-		cfg.BaseURL = getenv("OPENAI_BASE_URL")
-		cfg.APIKey = getenv("OPENAI_API_KEY")
-	case NameOllama:
-		cfg.BaseURL = getenv("SKEIN_OLLAMA_BASE_URL")
-	}
-	return cfg
-}
-
 // Provider is an llm.Provider speaking OpenAI Chat Completions. It is safe
 // for concurrent use.
 type Provider struct {

@@ -213,31 +213,6 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestConfigFromEnv(t *testing.T) {
-	env := map[string]string{
-		"OPENAI_API_KEY":        testKey,
-		"OPENAI_BASE_URL":       "https://proxy.example/v1",
-		"SKEIN_OLLAMA_BASE_URL": "http://gpu-box:11434/v1",
-	}
-	getenv := func(k string) string { return env[k] }
-	tests := []struct {
-		name string
-		want openai.Config
-	}{
-		{"openai", openai.Config{Name: "openai", BaseURL: "https://proxy.example/v1", APIKey: testKey}},
-		{"ollama", openai.Config{Name: "ollama", BaseURL: "http://gpu-box:11434/v1"}},
-		{"openai_compatible", openai.Config{Name: "openai_compatible"}},
-	}
-	for _, tt := range tests {
-		if got := openai.ConfigFromEnv(tt.name, getenv); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("ConfigFromEnv(%q) = %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
-	if got := openai.ConfigFromEnv("openai", func(string) string { return "" }); got.BaseURL != "" || got.APIKey != "" {
-		t.Errorf("empty environment: %+v", got)
-	}
-}
-
 // TestReplyShapes covers reply forms that servers other than OpenAI send,
 // and the documented choices for odd replies.
 func TestReplyShapes(t *testing.T) {

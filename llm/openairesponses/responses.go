@@ -48,13 +48,6 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// ConfigFromEnv returns the configuration from the environment, read
-// through getenv: the base URL from OPENAI_BASE_URL (default
-// DefaultBaseURL), the key from OPENAI_API_KEY.
-func ConfigFromEnv(getenv func(string) string) Config {
-	return Config{Name: Name, BaseURL: getenv("OPENAI_BASE_URL"), APIKey: getenv("OPENAI_API_KEY")}
-}
-
 // Provider is an llm.Provider speaking the Responses API. It is safe for
 // concurrent use.
 type Provider struct {

@@ -120,9 +120,4 @@ func TestNew(t *testing.T) {
 	if _, err := p.Complete(context.Background(), &llm.Request{}); err == nil || err.Error() != "openai_responses: invalid_request: no model given" {
 		t.Errorf("empty model: %v", err)
 	}
-	env := map[string]string{"OPENAI_API_KEY": testKey, "OPENAI_BASE_URL": "https://proxy.example/v1"}
-	got := openairesponses.ConfigFromEnv(func(k string) string { return env[k] })
-	if got != (openairesponses.Config{Name: "openai_responses", BaseURL: "https://proxy.example/v1", APIKey: testKey}) {
-		t.Errorf("ConfigFromEnv: %+v", got)
-	}
 }

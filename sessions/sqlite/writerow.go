@@ -36,7 +36,7 @@ import (
 // writes append to the last page, which SQLite then splits without
 // rewriting it (an index b-tree, as a WITHOUT ROWID table is, rewrites
 // two or three pages a split), and the key's uniqueness is the version
-// check of a write. View session_heads (schema9.go) computes a session's
+// check of a write. View session_heads (migrate_writes.go) computes a session's
 // range with the same shift.
 const (
 	keySessionShift = 32
