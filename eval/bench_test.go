@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/eval"
 	"github.com/skein-dev/skein/llm/providers"
@@ -41,6 +44,31 @@ score_exact = exact()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/case")
 		})
 	}
+}
+
+// BenchmarkMockCallDirect is BenchmarkCaseOverhead/mock_llm's model call
+// without the runner: the same llm_call to the mock on a session of its
+// own per case, 1,000 a round, in a plain Starlark loop. The difference
+// between the two ns/case is what the runner adds to such a task.
+func BenchmarkMockCallDirect(b *testing.B) {
+	st, _ := suite(b, `
+DATASET = [{"id": 0}]
+def task(case):
+    return None
+score_x = exact(key = "id")
+`)
+	thread := st.NewThread("bench")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		src := fmt.Sprintf(`
+for i in range(1000):
+    llm_call("question %%d" %% i, provider = "mock", session_id = "direct%d-%%d" %% i)["text"] == "question %%d" %% i
+`, i)
+		if _, err := starlark.ExecFileOptions(&syntax.FileOptions{TopLevelControl: true}, thread, "direct.star", src, st.Predeclared()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/case")
 }
 
 // slowModel is a loopback OpenAI Chat Completions server that answers
