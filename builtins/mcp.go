@@ -22,9 +22,12 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/mcp"
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
+	"github.com/skein-dev/skein/workspace"
 )
 
 func mcpSpecs() []Spec {
@@ -68,13 +71,7 @@ func mcpServerBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlar
 	if err != nil {
 		return nil, err
 	}
-	if spec.Command != nil {
-		// passed on to the server: redacted in what comes back, as secrets
-		redactor := redactorOf(thread)
-		for k, v := range p.AllowedEnviron() {
-			redactor.Add(k, v)
-		}
-	}
+	redactPassedEnv(thread, spec, p)
 	srv, err := mcp.Connect(vm.ContextOf(thread), spec, p)
 	if err != nil {
 		return nil, fail(b.Name(), err)
@@ -88,6 +85,19 @@ func mcpServerBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlar
 	v.tools = starlark.NewList(tools)
 	v.tools.Freeze()
 	return v, nil
+}
+
+// redactPassedEnv has the store redact, as secrets, the values of the
+// variables of skein's environment that a stdio server is passed (those
+// --allow-env names).
+func redactPassedEnv(thread *starlark.Thread, spec mcp.Spec, p *workspace.Policy) {
+	if spec.Command == nil {
+		return
+	}
+	redactor := redactorOf(thread)
+	for k, v := range p.AllowedEnviron() {
+		redactor.Add(k, v)
+	}
 }
 
 // mcpServerValue is a connected MCP server: what mcp_server returns.
@@ -201,3 +211,64 @@ func (v *mcpToolValue) Attr(name string) (starlark.Value, error) {
 
 // AttrNames lists the attributes.
 func (v *mcpToolValue) AttrNames() []string { return append(specAttrNames(), "server") }
+
+// mcpServerTools connects the MCP servers of an agent's mcp_servers
+// (settings as mcp.ParseSettings reads them), each once for the run
+// through the VM's pool, and returns the tools they grant: those named
+// in names when names lists any of them, else all of them. rest is names
+// without the MCP tools' names, for the caller to resolve.
+func mcpServerTools(thread *starlark.Thread, agentName string, servers map[string]any, names []string) (tools []Tool, rest []string, err error) {
+	st, err := vm.StateOf(thread)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := vm.WorkspaceOf(thread)
+	if err != nil {
+		return nil, nil, err
+	}
+	var all []Tool
+	for _, name := range sessions.SortedKeys(servers) {
+		settings, ok := servers[name].(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("mcp server '%s': got %s, want a map of settings", name, jsonvalue.TypeName(servers[name]))
+		}
+		spec, err := mcp.ParseSettings(name, settings, func(v string) (workspace.Secret, error) { return lookupSecret(thread, v) })
+		if err != nil {
+			return nil, nil, err
+		}
+		redactPassedEnv(thread, spec, p)
+		key, err := jsonvalue.Encode(map[string]any{"agent": agentName, "server": name, "settings": settings, "policy": p.String()})
+		if err != nil {
+			return nil, nil, err
+		}
+		srv, err := st.MCP.Connect(vm.ContextOf(thread), string(key), spec, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range srv.Tools() {
+			all = append(all, &mcpToolValue{t: t})
+		}
+	}
+	named := map[string]bool{}
+	for _, n := range names {
+		named[n] = true
+	}
+	var picked []Tool
+	mcpNames := map[string]bool{}
+	for _, t := range all {
+		name := t.ToolSpec().Name
+		mcpNames[name] = true
+		if named[name] {
+			picked = append(picked, t)
+		}
+	}
+	if len(picked) == 0 {
+		picked = all
+	}
+	for _, n := range names {
+		if !mcpNames[n] {
+			rest = append(rest, n)
+		}
+	}
+	return picked, rest, nil
+}

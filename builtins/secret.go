@@ -87,12 +87,22 @@ func secretBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &name); err != nil {
 		return nil, err
 	}
-	s, err := workspace.LookupSecret(name, os.LookupEnv)
+	s, err := lookupSecret(thread, name)
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
-	redactorOf(thread).Add(s.Name(), s.Reveal())
 	return secretValue{s}, nil
+}
+
+// lookupSecret reads the secret in the environment variable name and
+// has the thread's store redact its value from then on.
+func lookupSecret(thread *starlark.Thread, name string) (workspace.Secret, error) {
+	s, err := workspace.LookupSecret(name, os.LookupEnv)
+	if err != nil {
+		return workspace.Secret{}, err
+	}
+	redactorOf(thread).Add(s.Name(), s.Reveal())
+	return s, nil
 }
 
 // redactorOf returns the Redactor of the thread's store: the secrets a

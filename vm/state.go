@@ -27,6 +27,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/mcp"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -91,6 +92,9 @@ type State struct {
 	// Workspace is the run's workspace policy; an agent loop may narrow
 	// it for what runs inside it (see WorkspaceOf).
 	Workspace *workspace.Policy
+	// MCP holds the MCP servers started for agent files' mcp_servers,
+	// once each for the run; Close closes them.
+	MCP *mcp.Pool
 
 	predeclared starlark.StringDict
 	loader      *loader
@@ -155,6 +159,8 @@ func New(opts Options) (*State, error) {
 	if s.LLM.Redactor == nil {
 		s.LLM.Redactor = s.Store.Redactor()
 	}
+	s.MCP = &mcp.Pool{}
+	s.AtClose(s.MCP.Close)
 	s.predeclared = s.universe(opts.Builtins)
 	s.loader = newLoader(s)
 	return s, nil
