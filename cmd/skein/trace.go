@@ -111,6 +111,15 @@ func traceLine(e sessions.Event) (style, text string) {
 			return styleRed, text + ": " + d.str("error")
 		}
 		return styleGreen, text
+	case agent.EventToolProgress:
+		text = "tool " + d.str("name") + " progress " + d.str("progress")
+		if _, ok := d["total"]; ok {
+			text += "/" + d.str("total")
+		}
+		if m := d.str("message"); m != "" {
+			text += ": " + m
+		}
+		return styleBlue, text
 	case agent.EventCompaction:
 		return styleYellow, fmt.Sprintf("compaction %s (%s): archived %s, %s -> %s tokens, %s -> %s messages",
 			d.str("strategy"), d.str("trigger"), plural(int(d.num("archived")), "message"), d.str("tokens_before"), d.str("tokens_after"),

@@ -107,3 +107,14 @@ func TestTraceCutsLongValues(t *testing.T) {
 		t.Fatalf("line %q", line)
 	}
 }
+
+func TestTraceToolProgress(t *testing.T) {
+	var buf bytes.Buffer
+	tr := newTracer(&buf, false)
+	tr.event(sessions.Event{Type: "tool_progress", SessionID: "s", Data: map[string]any{"name": "build", "progress": int64(2), "total": int64(5), "message": "compiling"}})
+	tr.event(sessions.Event{Type: "tool_progress", SessionID: "s", Data: map[string]any{"name": "build", "progress": 0.5}})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "tool build progress 2/5: compiling") || !strings.HasSuffix(lines[1], "tool build progress 0.5") {
+		t.Fatalf("lines %q", lines)
+	}
+}
