@@ -25,6 +25,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 // Status is how a loop ended.
@@ -163,8 +165,11 @@ const (
 type Config struct {
 	Store     *sessions.Store
 	SessionID string // opened by the loop (created if missing, made active)
-	Prompt    string
-	System    string
+	// Agent names the agent the loop runs, for traces (invoke_agent
+	// AGENT); "" for a loop of no named agent.
+	Agent  string
+	Prompt string
+	System string
 	// Chain is the provider (and fallbacks) each model call goes through.
 	Chain []llm.Target
 	// Retry retries each model call on a transient error. Its zero value
@@ -366,8 +371,35 @@ type loop struct {
 // written by another process, and the loop leaves it to that process.
 // The loop's own Timeout is not an error: it ends with StatusTimeout.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	ctx, span := telemetry.Agent(ctx, cfg.Agent, cfg.SessionID, chainProvider(cfg.Chain), chainModel(cfg))
 	_, res, err := execute(ctx, cfg, (*loop).run)
+	span.End(err, errorType(err))
 	return res, err
+}
+
+// chainProvider is the name of the first provider of chain, or "".
+func chainProvider(chain []llm.Target) string {
+	if len(chain) == 0 || chain[0].Provider == nil {
+		return ""
+	}
+	return chain[0].Provider.Name()
+}
+
+// chainModel is the model asked of the first target.
+func chainModel(cfg Config) string {
+	if len(cfg.Chain) > 0 && cfg.Chain[0].Model != "" {
+		return cfg.Chain[0].Model
+	}
+	return cfg.Request.Model
+}
+
+// errorType is a span's error.type for err: a provider error's category,
+// else "" (the span's default).
+func errorType(err error) string {
+	if e, ok := llm.AsError(err); ok {
+		return string(e.Category)
+	}
+	return ""
 }
 
 // Call makes a single model call on the session: it appends the prompt
@@ -835,13 +867,26 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 		return nil, err
 	}
 	started := l.clock()
-	resp, err := llm.Fallback(l.ctx, l.chain, retry, &req)
+	cctx, span := telemetry.Chat(l.ctx, telemetry.ChatRequest{SessionID: cfg.SessionID, Provider: chainProvider(l.chain),
+		Model: cmp.Or(req.Model, chainModel(cfg)), Temperature: req.Temperature, MaxTokens: req.MaxTokens})
+	if span.CaptureContent() {
+		span.SetContent(telemetry.KeySystemInstructions, telemetry.SystemInstructions(req.System))
+		span.SetContent(telemetry.KeyInputMessages, telemetry.InputMessages(msgs))
+	}
+	resp, err := llm.Fallback(cctx, l.chain, retry, &req)
 	if l.emitErr != nil {
-		return nil, l.emitErr
+		err = l.emitErr
 	}
 	if err != nil {
+		span.End(err, errorType(err))
 		return nil, err
 	}
+	span.Replied(telemetry.ChatResponse{Provider: resp.Provider, RequestProvider: chainProvider(l.chain), Model: resp.Model, InputTokens: resp.Usage.InputTokens,
+		OutputTokens: resp.Usage.OutputTokens, FinishReason: resp.StopReason})
+	if span.CaptureContent() {
+		span.SetContent(telemetry.KeyOutputMessages, telemetry.OutputMessages(resp.Text, resp.ToolCalls, resp.StopReason))
+	}
+	span.End(nil, "")
 	l.res.Usage = l.res.Usage.Add(resp.Usage)
 	data := make(map[string]any, 10)
 	data["provider"], data["model"], data["latency_ms"], data["stop_reason"] = resp.Provider, resp.Model, l.clock().Sub(started).Milliseconds(), resp.StopReason
@@ -940,7 +985,15 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 		return err
 	}
 	started, ranFrom := l.clock(), time.Now()
-	output, blocks, toolErr := l.invoke(call)
+	tctx, span := telemetry.Tool(l.ctx, call.Name, call.ID)
+	if span.CaptureContent() {
+		span.SetContent(telemetry.KeyToolArguments, telemetry.JSON(map[string]any(call.Arguments)))
+	}
+	output, blocks, toolErr := l.invoke(tctx, call)
+	if toolErr == nil {
+		span.SetContent(telemetry.KeyToolResult, output)
+	}
+	span.End(toolErr, toolErrorType(toolErr))
 	if l.ran == nil {
 		l.ran = map[string]time.Duration{}
 	}
@@ -1049,9 +1102,26 @@ type badCall struct{ msg string }
 
 func (e *badCall) Error() string { return e.msg }
 
-// invoke runs a call: its result text, or its blocks when they hold more
-// than text (a ContentTool's images).
-func (l *loop) invoke(call sessions.ToolCall) (string, []sessions.Block, error) {
+// toolErrorType is an execute_tool span's error.type: "refused" for a
+// refusal by a rule, "invalid_call" for the model's mistake, else "".
+func toolErrorType(err error) string {
+	var ref Refusal
+	var bad *badCall
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &ref):
+		return "refused"
+	case errors.As(err, &bad):
+		return "invalid_call"
+	}
+	return ""
+}
+
+// invoke runs a call under ctx (its execute_tool span's): its result
+// text, or its blocks when they hold more than text (a ContentTool's
+// images).
+func (l *loop) invoke(ctx context.Context, call sessions.ToolCall) (string, []sessions.Block, error) {
 	var tool Tool
 	names := make([]string, 0, len(l.cfg.Tools))
 	for _, t := range l.cfg.Tools {
@@ -1074,8 +1144,8 @@ func (l *loop) invoke(call sessions.ToolCall) (string, []sessions.Block, error) 
 		}
 	}
 	if ct, ok := tool.(ContentTool); ok {
-		return l.runContent(ct, call)
+		return l.runContent(ctx, ct, call)
 	}
-	out, err := tool.Run(l.ctx, call)
+	out, err := tool.Run(ctx, call)
 	return out, nil, err
 }

@@ -34,7 +34,7 @@ type progressReport struct {
 // runContent runs a ContentTool, logging its progress reports while it
 // runs: every report made before RunContent returns is logged before the
 // result.
-func (l *loop) runContent(tool ContentTool, call sessions.ToolCall) (string, []sessions.Block, error) {
+func (l *loop) runContent(ctx context.Context, tool ContentTool, call sessions.ToolCall) (string, []sessions.Block, error) {
 	type result struct {
 		blocks []sessions.Block
 		err    error
@@ -44,7 +44,7 @@ func (l *loop) runContent(tool ContentTool, call sessions.ToolCall) (string, []s
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		blocks, err := tool.RunContent(l.ctx, call, func(d, t float64, m string) {
+		blocks, err := tool.RunContent(ctx, call, func(d, t float64, m string) {
 			select {
 			case reports <- progressReport{d, t, m}:
 			case <-stop:

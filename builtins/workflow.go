@@ -437,6 +437,10 @@ type stageExecutor struct {
 
 // RunStage runs one stage on the executor's thread.
 func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workflow.StageResult, error) {
+	// the stage's context (its span, when tracing) is the thread's while
+	// it runs
+	restore := vm.WithContext(x.thread, ctx)
+	defer restore()
 	n := s.Node
 	if n.Mode == workflow.ModeFn {
 		return x.fn(s)

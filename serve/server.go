@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 // Agent runs prompts. Handle runs one prompt, text, on session
@@ -87,6 +88,9 @@ type Config struct {
 	PollInterval time.Duration
 	// NewID mints session ids (default: UUIDv7).
 	NewID func() string
+	// Tracer exports the turns' spans (nil: none); a prompt carrying a
+	// W3C traceparent header continues that trace.
+	Tracer *telemetry.Tracer
 	// Logger receives one line per session change and failure (default:
 	// discard). The token is never logged.
 	Logger *slog.Logger
@@ -176,7 +180,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}, queues: map[string]*promptQueue{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)
-	s.turnCtx, s.cancelAll = context.WithCancelCause(context.Background())
+	s.turnCtx, s.cancelAll = context.WithCancelCause(telemetry.With(context.Background(), cfg.Tracer))
 	locks, err := newLocker(cfg.Store, cfg.PollInterval)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)

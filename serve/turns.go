@@ -12,6 +12,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 // turn is one running prompt.
@@ -131,6 +132,9 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		s.releaseTurn(id, t)
 		return err
 	}
+	// The turn's spans continue the caller's trace (a W3C traceparent
+	// header) and name the agent.
+	t.ctx = telemetry.WithAgent(telemetry.Extract(t.ctx, r.Header), name)
 	go s.runTurn(id, name, ag, *req.Text, t)
 	select {
 	case <-t.stored:

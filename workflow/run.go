@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 // Event types a run emits.
@@ -140,10 +142,27 @@ func Execute(ctx context.Context, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := e.run
-	if r.Status == StatusCompleted {
-		return r, nil
+	if e.run.Status == StatusCompleted {
+		return e.run, nil
 	}
+	ctx, span := telemetry.Workflow(ctx, e.Graph.Name, e.RunID)
+	r, err := e.execute(ctx, resumed)
+	switch {
+	case err != nil:
+		span.End(err, "")
+	case r.Status == StatusFailed || r.Status == StatusMaxSteps:
+		span.End(errors.New(cmp.Or(r.Error, string(r.Status))), string(r.Status))
+	case r.Status == StatusCancelled:
+		span.End(context.Canceled, "cancelled")
+	default:
+		span.End(nil, "")
+	}
+	return r, err
+}
+
+// execute runs the stages of a started run.
+func (e *engine) execute(ctx context.Context, resumed bool) (*Run, error) {
+	r := e.run
 	if err := e.emit(ctx, &Event{Type: EventWorkflowStart, Node: r.Next, Resumed: resumed}, e.sessionOf(r.Next)); err != nil {
 		return r, e.abort(ctx, err)
 	}
@@ -341,7 +360,17 @@ func (e *engine) call(ctx context.Context, n *Node, sid string) (*StageResult, e
 		}
 		s.Prompt = p
 	}
-	return e.Executor.RunStage(ctx, s)
+	ctx, span := telemetry.Stage(ctx, n.Name, string(n.Mode), sid)
+	res, err := e.Executor.RunStage(ctx, s)
+	switch {
+	case err != nil:
+		span.End(err, "")
+	case res != nil && res.Status == StageFailed:
+		span.End(errors.New("the stage failed"), StageFailed)
+	default:
+		span.End(nil, "")
+	}
+	return res, err
 }
 
 // next picks the first edge from n whose condition holds ("" if none).

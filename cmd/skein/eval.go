@@ -150,7 +150,7 @@ func evalCommand(args []string, std stdio) int {
 	if err != nil {
 		return failState(std, fs.Name(), err)
 	}
-	ctx, stopRun := runContext(vf.timeout)
+	ctx, stopRun := runContext(vf.timeout, std.err)
 	defer stopRun()
 	end := st.Begin(ctx)
 	code := runEval(ctx, std, st, &vf, &ef, thresholds, file, name, src, &cache, useCache)

@@ -101,6 +101,7 @@ The commands' own:
 %s| ` + "`SKEIN_SERVE_TOKEN`" + ` | the bearer token of ` + "`skein serve`" + ` (and ` + "`skein mcp --addr`" + `) when ` + "`--token-file`" + ` is not given |
 | ` + "`SKEIN_OLLAMA_BASE_URL`" + ` | the Ollama server (default ` + "`http://localhost:11434/v1`" + `) |
 | provider keys and base URLs | ` + "`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`" + ` and the others of [providers.md](providers.md); read from the environment only, never logged |
+| ` + "`OTEL_EXPORTER_OTLP_ENDPOINT`" + ` and the other ` + "`OTEL_*`" + ` variables | export OpenTelemetry traces over OTLP/HTTP (run, repl, test, serve); see [tracing.md](tracing.md) |
 
 A variable that does not parse as its flag's value (` + "`SKEIN_SESSION_CAP=many`" + `) is a usage
 error. ` + "`skein test`" + ` ignores ` + "`SKEIN_PROVIDER`" + ` and provider keys: tests are hermetic.

@@ -18,6 +18,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/telemetry"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -97,6 +98,8 @@ func replCommand(args []string, std stdio) int {
 
 	intr := newInterrupter(interactive)
 	defer intr.stop()
+	intr.tracer = telemetry.FromEnv(std.err)
+	defer intr.tracer.Close()
 	failed := loop(repl, st, lines, intr, vf.timeout, &vf.store, std)
 	if err := closeVM(); err != nil {
 		fmt.Fprintf(std.err, "skein repl: %v\n", err)
@@ -229,6 +232,7 @@ type interrupter struct {
 	sigs        chan os.Signal
 	quit        chan struct{}
 	interactive bool
+	tracer      *telemetry.Tracer // every input's spans (nil: none)
 
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc // of the running input; nil when idle
@@ -264,7 +268,7 @@ func (i *interrupter) watch() {
 // begin returns the context of one input, cancelled by Ctrl-C and by the
 // timeout, if any; done must be called when the input has finished.
 func (i *interrupter) begin(timeout time.Duration) (ctx context.Context, done func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(telemetry.With(context.Background(), i.tracer))
 	i.mu.Lock()
 	i.cancel, i.pressed = cancel, false
 	i.mu.Unlock()

@@ -60,7 +60,7 @@ func runCommand(args []string, std stdio) int {
 	if err != nil {
 		return failState(std, fs.Name(), err)
 	}
-	ctx, stopRun := runContext(vf.timeout)
+	ctx, stopRun := runContext(vf.timeout, std.err)
 	end := st.Begin(ctx)
 	_, err = st.ExecFile(file, src)
 	end()

@@ -89,7 +89,7 @@ func runWorkflow(std stdio, vf *vmFlags, wf *workflowFlags, file string) int {
 		fmt.Fprintf(std.err, "%s: %s\n", cmd, err)
 		return exitFailed
 	}
-	ctx, stopRun := runContext(vf.timeout)
+	ctx, stopRun := runContext(vf.timeout, std.err)
 	end := st.Begin(ctx)
 	thread := st.NewThread("workflow")
 	vm.SetFile(thread, file)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/skein-dev/skein/acp"
 	"github.com/skein-dev/skein/serve"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 const serveUsage = "[flags] --agent FILE.star|'acp:NAME=COMMAND ARGS...' [--agent ...]"
@@ -153,8 +154,11 @@ func serveCommand(args []string, std stdio) int {
 		}
 		agents[h.Name()] = h
 	}
+	tracer := telemetry.FromEnv(std.err)
+	defer tracer.Close() // after the turns ended: their last spans are exported
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger})
+		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger,
+		Tracer: tracer})
 	if err != nil {
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed

@@ -126,7 +126,7 @@ func testCommand(args []string, std stdio) int {
 		}
 	}
 	started := time.Now()
-	ctx, stopRun := runContext(0)
+	ctx, stopRun := runContext(0, std.err)
 	defer stopRun()
 	suite := loadTestFiles(ctx, files, global, opts.parallel, func(f *testFile) *vm.TestRunner {
 		root, fx := filepath.Dir(f.path), f.fixture

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/export"
+	"github.com/skein-dev/skein/telemetry"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -417,9 +419,13 @@ func replay(queue *mock.Mock, r mock.Replay, resps []mock.Response) {
 var errInterrupted = errors.New("interrupted")
 
 // runContext returns the context of one run: cancelled by SIGINT/SIGTERM
-// (a second signal exits at once) and by the timeout, if any.
-func runContext(timeout time.Duration) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
+// (a second signal exits at once) and by the timeout, if any, and
+// carrying the tracer the OTEL_* variables ask for (see package
+// telemetry), whose spans the returned stop function exports. Tracing
+// problems are reported on errw.
+func runContext(timeout time.Duration, errw io.Writer) (context.Context, func()) {
+	tracer := telemetry.FromEnv(errw)
+	ctx, cancel := context.WithCancelCause(telemetry.With(context.Background(), tracer))
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -440,6 +446,7 @@ func runContext(timeout time.Duration) (context.Context, func()) {
 		signal.Stop(sigs)
 		close(done)
 		cancel(nil)
+		tracer.Close()
 	}
 	if timeout > 0 {
 		tctx, tcancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("timeout: the run exceeded --timeout %s", timeout))

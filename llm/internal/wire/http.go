@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/telemetry"
 )
 
 // maxErrorBody bounds how much of an error response is read.
@@ -126,6 +127,7 @@ func (c *Call) do(ctx context.Context, body *JSON) (*llm.Response, *llm.Error) {
 		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
+	telemetry.Inject(ctx, req.Header) // the traceparent of the chat span, when tracing
 	if c.Request.Stream {
 		req.Header.Set("Accept", "text/event-stream")
 	} else {

@@ -1,0 +1,153 @@
+package telemetry
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// TestOTLPExport exports spans through the SDK and skein's exporter to a
+// loopback server and decodes the request with the OTLP project's own Go
+// types: the hand-written encoding is the protocol's.
+func TestOTLPExport(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	var headers []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			body = zr
+		}
+		data, _ := io.ReadAll(body)
+		mu.Lock()
+		bodies, headers = append(bodies, data), append(headers, r.Header.Clone())
+		mu.Unlock()
+		if r.URL.Path != "/custom/traces" {
+			t.Errorf("path %s", r.URL.Path)
+		}
+	}))
+	defer srv.Close()
+	clearEnv(t)
+	t.Setenv(EnvTracesEndpoint, srv.URL+"/custom/traces")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=obs,authorization=Bearer%20abc")
+	t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+	t.Setenv(EnvServiceName, "svc")
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	ctx, agent := Agent(ctx, "planner", "s1", "openai", "gpt")
+	cctx, chat := Chat(ctx, ChatRequest{SessionID: "s1", Provider: "openai", Model: "gpt", MaxTokens: 100})
+	_ = cctx
+	chat.Replied(ChatResponse{Provider: "openai", RequestProvider: "openai", Model: "gpt-2", InputTokens: 12, OutputTokens: 3, FinishReason: "stop"})
+	chat.SetString("x.empty", "")
+	chat.span.SetAttributes(attribute.Bool("x.bool", true), attribute.Float64("x.f", 2.5), attribute.Int64Slice("x.ints", []int64{1, -2}), attribute.Bool("x.false", false))
+	chat.End(errors.New("rate limited"), "rate_limit")
+	agent.End(nil, "")
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	if h := headers[0]; h.Get("X-Team") != "obs" || h.Get("Authorization") != "Bearer abc" || h.Get("Content-Type") != "application/x-protobuf" {
+		t.Errorf("headers %v", h)
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(bodies[0], &req); err != nil {
+		t.Fatal(err)
+	}
+	rs := req.ResourceSpans
+	if len(rs) != 1 || len(rs[0].ScopeSpans) != 1 || len(rs[0].ScopeSpans[0].Spans) != 2 {
+		t.Fatalf("request %v", &req)
+	}
+	res := map[string]string{}
+	for _, kv := range rs[0].Resource.Attributes {
+		res[kv.Key] = kv.Value.GetStringValue()
+	}
+	if res["service.name"] != "svc" || res["telemetry.sdk.language"] != "go" {
+		t.Errorf("resource %v", res)
+	}
+	if name := rs[0].ScopeSpans[0].Scope.Name; name != ScopeName {
+		t.Errorf("scope %q", name)
+	}
+	spans := map[string]*tracepb.Span{}
+	for _, s := range rs[0].ScopeSpans[0].Spans {
+		spans[s.Name] = s
+	}
+	a, c := spans["invoke_agent planner"], spans["chat gpt"]
+	if a == nil || c == nil {
+		t.Fatalf("spans %v", spans)
+	}
+	if len(a.TraceId) != 16 || len(a.SpanId) != 8 || len(a.ParentSpanId) != 0 || !bytes.Equal(c.TraceId, a.TraceId) || !bytes.Equal(c.ParentSpanId, a.SpanId) {
+		t.Errorf("ids: agent %s/%s, chat %s/%s under %s", hex.EncodeToString(a.TraceId), hex.EncodeToString(a.SpanId),
+			hex.EncodeToString(c.TraceId), hex.EncodeToString(c.SpanId), hex.EncodeToString(c.ParentSpanId))
+	}
+	if c.Kind != tracepb.Span_SPAN_KIND_CLIENT || a.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+		t.Errorf("kinds %v %v", c.Kind, a.Kind)
+	}
+	if c.StartTimeUnixNano == 0 || c.EndTimeUnixNano < c.StartTimeUnixNano || c.Flags&0x1 == 0 {
+		t.Errorf("times %d %d, flags %x", c.StartTimeUnixNano, c.EndTimeUnixNano, c.Flags)
+	}
+	if c.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || c.Status.GetMessage() != "rate limited" || a.Status != nil {
+		t.Errorf("status %v, %v", c.Status, a.Status)
+	}
+	if len(c.Events) != 1 || c.Events[0].Name != "exception" {
+		t.Errorf("events %v", c.Events)
+	}
+	attrs := map[string]string{}
+	for _, kv := range c.Attributes {
+		attrs[kv.Key] = strings.TrimSpace(kv.Value.String())
+	}
+	for k, want := range map[string]string{
+		"gen_ai.operation.name": `string_value:"chat"`, "gen_ai.provider.name": `string_value:"openai"`,
+		"gen_ai.request.model": `string_value:"gpt"`, "gen_ai.response.model": `string_value:"gpt-2"`,
+		"gen_ai.usage.input_tokens": `int_value:12`, "gen_ai.request.max_tokens": `int_value:100`,
+		"gen_ai.response.finish_reasons": `array_value:{values:{string_value:"stop"}}`,
+		"error.type":                     `string_value:"rate_limit"`, "x.empty": `string_value:""`, "x.bool": `bool_value:true`, "x.false": `bool_value:false`,
+		"x.f": `double_value:2.5`, "x.ints": `array_value:{values:{int_value:1} values:{int_value:-2}}`,
+	} {
+		if got := strings.Join(strings.Fields(attrs[k]), ""); got != strings.Join(strings.Fields(want), "") {
+			t.Errorf("%s = %s, want %s", k, attrs[k], want)
+		}
+	}
+}
+
+func TestOTLPConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ env map[string]string }{
+		{map[string]string{EnvEndpoint: "localhost:4318"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent.pem"}},
+	} {
+		clearEnv(t)
+		for _, k := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_CERTIFICATE"} {
+			t.Setenv(k, "")
+		}
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var errw bytes.Buffer
+		if tr := FromEnv(&errw); tr != nil || !strings.HasPrefix(errw.String(), "telemetry: ") || !strings.HasSuffix(errw.String(), ": no traces are exported\n") {
+			t.Errorf("%v: tracer %v, message %q", tc.env, tr != nil, errw.String())
+		}
+	}
+}

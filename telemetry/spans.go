@@ -1,0 +1,270 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// GenAI semantic-convention attribute keys (and skein's own, under
+// skein.*) that the spans carry.
+const (
+	KeyOperation      = "gen_ai.operation.name"
+	KeyProvider       = "gen_ai.provider.name"
+	KeyRequestModel   = "gen_ai.request.model"
+	KeyResponseModel  = "gen_ai.response.model"
+	KeyInputTokens    = "gen_ai.usage.input_tokens"
+	KeyOutputTokens   = "gen_ai.usage.output_tokens"
+	KeyFinishReasons  = "gen_ai.response.finish_reasons"
+	KeyConversationID = "gen_ai.conversation.id"
+	KeyAgentName      = "gen_ai.agent.name"
+	KeyToolName       = "gen_ai.tool.name"
+	KeyToolCallID     = "gen_ai.tool.call.id"
+	KeyToolType       = "gen_ai.tool.type"
+	KeyErrorType      = "error.type"
+	KeyTemperature    = "gen_ai.request.temperature"
+	KeyMaxTokens      = "gen_ai.request.max_tokens"
+	KeyWorkflowName   = "skein.workflow.name"
+	KeyWorkflowRun    = "skein.workflow.run_id"
+	KeyStage          = "skein.workflow.stage"
+	KeyStageKind      = "skein.workflow.stage_kind"
+
+	// Content, recorded only when CaptureContent is on.
+	KeySystemInstructions = "gen_ai.system_instructions"
+	KeyInputMessages      = "gen_ai.input.messages"
+	KeyOutputMessages     = "gen_ai.output.messages"
+	KeyToolArguments      = "gen_ai.tool.call.arguments"
+	KeyToolResult         = "gen_ai.tool.call.result"
+)
+
+// Operation names (gen_ai.operation.name) and span name prefixes.
+const (
+	OpWorkflow = "invoke_workflow"
+	OpStage    = "stage"
+	OpAgent    = "invoke_agent"
+	OpChat     = "chat"
+	OpTool     = "execute_tool"
+)
+
+// Span is one started span. Its zero value (what the helpers return when
+// the context carries no Tracer) does nothing.
+type Span struct {
+	span    trace.Span
+	content bool
+}
+
+func start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, Span) {
+	t := From(ctx)
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := t.tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	return ctx, Span{span: s, content: t.content}
+}
+
+// withName is "op name", or op alone when name is empty.
+func withName(op, name string) string {
+	if name == "" {
+		return op
+	}
+	return op + " " + name
+}
+
+// Workflow starts the span of a workflow run: "invoke_workflow NAME".
+func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
+	if From(ctx) == nil {
+		return ctx, Span{}
+	}
+	return start(ctx, withName(OpWorkflow, name), trace.SpanKindInternal,
+		attribute.String(KeyOperation, OpWorkflow), attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID))
+}
+
+// Stage starts the span of one workflow stage: "stage NODE".
+func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, Span) {
+	if From(ctx) == nil {
+		return ctx, Span{}
+	}
+	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpStage), attribute.String(KeyStage, node), attribute.String(KeyStageKind, kind)}
+	if sessionID != "" {
+		attrs = append(attrs, attribute.String(KeyConversationID, sessionID))
+	}
+	return start(ctx, withName(OpStage, node), trace.SpanKindInternal, attrs...)
+}
+
+// Agent starts the span of an agent loop: "invoke_agent AGENT" (or
+// "invoke_agent" for a loop of no named agent).
+func Agent(ctx context.Context, agent, sessionID, provider, model string) (context.Context, Span) {
+	if From(ctx) == nil {
+		return ctx, Span{}
+	}
+	if agent == "" {
+		agent, _ = ctx.Value(agentKey{}).(string)
+	}
+	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpAgent), attribute.String(KeyConversationID, sessionID)}
+	if agent != "" {
+		attrs = append(attrs, attribute.String(KeyAgentName, agent))
+	}
+	if provider != "" {
+		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(provider)))
+	}
+	if model != "" {
+		attrs = append(attrs, attribute.String(KeyRequestModel, model))
+	}
+	return start(ctx, withName(OpAgent, agent), trace.SpanKindInternal, attrs...)
+}
+
+// ChatRequest is what a chat span records of a model call before it is
+// made.
+type ChatRequest struct {
+	SessionID, Provider, Model string
+	Temperature                *float64
+	MaxTokens                  int
+}
+
+// Chat starts the span of one model call: "chat MODEL", a client span.
+func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
+	if From(ctx) == nil {
+		return ctx, Span{}
+	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, attribute.String(KeyOperation, OpChat), attribute.String(KeyConversationID, r.SessionID))
+	if r.Provider != "" {
+		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
+	}
+	if r.Model != "" {
+		attrs = append(attrs, attribute.String(KeyRequestModel, r.Model))
+	}
+	if r.Temperature != nil {
+		attrs = append(attrs, attribute.Float64(KeyTemperature, *r.Temperature))
+	}
+	if r.MaxTokens > 0 {
+		attrs = append(attrs, attribute.Int(KeyMaxTokens, r.MaxTokens))
+	}
+	return start(ctx, withName(OpChat, r.Model), trace.SpanKindClient, attrs...)
+}
+
+// ChatResponse is what a chat span records of the reply.
+type ChatResponse struct {
+	// Provider answered; RequestProvider was asked first (the span's
+	// gen_ai.provider.name is replaced only when they differ).
+	Provider, RequestProvider string
+	Model                     string
+	InputTokens, OutputTokens int
+	FinishReason              string
+}
+
+// Replied records a model call's reply on its chat span.
+func (s Span) Replied(r ChatResponse) {
+	if s.span == nil {
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	if r.Provider != "" && r.Provider != r.RequestProvider {
+		// a fallback answered: the provider that did
+		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
+	}
+	if r.Model != "" {
+		attrs = append(attrs, attribute.String(KeyResponseModel, r.Model))
+	}
+	attrs = append(attrs, attribute.Int(KeyInputTokens, r.InputTokens), attribute.Int(KeyOutputTokens, r.OutputTokens))
+	if r.FinishReason != "" {
+		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{r.FinishReason}))
+	}
+	s.span.SetAttributes(attrs...)
+}
+
+// Tool starts the span of one tool call: "execute_tool NAME". (Its
+// session is its invoke_agent span's gen_ai.conversation.id: a tool
+// span carries no more than it needs, since a loop of quick tools makes
+// one per iteration.)
+func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
+	if From(ctx) == nil {
+		return ctx, Span{}
+	}
+	return start(ctx, withName(OpTool, name), trace.SpanKindInternal,
+		attribute.String(KeyOperation, OpTool), attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID),
+		attribute.String(KeyToolType, "function"))
+}
+
+// Recording reports whether the span records anything (false for the
+// zero Span and for a span the sampler dropped).
+func (s Span) Recording() bool { return s.span != nil && s.span.IsRecording() }
+
+// CaptureContent reports whether message content should be recorded on
+// the span (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true). A
+// caller builds the content only then.
+func (s Span) CaptureContent() bool { return s.content && s.Recording() }
+
+// SetContent records content (a KeySystemInstructions,
+// KeyInputMessages, ... value) when CaptureContent is on.
+func (s Span) SetContent(key, value string) {
+	if s.CaptureContent() {
+		s.span.SetAttributes(attribute.String(key, value))
+	}
+}
+
+// SetString sets a string attribute.
+func (s Span) SetString(key, value string) {
+	if s.span != nil {
+		s.span.SetAttributes(attribute.String(key, value))
+	}
+}
+
+// End ends the span; a non-nil err sets its status to Error with err's
+// text, records err as an exception event and sets error.type (errType,
+// or "_OTHER" when empty).
+func (s Span) End(err error, errType string) {
+	if s.span == nil {
+		return
+	}
+	if err != nil {
+		switch {
+		case errType != "":
+		case errors.Is(err, context.Canceled):
+			errType = "cancelled"
+		default:
+			errType = "_OTHER"
+		}
+		s.span.SetAttributes(attribute.String(KeyErrorType, errType))
+		s.span.RecordError(err)
+		s.span.SetStatus(codes.Error, err.Error())
+	}
+	s.span.End()
+}
+
+// ProviderName maps a skein provider name to gen_ai.provider.name's
+// well-known value where there is one.
+func ProviderName(p string) string {
+	switch p {
+	case "gemini":
+		return "gcp.gemini"
+	case "azure":
+		return "azure.ai.openai"
+	case "openai_responses":
+		return "openai"
+	}
+	return p
+}
+
+// Inject writes the W3C traceparent (and tracestate) of ctx's current
+// span into h; it writes nothing when ctx has no valid span context.
+func Inject(ctx context.Context, h http.Header) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+}
+
+// Extract returns ctx continuing the W3C trace context h carries (a
+// traceparent header), or ctx unchanged when it carries none.
+func Extract(ctx context.Context, h http.Header) context.Context {
+	if h.Get("traceparent") == "" {
+		return ctx
+	}
+	return propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(h))
+}

@@ -1,0 +1,127 @@
+package telemetry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/skein-dev/skein/sessions"
+)
+
+func clearEnv(t *testing.T) {
+	for _, k := range []string{EnvEndpoint, EnvTracesEndpoint, EnvSDKDisabled, EnvTracesExporter, EnvCaptureContent} {
+		t.Setenv(k, "")
+	}
+}
+
+func TestFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env     map[string]string
+		on      bool
+		content bool
+		warns   string
+	}{
+		{env: map[string]string{}},
+		{env: map[string]string{EnvCaptureContent: "true"}},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1"}, on: true},
+		{env: map[string]string{EnvTracesEndpoint: "http://127.0.0.1:1/v1/traces", EnvCaptureContent: "TRUE"}, on: true, content: true},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvCaptureContent: "yes"}, on: true},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvSDKDisabled: "true"}},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "none"}},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "otlp"}, on: true},
+		{env: map[string]string{EnvEndpoint: "http://127.0.0.1:1", EnvTracesExporter: "zipkin"}, warns: "telemetry: OTEL_TRACES_EXPORTER=zipkin is not supported"},
+	} {
+		clearEnv(t)
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		var errw bytes.Buffer
+		tr := FromEnv(&errw)
+		if (tr != nil) != tc.on || tr.CaptureContent() != tc.content || !strings.HasPrefix(errw.String(), tc.warns) || (tc.warns == "") != (errw.Len() == 0) {
+			t.Errorf("%v: tracer %v, content %v, warning %q", tc.env, tr != nil, tr.CaptureContent(), errw.String())
+		}
+		// nothing was set up, so nothing to flush
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestOff: without a tracer in the context every helper returns the
+// context unchanged and a Span whose methods do nothing.
+func TestOff(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range []func() (context.Context, Span){
+		func() (context.Context, Span) { return Workflow(ctx, "w", "r") },
+		func() (context.Context, Span) { return Stage(ctx, "n", "agent", "s") },
+		func() (context.Context, Span) { return Agent(ctx, "a", "s", "mock", "m") },
+		func() (context.Context, Span) { return Chat(ctx, ChatRequest{SessionID: "s", Model: "m"}) },
+		func() (context.Context, Span) { return Tool(ctx, "t", "c") },
+	} {
+		got, span := f()
+		if got != ctx || span != (Span{}) || span.Recording() || span.CaptureContent() {
+			t.Fatalf("a helper without a tracer changed the context or returned a span")
+		}
+		span.Replied(ChatResponse{Model: "m"})
+		span.SetContent(KeyInputMessages, "x")
+		span.SetString("k", "v")
+		span.End(errors.New("boom"), "")
+	}
+	h := http.Header{}
+	Inject(ctx, h)
+	if len(h) != 0 {
+		t.Errorf("Inject without a span wrote %v", h)
+	}
+	if From(With(ctx, nil)) != nil || With(ctx, nil) != ctx {
+		t.Error("With(nil)")
+	}
+}
+
+func TestExtractInject(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	h := http.Header{}
+	h.Set("traceparent", tp)
+	ctx := Extract(context.Background(), h)
+	out := http.Header{}
+	Inject(ctx, out)
+	if out.Get("traceparent") != tp {
+		t.Errorf("traceparent %q, want %q", out.Get("traceparent"), tp)
+	}
+	if ctx := context.Background(); Extract(ctx, http.Header{}) != ctx {
+		t.Error("Extract without a traceparent changed the context")
+	}
+}
+
+func TestContentShapes(t *testing.T) {
+	msgs := []sessions.Message{
+		{Role: sessions.RoleUser, Text: "weather?"},
+		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon"}}}},
+		{Role: sessions.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"},
+	}
+	want := `[{"role":"user","parts":[{"type":"text","content":"weather?"}]},` +
+		`{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"weather","arguments":{"city":"Lisbon"}}]},` +
+		`{"role":"tool","parts":[{"type":"tool_call_response","id":"c1","response":"sunny"}]}]`
+	if got := InputMessages(msgs); got != want {
+		t.Errorf("input messages\n\tgot  %s\n\twant %s", got, want)
+	}
+	if got, want := OutputMessages("Sunny.", nil, "end_turn"), `[{"role":"assistant","parts":[{"type":"text","content":"Sunny."}],"finish_reason":"end_turn"}]`; got != want {
+		t.Errorf("output messages %s, want %s", got, want)
+	}
+	if got := SystemInstructions("be terse"); got != `[{"type":"text","content":"be terse"}]` {
+		t.Errorf("system instructions %s", got)
+	}
+	if SystemInstructions("") != "[]" {
+		t.Error("empty system instructions")
+	}
+}
+
+func TestProviderName(t *testing.T) {
+	for in, want := range map[string]string{"openai": "openai", "anthropic": "anthropic", "gemini": "gcp.gemini", "azure": "azure.ai.openai", "openai_responses": "openai", "mock": "mock"} {
+		if got := ProviderName(in); got != want {
+			t.Errorf("ProviderName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
