@@ -37,7 +37,11 @@ func TestBadRequests(t *testing.T) {
 		{"unknown endpoint", "GET", "/api/nothing", nil, 404, "not_found"},
 		{"encoded traversal", "GET", "/api/sessions/..%2F..%2Fetc%2Fpasswd", nil, 400, "bad_id"},
 		{"encoded dot-dot", "GET", "/api/sessions/%2e%2e", nil, 400, "bad_id"},
-		{"encoded slash in id", "GET", "/api/sessions/a%2Fb/messages", nil, 400, "bad_id"},
+		// a workflow stage's session "RUN/NODE" is readable; no other slash is
+		{"stage session id", "GET", "/api/sessions/run%2Fnode/messages", nil, 404, "not_found"},
+		{"two slashes in id", "GET", "/api/sessions/a%2Fb%2Fc/messages", nil, 400, "bad_id"},
+		{"empty part in id", "GET", "/api/sessions/a%2F/messages", nil, 400, "bad_id"},
+		{"dot part in id", "GET", "/api/sessions/a%2F../messages", nil, 400, "bad_id"},
 		{"control character in id", "GET", "/api/sessions/a%00b", nil, 400, "bad_id"},
 		{"too long id", "GET", "/api/sessions/" + strings.Repeat("a", 200), nil, 400, "bad_id"},
 		{"huge limit", "GET", "/api/sessions?limit=99999999999999999999", nil, 400, "bad_query"},

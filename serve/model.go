@@ -26,6 +26,7 @@ type sessionJSON struct {
 	MessageCount int            `json:"messageCount"`
 	Turns        int            `json:"turns"`
 	ParentID     *string        `json:"parentId"`
+	ChildCount   int            `json:"childCount"` // (ext) forks and sub-agents of this session
 	CreatedAt    string         `json:"createdAt"`
 	UpdatedAt    string         `json:"updatedAt"`
 }
@@ -78,7 +79,7 @@ func toSessionJSON(sum *sessions.Summary, running bool) sessionJSON {
 	return sessionJSON{
 		ID: sum.ID, Agent: optional(strOf(meta, metaAgent)), RepoID: optional(strOf(meta, metaRepoID)),
 		Title: sum.Label(), Metadata: meta, Status: string(sum.Status), Running: running,
-		MessageCount: sum.Length, Turns: sum.Turns, ParentID: optional(sum.ParentID),
+		MessageCount: sum.Length, Turns: sum.Turns, ParentID: optional(sum.ParentID), ChildCount: sum.Children,
 		CreatedAt: formatTime(sum.CreatedAt), UpdatedAt: formatTime(sum.UpdatedAt),
 	}
 }

@@ -28,9 +28,14 @@ func checkID(id string) *apiError {
 	return nil
 }
 
-// pathID returns the {id} of the request's path, validated.
+// pathID returns the {id} of the request's path, validated: a session id
+// as checkID allows, or the id of a workflow stage's session,
+// "RUN/NODE" (written %2F in the path), whose parts it allows.
 func pathID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
+	if run, node, ok := strings.Cut(id, "/"); ok && len(id) <= 2*maxIDLength+1 && checkID(run) == nil && checkID(node) == nil {
+		return id, nil
+	}
 	if e := checkID(id); e != nil {
 		return "", e
 	}

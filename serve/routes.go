@@ -29,12 +29,17 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/sessions/{id}/cancel", handler: s.cancelTurn},
 		{method: "POST", path: "/api/sessions/{id}/complete", handler: s.completeSession},
 		{method: "GET", path: "/api/sessions/{id}/events", handler: s.streamEvents},
+		{method: "GET", path: "/api/sessions/{id}/timeline", handler: s.sessionTimeline},
+		{method: "GET", path: "/api/runs", handler: s.listRuns},
+		{method: "GET", path: "/api/runs/{id}", handler: s.getRun},
 		{method: "GET", path: "/api/agents", handler: s.listAgents},
 		{method: "GET", path: "/healthz", public: true, handler: s.healthz},
 		{method: "GET", path: "/metrics", handler: s.serveMetrics},
 		{method: "GET", path: "/openapi.json", public: true, handler: s.openAPI},
 		{method: "GET", path: "/{$}", public: true, viewer: true, handler: s.viewerPage},
 		{method: "GET", path: "/sessions/{id}", public: true, viewer: true, handler: s.viewerPage},
+		{method: "GET", path: "/runs", public: true, viewer: true, handler: s.viewerPage},
+		{method: "GET", path: "/runs/{run}", public: true, viewer: true, handler: s.viewerPage},
 		{method: "GET", path: "/assets/{file}", public: true, handler: s.viewerAsset},
 	}
 }

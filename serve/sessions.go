@@ -185,7 +185,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	match := sessionFilter(q.Get("repoId"), q.Get("agent"), q.Get("q"))
-	f := sessions.ListFilter{Statuses: statuses, Limit: limit, Offset: offset}
+	f := sessions.ListFilter{Statuses: statuses, ParentID: q.Get("parentId"), Limit: limit, Offset: offset}
 	if match != nil {
 		f.Limit, f.Offset = 0, 0
 	}

@@ -17,11 +17,17 @@ var viewerFiles embed.FS
 // viewerCSP forbids the viewer every origin but its own.
 const viewerCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// viewerPage handles GET / and GET /sessions/{id}: the viewer's page
+// viewerPage handles GET /, /sessions/{id}, /runs and /runs/{run}: the
+// viewer's page
 // (the script reads the path). Signing in with ?token= is done by wrap.
 func (s *Server) viewerPage(w http.ResponseWriter, r *http.Request) error {
-	if id := r.PathValue("id"); id != "" {
-		if e := checkID(id); e != nil {
+	if r.PathValue("id") != "" {
+		if _, err := pathID(r); err != nil {
+			return err
+		}
+	}
+	if run := r.PathValue("run"); run != "" {
+		if e := checkID(run); e != nil {
 			return e
 		}
 	}

@@ -1,11 +1,16 @@
-// The skein transcript viewer: the session list (/) and a session page
-// (/sessions/{id}) with basic, verbose and debug views, live over SSE.
-// It talks only to this server's API, authenticated by the cookie that
-// signing in with ?token= set. No framework, no external requests.
+// The skein transcript viewer: the session list (/), a session page
+// (/sessions/{id}) with basic, verbose, debug and timeline views, live
+// over SSE, and the workflow runs (/runs, /runs/{id}). It talks only to
+// this server's API, authenticated by the cookie that signing in with
+// ?token= set. No framework, no external requests. Nothing is ever
+// rendered from a null or undefined value: el() skips them, and every
+// optional field is tested before it is shown.
 "use strict";
 
-const VIEWS = ["basic", "verbose", "debug"];
+const VIEWS = ["basic", "verbose", "debug", "timeline"];
 const PAGE = 20;
+const LIVE_MS = 2000; // how often the lists and a running run are refreshed
+const COLLAPSE_LINES = 12, COLLAPSE_CHARS = 1500; // longer texts start collapsed
 const app = document.getElementById("app");
 
 // el builds an element: el("p", {class: "x"}, "text", child, ...).
@@ -62,6 +67,57 @@ function fmtTime(s) {
 
 function statusBadge(s) { return el("span", { class: "status " + s.status, "data-status": s.status }, s.status); }
 
+// sessionHref is the viewer's page of a session (a workflow stage's id
+// "RUN/NODE" is one path segment, its slash escaped).
+function sessionHref(id) { return "/sessions/" + encodeURIComponent(id); }
+
+function plural(n, one, many) { return `${n} ${n === 1 ? one : (many || one + "s")}`; }
+
+function fmtMs(ms) {
+  if (typeof ms !== "number") return "";
+  if (ms < 1000) return ms + " ms";
+  if (ms < 60000) return (ms / 1000).toFixed(ms < 10000 ? 2 : 1) + " s";
+  return Math.floor(ms / 60000) + " min " + Math.round((ms % 60000) / 1000) + " s";
+}
+
+function fmtCost(usd) {
+  if (typeof usd !== "number") return "";
+  return "$" + (usd === 0 ? "0" : usd >= 0.0001 ? usd.toFixed(4) : usd.toPrecision(2));
+}
+
+function fmtTokens(i, o) {
+  if (!i && !o) return "";
+  return `${(i || 0).toLocaleString()} in · ${(o || 0).toLocaleString()} out`;
+}
+
+// textBlock shows text, the first lines of a long one with the rest
+// behind a "show all" disclosure.
+function textBlock(text, cls) {
+  const lines = text.split("\n");
+  if (lines.length <= COLLAPSE_LINES && text.length <= COLLAPSE_CHARS) return el("div", { class: cls || "text" }, text);
+  let head = lines.slice(0, COLLAPSE_LINES).join("\n");
+  if (head.length > COLLAPSE_CHARS) head = head.slice(0, COLLAPSE_CHARS);
+  const box = el("div", { class: "collapsible" });
+  const short = el("div", { class: (cls || "text") + " clipped" }, head + " …");
+  const full = el("details", { class: "more" }, el("summary", {}, `show all (${plural(lines.length, "line")}, ${text.length.toLocaleString()} characters)`),
+    el("div", { class: cls || "text" }, text));
+  full.addEventListener("toggle", () => { short.hidden = full.open; });
+  box.append(short, full);
+  return box;
+}
+
+// poll calls fn every LIVE_MS while the page shows the same path: the
+// live lists. fn's failures are shown by fn itself.
+function poll(fn) {
+  const path = location.pathname;
+  const tick = async () => {
+    if (location.pathname !== path) return;
+    if (!document.hidden) await fn();
+    setTimeout(tick, LIVE_MS);
+  };
+  setTimeout(tick, LIVE_MS);
+}
+
 // ---- the session list ----
 
 async function listPage() {
@@ -92,13 +148,32 @@ async function listPage() {
     p.set("limit", PAGE);
     let data;
     try { data = await api("GET", "/api/sessions?" + p); } catch (e) { body.replaceChildren(el("tr", {}, el("td", { colspan: 6 }, showError(e)))); return; }
-    body.replaceChildren(...data.sessions.map(s => el("tr", { "data-id": s.id },
-      el("td", {}, el("a", { href: "/sessions/" + encodeURIComponent(s.id) }, s.title || s.id)),
-      el("td", {}, statusBadge(s), s.running ? el("span", { class: "muted" }, " running") : null),
-      el("td", {}, s.agent || ""),
-      el("td", {}, s.repoId || ""),
-      el("td", {}, String(s.messageCount)),
-      el("td", {}, fmtTime(s.updatedAt)))));
+    // A tree: a session whose parent is on the page is listed under it.
+    const onPage = new Set(data.sessions.map(s => s.id));
+    const kids = new Map();
+    for (const s of data.sessions) {
+      if (s.parentId && onPage.has(s.parentId)) {
+        if (!kids.has(s.parentId)) kids.set(s.parentId, []);
+        kids.get(s.parentId).push(s);
+      }
+    }
+    const rows = [];
+    const row = (s, depth) => {
+      rows.push(el("tr", { "data-id": s.id, "data-depth": depth, class: depth ? "child" : null },
+        el("td", { style: depth ? `padding-left: ${0.6 + depth * 1.4}rem` : null },
+          depth ? el("span", { class: "muted", "aria-hidden": "true" }, "↳ ") : null,
+          el("a", { href: sessionHref(s.id) }, s.title || s.id),
+          s.parentId && !depth ? el("div", { class: "meta" }, "from ", el("a", { href: sessionHref(s.parentId) }, s.parentId)) : null,
+          s.childCount ? el("div", { class: "meta" }, plural(s.childCount, "child", "children")) : null),
+        el("td", {}, statusBadge(s), s.running ? el("span", { class: "muted" }, " running") : null),
+        el("td", {}, s.agent || ""),
+        el("td", {}, s.repoId || ""),
+        el("td", {}, String(s.messageCount)),
+        el("td", {}, fmtTime(s.updatedAt))));
+      for (const k of kids.get(s.id) || []) row(k, depth + 1);
+    };
+    for (const s of data.sessions) if (!(s.parentId && onPage.has(s.parentId))) row(s, 0);
+    body.replaceChildren(...rows);
     if (data.sessions.length === 0) body.append(el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No sessions.")));
     const last = Math.min(data.offset + data.sessions.length, data.total);
     summary.textContent = data.total ? `${data.offset + 1}–${last} of ${data.total}` : "0 sessions";
@@ -133,6 +208,7 @@ async function listPage() {
       body),
     el("div", { class: "pager" }, prev, next, summary));
   await load();
+  poll(load); // the list is live
 }
 
 // ---- a session ----
@@ -164,7 +240,7 @@ function renderMessage(m, view) {
     const thinking = thinkingText(m.content);
     if (thinking) box.append(el("details", {}, el("summary", {}, "thinking"), el("div", { class: "text" }, thinking)));
   }
-  if (text) box.append(el("div", { class: "text" }, text));
+  if (text) box.append(textBlock(text));
   if (view !== "basic") {
     for (const c of m.toolCalls || []) {
       box.append(el("div", { class: "call" }, "→ " + c.name + " " + JSON.stringify(c.arguments)));
@@ -181,18 +257,82 @@ function renderMessage(m, view) {
 function renderEvent(e) {
   const rest = Object.assign({}, e);
   for (const k of ["type", "seq", "session_id", "timestamp"]) delete rest[k];
-  return el("div", { class: "msg event", "data-event": e.type, "data-seq": e.seq },
-    el("div", { class: "who" }, `event ${e.type} · seq ${e.seq}`), el("pre", {}, JSON.stringify(rest)));
+  const box = el("div", { class: "msg event", "data-event": e.type, "data-seq": e.seq },
+    el("div", { class: "who" }, `event ${e.type} · seq ${e.seq}`));
+  if (e.type === "turn_start" && (e.system !== undefined || e.tools !== undefined || e.estimated_tokens !== undefined)) {
+    // What the model was sent this turn (seed 004's debug view).
+    box.classList.add("request");
+    const parts = [];
+    if (typeof e.estimated_tokens === "number") parts.push(`~${e.estimated_tokens.toLocaleString()} tokens estimated`);
+    if (Array.isArray(e.tools)) parts.push(plural(e.tools.length, "tool"));
+    box.append(el("div", { class: "meta" }, `request of turn ${e.iteration}` + (parts.length ? " · " + parts.join(" · ") : "")));
+    if (typeof e.system === "string") {
+      box.append(el("details", { class: "system-prompt" }, el("summary", {}, `system prompt (${e.system.length.toLocaleString()} characters)`),
+        el("pre", {}, e.system || "(empty)")));
+    }
+    if (Array.isArray(e.tools) && e.tools.length) {
+      box.append(el("details", { class: "tool-schemas" }, el("summary", {}, "tool schemas"),
+        el("pre", {}, JSON.stringify(e.tools, null, 2))));
+    }
+    return box;
+  }
+  box.append(textBlock(JSON.stringify(rest), "pre"));
+  return box;
+}
+
+// renderTimeline shows a session's timeline (GET .../timeline): totals,
+// then each turn with its model calls, tool calls and sub-agents.
+function renderTimeline(t) {
+  const tot = t.totals;
+  const cost = tot.costKnown ? fmtCost(tot.costUsd) : (tot.costUsd ? fmtCost(tot.costUsd) + " + unpriced calls" : "unknown (no price)");
+  const totals = el("dl", { class: "totals", id: "totals" },
+    el("div", {}, el("dt", {}, "turns"), el("dd", { "data-total": "turns" }, String(tot.turns))),
+    el("div", {}, el("dt", {}, "model calls"), el("dd", { "data-total": "modelCalls" }, String(tot.modelCalls))),
+    el("div", {}, el("dt", {}, "tool calls"), el("dd", { "data-total": "toolCalls" }, String(tot.toolCalls) + (tot.toolErrors ? ` (${tot.toolErrors} failed)` : ""))),
+    el("div", {}, el("dt", {}, "input tokens"), el("dd", { "data-total": "inputTokens" }, tot.inputTokens.toLocaleString())),
+    el("div", {}, el("dt", {}, "output tokens"), el("dd", { "data-total": "outputTokens" }, tot.outputTokens.toLocaleString())),
+    el("div", {}, el("dt", {}, "cost"), el("dd", { "data-total": "cost" }, cost)),
+    el("div", {}, el("dt", {}, "time in model"), el("dd", {}, fmtMs(tot.modelMs))),
+    el("div", {}, el("dt", {}, "time in tools"), el("dd", {}, fmtMs(tot.toolMs))));
+  const out = [totals];
+  if (t.turns.length === 0) out.push(el("p", { class: "muted" }, "No model or tool calls yet."));
+  const longest = Math.max(1, ...t.turns.flatMap(tr => tr.items.map(i => i.durationMs || 0)));
+  for (const tr of t.turns) {
+    const head = tr.iteration ? `turn ${tr.iteration}` : "outside a loop";
+    const rows = tr.items.map(i => {
+      let name = i.name || i.kind;
+      if (i.kind === "subagent") name = el("span", {}, "sub-agent ", el("a", { href: sessionHref(i.childId) }, i.childId), i.name ? ": " + i.name : "");
+      const bar = el("span", { class: "bar " + i.kind, style: `width: ${Math.max(2, Math.round(100 * (i.durationMs || 0) / longest))}%` });
+      return el("tr", { class: "item " + i.kind, "data-kind": i.kind, "data-seq": i.seq },
+        el("td", {}, i.kind),
+        el("td", {}, name, i.provider ? el("span", { class: "muted" }, " · " + i.provider) : null,
+          i.detail ? el("div", { class: "meta" }, i.detail) : null),
+        el("td", { class: "num" }, fmtMs(i.durationMs), el("div", { class: "track" }, bar)),
+        el("td", { class: "num" }, fmtTokens(i.inputTokens, i.outputTokens)),
+        el("td", { class: "num" }, typeof i.costUsd === "number" ? fmtCost(i.costUsd) : ""),
+        el("td", {}, i.status ? el("span", { class: "status " + (i.status === "ok" || i.status === "done" ? "completed" : i.status === "error" || i.status === "failed" || i.status === "deny" ? "error" : "") }, i.status) : ""));
+    });
+    const section = el("section", { class: "turn", "data-iteration": tr.iteration },
+      el("h3", {}, head, el("span", { class: "muted" }, ` · ${fmtTime(tr.start)}` + (tr.open ? " · not finished" : ` · ${fmtMs(tr.durationMs)}`)
+        + (typeof tr.estimatedTokens === "number" && tr.estimatedTokens ? ` · ~${tr.estimatedTokens.toLocaleString()} tokens sent` : ""))),
+      el("table", { class: "timeline" },
+        el("thead", {}, el("tr", {}, ["kind", "what", "duration", "tokens", "cost", "status"].map(h => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows)));
+    out.push(section);
+  }
+  return out;
 }
 
 async function sessionPage(id) {
   const q = new URLSearchParams(location.search);
   let view = VIEWS.includes(q.get("view")) ? q.get("view") : "basic";
-  let session, messages = [], events = [], live = null, source = null, state = null;
+  let session, messages = [], events = [], live = null, source = null, state = null, timeline = null, children = [];
 
   const title = el("h1", {});
   const meta = el("div", { class: "meta" });
   const badge = el("span", {});
+  const lineage = el("div", { class: "lineage", id: "lineage" });
+  const ended = el("div", { id: "ended" });
   const transcript = el("section", { class: "transcript", id: "transcript", "aria-live": "polite", "aria-label": "transcript" });
   const viewGroup = el("div", { class: "views", role: "radiogroup", "aria-label": "view" },
     VIEWS.map(v => el("label", {}, el("input", { type: "radio", name: "view", value: v, id: "view-" + v }), el("span", {}, v))));
@@ -210,6 +350,7 @@ async function sessionPage(id) {
     p.set("view", v);
     history.replaceState(null, "", location.pathname + "?" + p);
     renderTranscript();
+    if (v === "timeline") loadTimeline(); // fresh on every visit
   }
   viewGroup.addEventListener("change", e => setView(e.target.value));
 
@@ -223,17 +364,61 @@ async function sessionPage(id) {
   function renderHead() {
     document.title = (session.title || session.id) + " · skein";
     title.textContent = session.title || session.id;
-    badge.replaceChildren(statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " " + stateText()) : null);
+    badge.replaceChildren(...[statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " " + stateText()) : null].filter(Boolean));
     meta.replaceChildren(`id ${session.id}`, session.agent ? ` · agent ${session.agent}` : "", session.repoId ? ` · repo ${session.repoId}` : "",
-      ` · ${session.messageCount} messages · ${session.turns} turns · updated ${fmtTime(session.updatedAt)}`,
-      session.metadata && session.metadata.reason ? ` · ended: ${session.metadata.reason}` : "");
+      ` · ${plural(session.messageCount, "message")} · ${plural(session.turns, "turn")} · updated ${fmtTime(session.updatedAt)}`);
+    renderLineage();
+    renderEnded();
     const open = session.status === "active";
     input.disabled = send.disabled = !open || session.running;
     cancel.disabled = !session.running;
   }
 
+  // The parent (a fork's source, a sub-agent's or a stage's run) and the
+  // children, which the event stream keeps current.
+  function renderLineage() {
+    const parts = [];
+    if (session.parentId) parts.push(el("div", { id: "parent" }, "parent ", el("a", { href: sessionHref(session.parentId), rel: "up" }, session.parentId)));
+    const run = session.id.includes("/") ? session.id.slice(0, session.id.indexOf("/")) : "";
+    if (run) parts.push(el("div", { id: "run" }, "stage ", el("strong", {}, session.id.slice(run.length + 1)), " of workflow run ", el("a", { href: "/runs/" + encodeURIComponent(run) }, run)));
+    if (children.length) {
+      parts.push(el("div", { id: "children" }, plural(children.length, "child", "children") + ": ",
+        el("ul", { class: "kids" }, children.map(c => el("li", { "data-id": c.id }, el("a", { href: sessionHref(c.id) }, c.title || c.id), " ", statusBadge(c),
+          c.running ? el("span", { class: "muted" }, " running") : null)))));
+    }
+    lineage.replaceChildren(...parts);
+  }
+
+  function renderEnded() {
+    const e = timeline && timeline.ended;
+    if (!e) { ended.replaceChildren(); return; }
+    const what = session.status === "active" ? "last loop ended" : "ended";
+    ended.replaceChildren(el("div", { class: "notice ended " + (session.status === "error" || e.status === "error" ? "error" : ""), role: "status" },
+      el("strong", {}, `${what}: ${e.status}`), " — ", e.reason));
+  }
+
+  async function loadChildren() {
+    try {
+      const data = await api("GET", "/api/sessions?limit=100&parentId=" + encodeURIComponent(id));
+      children = data.sessions;
+      if (session) renderLineage();
+    } catch (e) { notice.replaceChildren(showError(e)); }
+  }
+
+  async function loadTimeline() {
+    try {
+      timeline = await api("GET", `/api/sessions/${encodeURIComponent(id)}/timeline`);
+      if (session) renderEnded();
+      if (view === "timeline") renderTranscript();
+    } catch (e) { notice.replaceChildren(showError(e)); }
+  }
+
   function renderTranscript() {
     const items = [];
+    if (view === "timeline") {
+      transcript.replaceChildren(...(timeline ? renderTimeline(timeline) : [el("p", { class: "muted" }, "Loading the timeline…")]));
+      return;
+    }
     if (view === "debug") {
       // Messages and events in log order.
       const all = messages.map(m => ({ seq: m.seq, node: renderMessage(m, view) }))
@@ -253,6 +438,8 @@ async function sessionPage(id) {
     messages = session.messages;
     renderHead();
     renderTranscript();
+    loadTimeline();
+    if (session.childCount !== children.length) loadChildren();
   }
 
   let pending = null;
@@ -279,8 +466,11 @@ async function sessionPage(id) {
       if (events.length && e.seq <= events[events.length - 1].seq) return;
       events.push(e);
       if (e.type === "message" && e.role === "assistant") live = null;
-      if (e.type === "message" || e.type === "turn_end" || e.type === "status" || e.type === "healed" || e.type === "info") refreshSoon();
+      if (e.type === "fork" || e.type === "subagent_start" || e.type === "subagent_end") loadChildren(); // a child appears live
+      if (e.type === "message" || e.type === "turn_end" || e.type === "status" || e.type === "healed" || e.type === "info" ||
+          e.type === "error" || e.type === "cancelled" || e.type === "subagent_end") refreshSoon();
       else if (view === "debug") renderTranscript();
+      else if (view === "timeline") loadTimeline();
     };
     source.onerror = () => {
       // The browser reconnects by itself with Last-Event-ID; a stream the
@@ -321,10 +511,13 @@ async function sessionPage(id) {
 
   app.replaceChildren(
     el("p", {}, el("a", { href: "/" }, "← All sessions")),
-    el("div", { class: "session-head" }, el("div", {}, title, badge, meta), viewGroup),
-    transcript, form);
+    el("div", { class: "session-head" }, el("div", {}, title, badge, meta, lineage), viewGroup),
+    ended, transcript, form);
   try {
     await refresh();
+    await loadChildren();
+    // children of children, and sessions created elsewhere, stay current
+    poll(loadChildren);
   } catch (e) {
     app.replaceChildren(el("p", {}, el("a", { href: "/" }, "← All sessions")), showError(e));
     return;
@@ -333,5 +526,90 @@ async function sessionPage(id) {
   connect();
 }
 
-const m = location.pathname.match(/^\/sessions\/([^/]+)$/);
-if (m) sessionPage(decodeURIComponent(m[1])); else listPage();
+// ---- workflow runs ----
+
+function runBadge(status) { return el("span", { class: "status run-" + status, "data-status": status }, status); }
+
+async function runsPage() {
+  document.title = "skein runs";
+  const body = el("tbody");
+  const summary = el("span", { class: "muted", "aria-live": "polite" });
+  const problem = el("div");
+  async function load() {
+    let data;
+    try { data = await api("GET", "/api/runs?limit=100"); } catch (e) { problem.replaceChildren(showError(e)); return; }
+    problem.replaceChildren();
+    body.replaceChildren(...data.runs.map(r => el("tr", { "data-id": r.id },
+      el("td", {}, el("a", { href: "/runs/" + encodeURIComponent(r.id) }, r.workflow || r.id), el("div", { class: "meta" }, r.id)),
+      el("td", {}, runBadge(r.status)),
+      el("td", {}, String(r.steps)),
+      el("td", {}, fmtTime(r.createdAt)),
+      el("td", {}, fmtTime(r.updatedAt)))));
+    if (data.runs.length === 0) body.append(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "No workflow runs in this store.")));
+    summary.textContent = plural(data.total, "run");
+  }
+  app.replaceChildren(el("h1", {}, "Workflow runs"), problem,
+    el("table", {},
+      el("caption", { class: "sr-only" }, "Workflow runs, newest first"),
+      el("thead", {}, el("tr", {}, ["Workflow", "Status", "Steps", "Started", "Updated"].map(h => el("th", { scope: "col" }, h)))),
+      body),
+    el("div", { class: "pager" }, summary));
+  await load();
+  poll(load);
+}
+
+async function runPage(id) {
+  document.title = "run " + id + " · skein";
+  const head = el("div", {});
+  const graph = el("div", { class: "graph", id: "graph", role: "list", "aria-label": "the path of the run" });
+  const steps = el("tbody");
+  const out = el("div", {});
+  async function load() {
+    let r;
+    try { r = await api("GET", "/api/runs/" + encodeURIComponent(id)); } catch (e) { app.replaceChildren(el("p", {}, el("a", { href: "/runs" }, "← All runs")), showError(e)); return false; }
+    document.title = (r.workflow || r.id) + " · run · skein";
+    const total = r.stepList.reduce((a, s) => a + s.durationMs, 0);
+    const tin = r.stepList.reduce((a, s) => a + s.inputTokens, 0), tout = r.stepList.reduce((a, s) => a + s.outputTokens, 0);
+    head.replaceChildren(el("h1", {}, r.workflow || r.id), runBadge(r.status),
+      el("div", { class: "meta" }, `run ${r.id} · ${plural(r.steps, "step")} · ${fmtMs(total)} in stages` + (tin || tout ? ` · ${fmtTokens(tin, tout)} tokens` : "")
+        + ` · started ${fmtTime(r.createdAt)} · updated ${fmtTime(r.updatedAt)}`),
+      ...[r.task ? el("div", { class: "task" }, el("strong", {}, "task "), textBlock(r.task)) : null,
+        r.error ? el("div", { class: "notice error", role: "status" }, r.error) : null].filter(Boolean));
+    // The graph of the path taken: each node once, in first-visit order,
+    // with the transitions between them.
+    graph.replaceChildren(...r.graph.nodes.map(n => {
+      const outgoing = r.graph.edges.filter(e => e.from === n.name);
+      return el("div", { class: "node " + n.status, role: "listitem", "data-node": n.name, "data-status": n.status },
+        el("div", { class: "name" }, n.name),
+        el("div", { class: "meta" }, n.status === "next" ? "runs next" : `${n.status}` + (n.visits > 1 ? ` · ${n.visits} visits` : "")),
+        outgoing.length ? el("div", { class: "edges" }, outgoing.map(e => el("span", { class: "edge" }, "→ " + e.to + (e.count > 1 ? ` ×${e.count}` : "")))) : null);
+    }));
+    steps.replaceChildren(...r.stepList.map((s, i) => el("tr", { "data-node": s.node, "data-status": s.status },
+      el("td", {}, String(i + 1)),
+      el("td", {}, s.node),
+      el("td", {}, runBadge(s.status), s.error ? el("div", { class: "meta error-text" }, s.error) : null),
+      el("td", {}, fmtTime(s.startedAt)),
+      el("td", { class: "num" }, fmtMs(s.durationMs)),
+      el("td", { class: "num" }, fmtTokens(s.inputTokens, s.outputTokens)),
+      el("td", {}, s.sessionId ? el("a", { href: sessionHref(s.sessionId) }, s.sessionId) : el("span", { class: "muted" }, "no session")),
+      el("td", {}, s.output ? textBlock(s.output) : ""))));
+    if (r.stepList.length === 0) steps.append(el("tr", {}, el("td", { colspan: 8, class: "muted" }, "No stage has run yet.")));
+    out.replaceChildren(...(r.output ? [el("h2", {}, "Output"), textBlock(r.output)] : []));
+    return r.status === "running";
+  }
+  app.replaceChildren(el("p", {}, el("a", { href: "/runs" }, "← All runs")), head,
+    el("h2", {}, "Graph"), graph,
+    el("h2", {}, "Stages"),
+    el("table", { class: "steps" },
+      el("thead", {}, el("tr", {}, ["#", "Node", "Status", "Started", "Duration", "Tokens", "Session", "Output"].map(h => el("th", { scope: "col" }, h)))),
+      steps),
+    out);
+  if (await load()) poll(load);
+}
+
+const route = location.pathname;
+let m;
+if ((m = route.match(/^\/sessions\/([^/]+)$/))) sessionPage(decodeURIComponent(m[1]));
+else if ((m = route.match(/^\/runs\/([^/]+)$/))) runPage(decodeURIComponent(m[1]));
+else if (route === "/runs") runsPage();
+else listPage();
