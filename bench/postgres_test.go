@@ -24,6 +24,9 @@ import (
 // durability full.
 func openPostgres(b *testing.B, dsn string) *postgres.Backend {
 	b.Helper()
+	if _, err := postgres.Migrate(context.Background(), dsn); err != nil {
+		b.Fatal(err)
+	}
 	pb, err := postgres.Open(context.Background(), dsn, postgres.WithDurability(sessions.DurabilityFull))
 	if err != nil {
 		b.Fatal(err)

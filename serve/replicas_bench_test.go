@@ -65,6 +65,9 @@ func BenchmarkReplicas100Postgres(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			benchReplicas(b, c.poll, func(b *testing.B) func() sessions.Backend {
 				dsn := pgtest.DSN(b)
+				if _, err := postgres.Migrate(b.Context(), dsn); err != nil {
+					b.Fatal(err)
+				}
 				return func() sessions.Backend {
 					be, err := postgres.Open(b.Context(), dsn)
 					if err != nil {

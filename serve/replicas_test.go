@@ -32,6 +32,9 @@ func databases(t *testing.T, fn func(t *testing.T, open func() sessions.Backend)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := pgtest.DSN(t)
+		if _, err := postgres.Migrate(t.Context(), dsn); err != nil {
+			t.Fatal(err)
+		}
 		fn(t, func() sessions.Backend {
 			be, err := postgres.Open(t.Context(), dsn)
 			if err != nil {
@@ -288,6 +291,9 @@ func testReplicasIdleReaper(t *testing.T, open func() sessions.Backend) {
 // notification, without polling (the poll interval here is an hour).
 func TestReplicasEventsPushed(t *testing.T) {
 	dsn := pgtest.DSN(t)
+	if _, err := postgres.Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
 	a, b := replicas(t, func() sessions.Backend {
 		be, err := postgres.Open(t.Context(), dsn)
 		if err != nil {

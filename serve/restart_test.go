@@ -18,6 +18,9 @@ import (
 // said ok).
 func TestDatabaseRestart(t *testing.T) {
 	pg := pgtest.NewServer(t)
+	if _, err := postgres.Migrate(t.Context(), pg.DSN()); err != nil {
+		t.Fatal(err)
+	}
 	be, err := postgres.Open(t.Context(), pg.DSN())
 	if err != nil {
 		t.Fatal(err)

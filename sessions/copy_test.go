@@ -181,6 +181,9 @@ func sqliteBackend(t *testing.T) func() sessions.Backend {
 // postgresBackend is sqliteBackend for a new schema of the test database.
 func postgresBackend(t *testing.T) func() sessions.Backend {
 	dsn := pgtest.DSN(t)
+	if _, err := postgres.Migrate(t.Context(), dsn); err != nil {
+		t.Fatal(err)
+	}
 	return func() sessions.Backend {
 		b, err := postgres.Open(context.Background(), dsn)
 		if err != nil {

@@ -40,6 +40,7 @@ func commands() map[string]command {
 		{"acp", acpUsage, "be an Agent Client Protocol agent on stdio, for editors", acpCommand},
 		{"mcp", mcpUsage, "serve a script's documented functions as Model Context Protocol tools (stdio or HTTP)", mcpCommand},
 		{"eval", evalUsage, "evaluate a task over a dataset: variants, repeats, scorers, a stored run compared with the last", evalCommand},
+		{"migrate", migrateUsage, "create or upgrade a session store's schema (the only command that changes it)", migrateCommand},
 		{"serve", serveUsage, "serve the session API over HTTP, with live events and a transcript viewer", serveCommand},
 		{"sessions", sessionsUsage, "list, show, export, import and delete stored sessions", sessionsMain},
 		{"runs", runsUsage, "list and show workflow run records", runsMain},

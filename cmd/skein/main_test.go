@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/diff"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
@@ -36,18 +38,23 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: withServeCmds(map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			// pgstore: make a new schema in the PostgreSQL test database
-			// (SKEIN_TEST_POSTGRES; guard with [!postgres] skip), dropped
-			// when the script ends; $PGSTORE is its URL and
+			// pgstore [-bare]: make a new schema in the PostgreSQL test
+			// database (SKEIN_TEST_POSTGRES; guard with [!postgres]
+			// skip), migrated as `skein migrate` would unless -bare,
+			// dropped when the script ends; $PGSTORE is its URL and
 			// $PGSTORE_PASSWORD the password in it, which no output may
 			// show
 			"pgstore": func(ts *testscript.TestScript, neg bool, args []string) {
-				if neg || len(args) != 0 {
-					ts.Fatalf("usage: pgstore")
+				if neg || len(args) > 1 || len(args) == 1 && args[0] != "-bare" {
+					ts.Fatalf("usage: pgstore [-bare]")
 				}
 				dsn, drop, err := pgtest.NewSchema()
 				ts.Check(err)
 				ts.Defer(func() { ts.Check(drop()) })
+				if len(args) == 0 {
+					_, err := postgres.Migrate(context.Background(), dsn)
+					ts.Check(err)
+				}
 				u, err := url.Parse(dsn)
 				ts.Check(err)
 				password, _ := u.User.Password()

@@ -33,6 +33,9 @@ func forEachDurableStore(t *testing.T, fn func(t *testing.T, newStore func(t *te
 		pgtest.Skip(t)
 		fn(t, func(t *testing.T) durableStore {
 			dsn := pgtest.DSN(t)
+			if _, err := postgres.Migrate(t.Context(), dsn); err != nil {
+				t.Fatal(err)
+			}
 			return durableStore{target: dsn, open: func() (sessions.Backend, error) { return postgres.Open(context.Background(), dsn) }}
 		})
 	})

@@ -20,24 +20,23 @@
 // replaced by xxxxx (Redact).
 //
 // The schema is versioned: skein_migrations has a row per migration
-// applied. Open migrates in one transaction that first takes an advisory
-// lock named after the schema, so processes opening a new database at
-// once migrate it once: the others wait, then find it current. A schema
-// newer than this skein knows is refused (an older skein refuses a schema
-// a newer one migrated).
+// applied. Open only checks the version: it changes nothing in the
+// schema, so skein can run as a role that may only read and write rows
+// (see docs/security.md for the grants), and a schema without skein's
+// tables or with an older version of them is an error that says to run
+// `skein migrate` (ErrNeedsMigration). Migrate (skein migrate) creates
+// and upgrades the tables in one transaction that first takes an
+// advisory lock named after the schema, so concurrent migrations apply
+// each migration once. A schema newer than this skein knows is refused
+// (an older skein refuses a schema a newer one migrated).
 //
-// Besides the numbered migrations, the schema has named steps, which only
-// the databases that need them get: skein_steps has a row per step
-// applied. A step is applied the first time skein needs it, in one
-// transaction that takes the migrations' advisory lock and checks
-// skein_steps again, so it too is applied once. There is one: "notify",
-// which NewNotifier (a replica of skein serve) applies, puts function
-// skein_notify_events in trigger skein_events_notify on skein_events.
-// From then on every statement that appends events notifies, at its
-// commit, the channel of each session it appended to. The trigger is not
-// made for every database because every write pays for it (a committed
-// append takes 1.2 to 1.3 times as long, BenchmarkAppendNotify), and only
-// a served database has listeners.
+// Function skein_notify_events, in trigger skein_events_notify on
+// skein_events (migration 3), notifies, at the commit of every statement
+// that appends events, the channel of each session it appended to
+// (NewNotifier listens). Every write pays for it (a committed append
+// takes 1.2 to 1.3 times as long, BenchmarkAppendNotify); before
+// migration 3 the first serve replica made the trigger itself, which
+// needed the TRIGGER privilege at run time (skein_steps records it).
 //
 // # Durability
 //
@@ -49,7 +48,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 2)
+// # Schema (version 3)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns

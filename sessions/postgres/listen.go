@@ -14,16 +14,13 @@ import (
 )
 
 // NewNotifier returns a Notifier that LISTENs, on a connection of its
-// own, on the channel of each watched session. It first applies the
-// schema's step "notify" unless the database has it (see steps): the
-// trigger on skein_events that notifies a session's channel in the
-// transaction of every write that appends events. A broken connection
+// own, on the channel of each watched session; the trigger on
+// skein_events that migration 3 makes notifies a session's channel in
+// the transaction of every write that appends events. It changes
+// nothing in the schema. A broken connection
 // is re-established, and every channel listened to again, after a
 // second.
 func (b *Backend) NewNotifier() (sessions.Notifier, error) {
-	if err := b.applyStep(context.Background(), "notify"); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{b: b, channels: map[string]*channel{},
 		kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,10 +12,10 @@ import (
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
-// schemaObjects counts, in the schema of b, the objects of migration 2
-// and step "notify": table skein_locks, function skein_notify_events,
-// trigger skein_events_notify, the rows of skein_steps named notify, and
-// the rows of skein_migrations.
+// schemaObjects counts, in the schema of b, the objects of migrations 2
+// and 3: table skein_locks, function skein_notify_events, trigger
+// skein_events_notify, the rows of skein_steps named notify, and the rows
+// of skein_migrations.
 type schemaObjects struct{ locks, function, trigger, step, migrations int }
 
 func countObjects(t *testing.T, b *Backend) schemaObjects {
@@ -30,6 +31,25 @@ func countObjects(t *testing.T, b *Backend) schemaObjects {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// migrateAll migrates the schema of dsn from n goroutines at once, as
+// several `skein migrate` started together would, then opens n backends
+// on it, which the test's cleanup closes.
+func migrateAll(t *testing.T, dsn string, n int) []*Backend {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, errs[i] = Migrate(t.Context(), dsn) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Migrate %d: %v", i, err)
+		}
+	}
+	return openAll(t, dsn, n)
 }
 
 // openAll opens n backends on dsn at once, as processes starting
@@ -75,27 +95,54 @@ func notifyAll(t *testing.T, backends []*Backend) {
 	}
 }
 
-// TestMigrateFresh checks that a new schema, opened by several backends
-// at once, gets the locks table and the notify function exactly once and
-// no trigger, and that notifiers started at once on several backends
-// apply step "notify" once: one trigger, one record of it.
+// expectNeedsMigration checks that Open refuses the schema of dsn,
+// saying to run skein migrate, and leaves it as it was.
+func expectNeedsMigration(t *testing.T, dsn string) {
+	t.Helper()
+	b, err := Open(t.Context(), dsn)
+	if err == nil {
+		b.Close()
+		t.Fatal("Open of a schema that needs migrating succeeded")
+	}
+	if !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "skein migrate --store URL") {
+		t.Fatalf("Open: %v, want ErrNeedsMigration saying to run skein migrate", err)
+	}
+}
+
+// TestMigrateFresh: Open refuses a new schema (and creates nothing);
+// Migrate from several goroutines at once makes every object once, the
+// trigger included; notifiers change nothing.
 func TestMigrateFresh(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	backends := openAll(t, dsn, 4)
-	want := schemaObjects{locks: 1, function: 1, migrations: SchemaVersion}
+	expectNeedsMigration(t, dsn)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_class WHERE relnamespace = current_schema()::regnamespace`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("Open made %d objects (%v)", tables, err)
+	}
+	conn.Close(context.Background())
+	backends := migrateAll(t, dsn, 4)
+	want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
 	if got := countObjects(t, backends[0]); got != want {
-		t.Fatalf("after Open: %+v, want %+v", got, want)
+		t.Fatalf("after Migrate: %+v, want %+v", got, want)
 	}
 	notifyAll(t, backends)
-	want.trigger, want.step = 1, 1
 	if got := countObjects(t, backends[0]); got != want {
 		t.Fatalf("after the notifiers: %+v, want %+v", got, want)
 	}
-	notifyAll(t, openAll(t, dsn, 2))
-	if got := countObjects(t, backends[0]); got != want {
-		t.Fatalf("after opening again: %+v, want %+v", got, want)
+	if from, err := Migrate(t.Context(), dsn); err != nil || from != SchemaVersion {
+		t.Fatalf("Migrate again: from %d, %v", from, err)
 	}
 }
+
+// notifyTrigger is the trigger a serve replica made at run time before
+// migration 3 (step "notify").
+const notifyTrigger = `CREATE TRIGGER skein_events_notify AFTER INSERT ON skein_events
+	REFERENCING NEW TABLE AS skein_new_events
+	FOR EACH STATEMENT EXECUTE FUNCTION skein_notify_events()`
 
 // releasedShared returns what the first serve replica made in a schema
 // at version 1, before migration 2 took it over: the same table and
@@ -106,15 +153,13 @@ func releasedShared(t *testing.T) string {
 	if !ok {
 		t.Fatal("migration 2 does not make skein_steps")
 	}
-	return shared + steps["notify"]
+	return shared + notifyTrigger
 }
 
 // TestMigrateFromVersion1 migrates schemas at version 1, one that a
 // serve replica used (with the objects it made itself) and one no server
-// used, from several backends at once: both get migration 2 once, the
-// first keeps its trigger and records it as step "notify" (so a notifier
-// does not make it again), the second has no trigger until a notifier
-// applies the step.
+// used, from several goroutines at once: Open refuses both until then;
+// both end with one trigger, recorded once as step "notify".
 func TestMigrateFromVersion1(t *testing.T) {
 	for _, served := range []bool{true, false} {
 		dsn := pgtest.DSN(t)
@@ -130,18 +175,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn.Close(context.Background())
-		backends := openAll(t, dsn, 3)
-		want := schemaObjects{locks: 1, function: 1, migrations: SchemaVersion}
-		if served {
-			want.trigger, want.step = 1, 1
-		}
+		expectNeedsMigration(t, dsn)
+		backends := migrateAll(t, dsn, 3)
+		want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
 		if got := countObjects(t, backends[0]); got != want {
-			t.Fatalf("served %v: after Open: %+v, want %+v", served, got, want)
-		}
-		notifyAll(t, backends)
-		want.trigger, want.step = 1, 1
-		if got := countObjects(t, backends[0]); got != want {
-			t.Fatalf("served %v: after the notifiers: %+v, want %+v", served, got, want)
+			t.Fatalf("served %v: after Migrate: %+v, want %+v", served, got, want)
 		}
 		l := newTestLocker(t, backends[1])
 		lk, err := l.TryLock(t.Context(), "turn:s")
@@ -150,6 +188,33 @@ func TestMigrateFromVersion1(t *testing.T) {
 		}
 		if err := lk.Unlock(t.Context()); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestMigrateFromVersion2 migrates schemas at version 2, with and
+// without the trigger a serve replica made at run time (step "notify"):
+// both end with one trigger.
+func TestMigrateFromVersion2(t *testing.T) {
+	for _, served := range []bool{true, false} {
+		dsn := pgtest.DSN(t)
+		conn, err := pgx.Connect(t.Context(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2 := migrationsTable + ";" + migrations[0] + ";" + migrations[1] + ";INSERT INTO skein_migrations (version) VALUES (1), (2);"
+		if served {
+			v2 += notifyTrigger + ";INSERT INTO skein_steps (name) VALUES ('notify');"
+		}
+		if _, err := conn.Exec(t.Context(), v2); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(context.Background())
+		expectNeedsMigration(t, dsn)
+		backends := migrateAll(t, dsn, 2)
+		want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
+		if got := countObjects(t, backends[0]); got != want {
+			t.Fatalf("served %v: after Migrate: %+v, want %+v", served, got, want)
 		}
 	}
 }

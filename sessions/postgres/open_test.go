@@ -12,12 +12,12 @@ import (
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
-// TestOpenConcurrently opens a new schema from several backends at once,
-// as processes starting together would: it is migrated once and every
-// backend works.
+// TestOpenConcurrently migrates a new schema and opens it from several
+// backends at once, as processes starting together would: it is migrated
+// once and every backend works.
 func TestOpenConcurrently(t *testing.T) {
 	const n = 6
-	backends := openAll(t, pgtest.DSN(t), n)
+	backends := migrateAll(t, pgtest.DSN(t), n)
 	ctx := t.Context()
 	now := time.Now()
 	for i, b := range backends {

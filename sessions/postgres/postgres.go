@@ -58,9 +58,12 @@ func IsDSN(s string) bool {
 
 // Open connects to the database dsn names (a postgres:// URL; the
 // libpq parameters pgx knows are accepted in its query, and
-// search_path picks the schema), creates skein's tables in the first
-// schema of the search path or migrates them to SchemaVersion, and
-// returns the backend. Errors show the DSN without its password.
+// search_path picks the schema), checks that skein's tables in the first
+// schema of the search path are at SchemaVersion, and returns the
+// backend. It changes nothing in the schema: a schema without skein's
+// tables, or with an older version of them, is an error that wraps
+// ErrNeedsMigration (Migrate creates and upgrades them). Errors show the
+// DSN without its password.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 	b := &Backend{dsn: Redact(dsn), durability: sessions.DurabilityProcess}
 	for _, o := range opts {
@@ -87,11 +90,40 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
 	}
 	b.pool = pool
-	if b.schema, err = migrate(ctx, pool); err != nil {
+	if b.schema, err = checkVersion(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", b.dsn, redactErr(err, dsn))
 	}
 	return b, nil
+}
+
+// Migrate creates skein's tables in the first schema of the search path
+// of the database dsn names, or upgrades them to SchemaVersion, in one
+// transaction (concurrent calls wait for each other; the second finds
+// nothing to do). It returns the version the schema was at (0: no
+// tables). It is the only code of skein that changes the schema: its
+// role needs CREATE on the schema (and to own the tables, to upgrade
+// them); the roles that then use the store need only the grants
+// docs/security.md lists.
+func Migrate(ctx context.Context, dsn string) (from int, err error) {
+	red := Redact(dsn)
+	if !IsDSN(dsn) {
+		return 0, fmt.Errorf("postgres: the database must be a postgres:// URL, not %s", red)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: %s: %w", red, redactErr(err, dsn))
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: %s: %w", red, redactErr(err, dsn))
+	}
+	defer pool.Close()
+	if _, from, err = migrate(ctx, pool); err != nil {
+		return 0, fmt.Errorf("postgres: %s: %w", red, redactErr(err, dsn))
+	}
+	return from, nil
 }
 
 // DSN returns the database's DSN without its password.

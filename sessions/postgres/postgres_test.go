@@ -11,10 +11,13 @@ import (
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
-// openTest opens a backend on dsn. It does not close it: the suite does,
-// or the caller.
+// openTest migrates the schema of dsn and opens a backend on it. It
+// does not close it: the suite does, or the caller.
 func openTest(t testing.TB, dsn string, opts ...Option) *Backend {
 	t.Helper()
+	if _, err := Migrate(t.Context(), dsn); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
 	b, err := Open(t.Context(), dsn, opts...)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -40,8 +43,14 @@ func TestDurable(t *testing.T) {
 	sessionstest.RunDurableTests(t, func(t *testing.T, path string) sessions.Backend { return openTest(t, pgtest.Keyed(t, path)) })
 }
 
-// openTarget opens the database dsn names, for the multi-process tests.
-func openTarget(dsn string) (sessions.Backend, error) { return Open(context.Background(), dsn) }
+// openTarget migrates and opens the database dsn names, for the
+// multi-process tests.
+func openTarget(dsn string) (sessions.Backend, error) {
+	if _, err := Migrate(context.Background(), dsn); err != nil {
+		return nil, err
+	}
+	return Open(context.Background(), dsn)
+}
 
 func TestMain(m *testing.M) {
 	sessionstest.ProcessHelper(openTarget)

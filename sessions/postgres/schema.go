@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -10,12 +11,15 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
-// appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2}
+// appended here, with SchemaVersion raised to match. Only Migrate
+// applies them (skein migrate): Open checks the version and changes
+// nothing, so the roles skein runs as need no privilege on the schema
+// beyond reading and writing rows (see docs/security.md).
+var migrations = []string{migration1, migration2, migration3}
 
 // migration1 is the first schema: the tables of package sqlite's version
 // 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
@@ -145,23 +149,24 @@ INSERT INTO skein_steps (name) SELECT 'notify' FROM pg_trigger
 	WHERE tgname = 'skein_events_notify' AND tgrelid = 'skein_events'::regclass;
 `
 
-// steps are the named steps of the schema: changes that only some
-// databases get, each applied at most once, when skein first needs it,
-// under the advisory lock of the migrations and recorded by name in
-// skein_steps in the same transaction (see applyStep). Like migrations,
-// a released step is never edited.
-//
-//   - "notify" puts skein_notify_events in a trigger on skein_events, so
-//     that every write that appends events notifies (see NewNotifier).
-//     A serve replica's notifier applies it: a database no server used
-//     does not have the trigger, and its writes do not pay for it (a
-//     committed append takes 1.2 to 1.3 times as long with it,
-//     BenchmarkAppendNotify).
-var steps = map[string]string{
-	"notify": `CREATE TRIGGER skein_events_notify AFTER INSERT ON skein_events
-	REFERENCING NEW TABLE AS skein_new_events
-	FOR EACH STATEMENT EXECUTE FUNCTION skein_notify_events()`,
-}
+// migration3 puts skein_notify_events in a trigger on skein_events
+// (step "notify", which a serve replica's notifier used to apply at run
+// time, needing the TRIGGER privilege), unless the step was applied: every
+// write that appends events notifies from now on, whether or not a server
+// listens (a committed append takes 1.2 to 1.3 times as long with it,
+// BenchmarkAppendNotify), and serve changes nothing in the schema.
+const migration3 = `
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM skein_steps WHERE name = 'notify') THEN
+		CREATE TRIGGER skein_events_notify AFTER INSERT ON skein_events
+			REFERENCING NEW TABLE AS skein_new_events
+			FOR EACH STATEMENT EXECUTE FUNCTION skein_notify_events();
+		INSERT INTO skein_steps (name) VALUES ('notify');
+	END IF;
+END
+$$;
+`
 
 // migrationsTable records the migrations applied, one row each.
 const migrationsTable = `CREATE TABLE IF NOT EXISTS skein_migrations (
@@ -176,40 +181,106 @@ func lockSchema(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// migrate brings the schema to SchemaVersion in one transaction that
-// holds an advisory lock named after the schema, so concurrent openers of
-// a new database wait for the first to migrate it and then find nothing
-// to do. A schema newer than this package knows is refused. It returns
-// the schema's name.
-func migrate(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+// ErrNeedsMigration is the error of Open for a schema that has no
+// skein tables yet or an older version of them: Migrate (skein migrate)
+// brings it to SchemaVersion.
+var ErrNeedsMigration = errors.New("the schema needs skein migrate")
+
+// versionError is Open's error for a schema that is not at
+// SchemaVersion.
+type versionError struct {
+	schema  string
+	version int
+}
+
+func (e *versionError) Error() string {
+	switch {
+	case e.version == 0:
+		return fmt.Sprintf("schema %s has no skein tables: create them with `skein migrate --store URL`, as a role that may create tables in it (see docs/security.md)", e.schema)
+	case e.version < SchemaVersion:
+		return fmt.Sprintf("schema %s is at version %d and this skein needs version %d: upgrade it with `skein migrate --store URL`, as a role that may change the schema (see docs/security.md)", e.schema, e.version, SchemaVersion)
+	}
+	return fmt.Sprintf("schema %s is at version %d, newer than this skein supports (%d): use a newer skein", e.schema, e.version, SchemaVersion)
+}
+
+func (e *versionError) Is(target error) bool {
+	return target == ErrNeedsMigration && e.version < SchemaVersion
+}
+
+// currentSchema returns the schema skein's tables are in: the first of
+// the search path that exists.
+func currentSchema(ctx context.Context, q pgx.Tx) (string, error) {
 	var schema *string
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	if err := q.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return "", err
+	}
+	if schema == nil {
+		var path string
+		if err := q.QueryRow(ctx, `SHOW search_path`).Scan(&path); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("no schema to create skein's tables in: no schema of the search_path (%s) exists", path)
+	}
+	return *schema, nil
+}
+
+// checkVersion returns the schema's name if its skein tables are at
+// SchemaVersion, else a *versionError. It reads and changes nothing
+// else: a role with no privilege on the schema beyond reading its tables
+// can run it.
+func checkVersion(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var schema string
+	err := pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if schema, err = currentSchema(ctx, tx); err != nil {
 			return err
 		}
-		if schema == nil {
-			var path string
-			if err := tx.QueryRow(ctx, `SHOW search_path`).Scan(&path); err != nil {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass('skein_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+			return err
+		}
+		version := 0
+		if exists {
+			if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM skein_migrations`).Scan(&version); err != nil {
 				return err
 			}
-			return fmt.Errorf("no schema to create skein's tables in: no schema of the search_path (%s) exists", path)
+		}
+		if version != SchemaVersion {
+			return &versionError{schema: schema, version: version}
+		}
+		return nil
+	})
+	return schema, err
+}
+
+// migrate brings the schema to SchemaVersion in one transaction that
+// holds an advisory lock named after the schema, so concurrent migrations
+// of a new database wait for the first and then find nothing to do. A
+// schema newer than this package knows is refused. It returns the
+// schema's name and the version it was at.
+func migrate(ctx context.Context, pool *pgxpool.Pool) (string, int, error) {
+	var schema string
+	var from int
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if schema, err = currentSchema(ctx, tx); err != nil {
+			return err
 		}
 		if err := lockSchema(ctx, tx); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, migrationsTable); err != nil {
-			return fmt.Errorf("schema %s: %w", *schema, err)
+			return fmt.Errorf("schema %s: %w", schema, err)
 		}
-		var version int
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM skein_migrations`).Scan(&version); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM skein_migrations`).Scan(&from); err != nil {
 			return err
 		}
-		if version > SchemaVersion {
-			return fmt.Errorf("schema %s is at version %d, newer than this skein supports (%d): use a newer skein", *schema, version, SchemaVersion)
+		if from > SchemaVersion {
+			return &versionError{schema: schema, version: from}
 		}
-		for v := version; v < SchemaVersion; v++ {
+		for v := from; v < SchemaVersion; v++ {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("schema %s: migration %d: %w", *schema, v+1, err)
+				return fmt.Errorf("schema %s: migration %d: %w", schema, v+1, err)
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO skein_migrations (version) VALUES ($1)`, v+1); err != nil {
 				return err
@@ -218,41 +289,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return *schema, nil
-}
-
-// applyStep applies the named step (see steps) unless skein_steps records
-// it: in one transaction that holds the lock of the migrations and checks
-// again once it has it, so that processes applying it at once apply it
-// once.
-func (b *Backend) applyStep(ctx context.Context, name string) error {
-	applied := `SELECT EXISTS (SELECT 1 FROM skein_steps WHERE name = $1)`
-	var done bool
-	if err := b.pool.QueryRow(ctx, applied, name).Scan(&done); err != nil || done {
-		return stepErr(b, name, err)
-	}
-	err := b.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		if err := lockSchema(ctx, tx); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, applied, name).Scan(&done); err != nil || done {
-			return err
-		}
-		if _, err := tx.Exec(ctx, steps[name]); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO skein_steps (name) VALUES ($1)`, name)
-		return err
-	})
-	return stepErr(b, name, err)
-}
-
-// stepErr is the error of applyStep, nil when err is.
-func stepErr(b *Backend, name string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("postgres: %s: schema %s: step '%s': %w", b.dsn, b.schema, name, err)
+	return schema, from, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	b := openClosed(t, path)
+	b := migrated(t, path, 1)
 	if v := pragma[int](t, db, "user_version"); v != SchemaVersion {
 		t.Fatalf("user_version after migrating %d, want %d", v, SchemaVersion)
 	}
@@ -110,7 +111,7 @@ func TestMigrateMessageIDs(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	b := openClosed(t, path)
+	b := migrated(t, path, 6)
 	ctx := t.Context()
 	rec, err := b.Load(ctx, "old")
 	if err != nil {
@@ -199,7 +200,7 @@ func TestMigrateToWrites(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	b := openClosed(t, path)
+	b := migrated(t, path, 8)
 	ctx := t.Context()
 	p, err := b.Load(ctx, "p")
 	if err != nil {
@@ -260,4 +261,24 @@ func TestMigrateToWrites(t *testing.T) {
 	if p, err = b.Load(ctx, "p"); err != nil || len(p.Messages) != 2101 || p.Messages[2100].Text != "m2100" || p.Version != 6 || len(p.Events) != 2501 {
 		t.Fatalf("p after a write: %d messages, version %d, %v", len(p.Messages), p.Version, err)
 	}
+}
+
+// migrated checks that Open refuses the file at path, of schema version
+// from, saying to run skein migrate, and that Migrate upgrades it and
+// reports from; it then opens the file (closed when t ends).
+func migrated(t *testing.T, path string, from int) *Backend {
+	t.Helper()
+	if b, err := Open(path); !errors.Is(err, ErrNeedsMigration) || !strings.Contains(err.Error(), "skein migrate --store "+path) {
+		if err == nil {
+			b.Close()
+		}
+		t.Fatalf("Open of a version %d file: %v, want ErrNeedsMigration saying to run skein migrate", from, err)
+	}
+	if got, err := Migrate(path); err != nil || got != from {
+		t.Fatalf("Migrate: from %d, %v; want from %d", got, err, from)
+	}
+	if got, err := Migrate(path); err != nil || got != SchemaVersion {
+		t.Fatalf("Migrate again: from %d, %v; want from %d", got, err, SchemaVersion)
+	}
+	return openClosed(t, path)
 }

@@ -16,9 +16,22 @@ import (
 // ReadOnly opens such a database for reading.
 var ErrReadOnly = errors.New("read-only")
 
-// ErrNeedsMigration means a ReadOnly open found a database of an older
-// schema (or a new, empty file), which only a writable Open can migrate.
-var ErrNeedsMigration = errors.New("the database needs migrating to this skein's schema, which needs write access")
+// ErrNeedsMigration means Open found a database of an older schema,
+// which Migrate (skein migrate) upgrades, or a ReadOnly open found a new,
+// empty file, which only a writable Open creates.
+var ErrNeedsMigration = errors.New("the database needs migrating to this skein's schema")
+
+// needsMigration is Open's error for a file of an older schema.
+type needsMigration struct {
+	path    string
+	version int
+}
+
+func (e *needsMigration) Error() string {
+	return fmt.Sprintf("schema version %d is older than this skein's (%d): upgrade the file with `skein migrate --store %s` (it keeps every session)", e.version, SchemaVersion, e.path)
+}
+
+func (e *needsMigration) Unwrap() error { return ErrNeedsMigration }
 
 // ReadOnly opens the database for reading only: Open neither creates nor
 // migrates it, writes fail, and a database whose file or directory is
@@ -48,8 +61,8 @@ func openReadOnly(b *Backend, path string) (*Backend, error) {
 		if b.db, err = sql.Open("sqlite", readOnlyDSN(path, immutable)); err != nil {
 			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 		}
+		b.path = path
 		if err = b.checkReadable(context.Background()); err == nil {
-			b.path = path
 			return b, nil
 		}
 		b.db.Close()
@@ -66,8 +79,11 @@ func openReadOnly(b *Backend, path string) (*Backend, error) {
 func (b *Backend) checkReadable(ctx context.Context) error {
 	return b.read(ctx, func(tx *sql.Tx) error {
 		version, err := checkSchema(ctx, tx)
-		if err == nil && version < SchemaVersion {
-			err = fmt.Errorf("schema version %d: %w", version, ErrNeedsMigration)
+		switch {
+		case err == nil && version == 0:
+			err = fmt.Errorf("a new, empty file: %w", ErrNeedsMigration)
+		case err == nil && version < SchemaVersion:
+			err = &needsMigration{path: b.path, version: version}
 		}
 		return err
 	})

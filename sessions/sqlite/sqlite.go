@@ -29,6 +29,7 @@ type Backend struct {
 	path       string
 	durability sessions.Durability
 	readOnly   bool
+	migrating  bool // Migrate: an older schema is upgraded, not refused
 	stmts      statements
 	// wmu serialises this Backend's write transactions, so they queue in
 	// Go rather than poll SQLite's lock. Other Backends and processes on
@@ -57,9 +58,11 @@ func WithDurability(d sessions.Durability) Option {
 }
 
 // Open opens the session database at path, creating its directory (mode
-// 0700) and the file (mode 0600) when they are missing, and migrates its
-// schema to SchemaVersion. It fails for a file that is not a skein session
-// database or whose schema is newer than this package knows.
+// 0700) and the file (mode 0600), with the tables of SchemaVersion, when
+// they are missing. It fails for a file that is not a skein session
+// database, whose schema is newer than this package knows, or whose
+// schema is older: that error wraps ErrNeedsMigration, and Migrate (skein
+// migrate) upgrades the file.
 func Open(path string, opts ...Option) (*Backend, error) {
 	b, synchronous, err := configure(path, opts)
 	if err != nil {
@@ -85,6 +88,41 @@ func Open(path string, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, readOnlyCause(abs, err))
 	}
 	return b, nil
+}
+
+// Migrate creates the session database at path (as Open does) or
+// upgrades its schema to SchemaVersion, keeping every session, and
+// returns the version it was at (0: a new file). It is the only way to
+// upgrade a file of an older schema: Open refuses one (ErrNeedsMigration).
+func Migrate(path string, opts ...Option) (from int, err error) {
+	b, synchronous, err := configure(path, opts)
+	if err != nil {
+		return 0, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := create(abs); err != nil {
+		return 0, fmt.Errorf("sqlite: %w", readOnlyCause(abs, err))
+	}
+	db, err := sql.Open("sqlite", dsn(abs, synchronous))
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	}
+	b.db, b.path, b.migrating = db, abs, true
+	err = b.read(context.Background(), func(tx *sql.Tx) error {
+		from, err = checkSchema(context.Background(), tx)
+		return err
+	})
+	if err == nil {
+		err = b.init(context.Background())
+	}
+	if err != nil {
+		db.Close()
+		return 0, fmt.Errorf("sqlite: migrate %s: %w", abs, readOnlyCause(abs, err))
+	}
+	return from, b.Close()
 }
 
 // create creates the database file at path (mode 0600) and its directory
@@ -178,9 +216,13 @@ const pageSize = 8192
 func (b *Backend) init(ctx context.Context) error {
 	// Refuse another application's file before changing anything in it.
 	// Its header and schema are read in one transaction: another process
-	// may be migrating the file right now.
+	// may be migrating the file right now. A new, empty file gets the
+	// tables; an older schema only through Migrate.
 	if err := b.read(ctx, func(tx *sql.Tx) error {
-		_, err := checkSchema(ctx, tx)
+		version, err := checkSchema(ctx, tx)
+		if err == nil && version > 0 && version < SchemaVersion && !b.migrating {
+			err = &needsMigration{path: b.path, version: version}
+		}
 		return err
 	}); err != nil {
 		return err
