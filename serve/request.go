@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -49,29 +51,65 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// decodeBody decodes the request's JSON body into v: one object, known
-// fields only. An empty body decodes as {} when emptyOK.
+// decodeBody decodes the request's JSON body into v (a pointer to a
+// struct): one object, known fields only, matched case-sensitively
+// (encoding/json alone would take {"TITLE": ...} for title). An empty
+// body decodes as {} when emptyOK.
 func decodeBody(r *http.Request, v any, emptyOK bool) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if errors.Is(err, io.EOF) {
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return badJSON(err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
 		if emptyOK {
 			return nil
 		}
 		return errorf(http.StatusBadRequest, "bad_json", "request body is empty, want a JSON object")
 	}
-	if err != nil {
-		return badJSON(err)
+	if err := checkFieldNames(data, v); err != nil {
+		return err
 	}
-	if dec.More() {
-		return errorf(http.StatusBadRequest, "bad_json", "request body has data after the JSON object")
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badJSON(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		if err != nil {
 			return badJSON(err)
 		}
 		return errorf(http.StatusBadRequest, "bad_json", "request body has data after the JSON object")
+	}
+	return nil
+}
+
+// checkFieldNames refuses a member of the JSON object data whose name is
+// not exactly the JSON name of a field of the struct v points to. Data
+// that is not an object is left to the decoder, which says what it is.
+func checkFieldNames(data []byte, v any) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(data, &members) != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		known[name] = true
+	}
+	for name := range members {
+		if known[name] {
+			continue
+		}
+		for k := range known {
+			if strings.EqualFold(k, name) {
+				return errorf(http.StatusBadRequest, "unknown_field", "unknown field %q (field names are case-sensitive: %q)", truncate(name, 40), k)
+			}
+		}
+		return errorf(http.StatusBadRequest, "unknown_field", "unknown field %q", truncate(name, 40))
 	}
 	return nil
 }
