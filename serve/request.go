@@ -176,3 +176,13 @@ func queryInt(r *http.Request, name string, def, min, max int) (int, error) {
 func errNotFound(id string) error {
 	return errorf(http.StatusNotFound, "not_found", "unknown session id '%s'", id)
 }
+
+// pageQuery returns a list's limit (1 to maxLimit, default defaultLimit)
+// and offset (default 0) query parameters.
+func pageQuery(r *http.Request) (limit, offset int, err error) {
+	if limit, err = queryInt(r, "limit", defaultLimit, 1, maxLimit); err != nil {
+		return 0, 0, err
+	}
+	offset, err = queryInt(r, "offset", 0, 0, 1<<31-1)
+	return limit, offset, err
+}

@@ -73,11 +73,7 @@ type runJSON struct {
 
 // listRuns handles GET /api/runs?status=&workflow=&limit=&offset=.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", defaultLimit, 1, maxLimit)
-	if err != nil {
-		return err
-	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	limit, offset, err := pageQuery(r)
 	if err != nil {
 		return err
 	}

@@ -160,11 +160,7 @@ type listResponse struct {
 // listSessions handles GET /api/sessions.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	limit, err := queryInt(r, "limit", defaultLimit, 1, maxLimit)
-	if err != nil {
-		return err
-	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	limit, offset, err := pageQuery(r)
 	if err != nil {
 		return err
 	}

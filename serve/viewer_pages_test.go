@@ -107,14 +107,13 @@ func viewerFixture(t *testing.T, store *sessions.Store) string {
 
 func strPtr(s string) *string { return &s }
 
-// TestViewerPagesInBrowser drives every page of the viewer in headless
-// Chromium: the list as a tree, lineage both ways with a child appearing
-// live, the timeline and its totals against the stored usage, the debug
-// view's request record, a long output collapsed, why a session ended,
-// the runs list and a run's graph and stages. It takes a screenshot of
-// each page into $SKEIN_ARTIFACTS and fails if any text node reads
-// "null" or "undefined".
-func TestViewerPagesInBrowser(t *testing.T) {
+// openBrowser starts headless Chromium (skipping the test when there is
+// none, failing instead when $SKEIN_REQUIRE_BROWSER is set) and returns
+// its tab's context, valid for timeout, with do (run steps, failing the
+// test with what) and text (the text of a CSS selector).
+func openBrowser(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllocatorOption) (context.Context,
+	func(what string, steps ...chromedp.Action[chromedp.Void]), func(sel string) string) {
+	t.Helper()
 	browser := findBrowser()
 	if browser == "" {
 		if os.Getenv(requireBrowserEnv) != "" {
@@ -122,20 +121,15 @@ func TestViewerPagesInBrowser(t *testing.T) {
 		}
 		t.Skipf("no Chromium found in PATH: install Debian's chromium to run the viewer test (CI sets %s, which makes this a failure)", requireBrowserEnv)
 	}
-	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
-	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"helper": &gatedAgent{store: store, gate: make(chan struct{}, 1)}}})
-	runID := viewerFixture(t, store)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900))
+	opts := append(append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir())), extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer cancelCtx()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 120*time.Second)
-	defer cancelTimeout()
-	if err := chromedp.Do(ctx); err != nil {
+	t.Cleanup(cancelCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	t.Cleanup(cancelTimeout)
+	if err := chromedp.Do(ctx); err != nil { // start the browser and its tab
 		t.Fatalf("starting %s: %v", browser, err)
 	}
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -152,6 +146,21 @@ func TestViewerPagesInBrowser(t *testing.T) {
 		}
 		return s
 	}
+	return ctx, do, text
+}
+
+// TestViewerPagesInBrowser drives every page of the viewer in headless
+// Chromium: the list as a tree, lineage both ways with a child appearing
+// live, the timeline and its totals against the stored usage, the debug
+// view's request record, a long output collapsed, why a session ended,
+// the runs list and a run's graph and stages. It takes a screenshot of
+// each page into $SKEIN_ARTIFACTS and fails if any text node reads
+// "null" or "undefined".
+func TestViewerPagesInBrowser(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"helper": &gatedAgent{store: store, gate: make(chan struct{}, 1)}}})
+	runID := viewerFixture(t, store)
+	ctx, do, text := openBrowser(t, 120*time.Second, chromedp.WindowSize(1280, 900))
 	dir := os.Getenv("SKEIN_ARTIFACTS")
 	if dir == "" {
 		dir = t.TempDir()

@@ -67,13 +67,6 @@ func (a *gatedAgent) Handle(ctx context.Context, id, text string) error {
 // three views, cancel, and a screenshot (written to $SKEIN_ARTIFACTS
 // when set). Every request the page makes goes to the server.
 func TestViewerInBrowser(t *testing.T) {
-	browser := findBrowser()
-	if browser == "" {
-		if os.Getenv(requireBrowserEnv) != "" {
-			t.Fatalf("no Chromium found in PATH, and %s is set: install Debian's chromium (apt-get install chromium)", requireBrowserEnv)
-		}
-		t.Skipf("no Chromium found in PATH: install Debian's chromium to run the viewer test (CI sets %s, which makes this a failure)", requireBrowserEnv)
-	}
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
 	ag := &gatedAgent{store: store, gate: make(chan struct{}, 10)}
 	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"helper": ag}})
@@ -83,18 +76,7 @@ func TestViewerInBrowser(t *testing.T) {
 	ts.expect(ts.do("POST", "/api/sessions/demo/prompt", map[string]any{"text": "use a tool please"}), http.StatusAccepted, "")
 	ts.waitIdle("demo")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancelCtx := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer cancelCtx()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
-
-	if err := chromedp.Do(ctx); err != nil { // start the browser and its tab
-		t.Fatalf("starting %s: %v", browser, err)
-	}
+	ctx, do, text := openBrowser(t, 90*time.Second)
 	var mu sync.Mutex
 	var foreign []string
 	if err := chromedp.Listen(ctx, func(ev any) {
@@ -107,20 +89,6 @@ func TestViewerInBrowser(t *testing.T) {
 		}
 	}); err != nil {
 		t.Fatal(err)
-	}
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
 	}
 	location := func() string {
 		t.Helper()
