@@ -32,7 +32,7 @@ var workspaceFiles = map[string]workspace.Config{
 	"fs_test.star":        {},
 	"exec_test.star":      {AllowCmds: []string{"sh", "cat"}, AllowEnv: []string{"GREETING", "HOME_SET"}},
 	"http_test.star":      {AllowNet: []string{"$ALLOWED"}},
-	"secret_test.star":    {AllowCmds: []string{"sh"}, AllowNet: []string{"$ALLOWED"}, AllowEnv: []string{"*"}},
+	"secret_test.star":    {AllowCmds: []string{"sh"}, AllowNet: []string{"$ALLOWED"}, AllowEnv: []string{"*", "EXPECTED", "T"}},
 	"tools_test.star":     {Tier: workspace.Full, AllowCmds: []string{"sh", "cat"}, AllowNet: []string{"$ALLOWED"}},
 	"workspace_test.star": {Tier: workspace.Full, AllowCmds: []string{"sh", "cat"}, AllowNet: []string{"$ALLOWED", "*.example.com"}},
 }

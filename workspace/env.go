@@ -45,13 +45,44 @@ var injectionEnv = []string{
 	"EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE", "BROWSER",
 	"SSH_ASKPASS", "SUDO_ASKPASS", "SSH_AUTH_SOCK", "GNUPGHOME", "CURL_HOME", "WGETRC", "NETRC",
 	"PKG_CONFIG_PATH", "npm_config_*", "NPM_CONFIG_*", "PIP_*", "CARGO_*", "RUSTC_WRAPPER", "RUSTFLAGS",
+	// libraries and runtimes that load a configured module, plugin or
+	// startup file
+	"OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "KRB5_CONFIG", "KRB5_KTNAME", "PKG_CONFIG*",
+	"DOTNET_*", "CORECLR_*", "COR_PROFILER*", "COMPlus_*", "MONO_*",
+	"EXINIT", "VIMINIT", "GVIMINIT", "MYVIMRC", "VIMRUNTIME", "LESSKEY*", "INPUTRC", "TERMINFO*",
+	"GEM_PATH", "GEM_HOME", "BUNDLE_*", "IRBRC", "PYTHONWARNINGS", "PYTHONEXECUTABLE", "PYTHONPYCACHEPREFIX",
+	"PERL5SHELL", "PERL_*", "JAVA_HOME", "JDK_HOME", "NODE_EXTRA_CA_CERTS", "ERL_*", "ELIXIR_*", "R_HOME", "R_LIBS*",
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+	"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
 }
 
-// envPatternMatches reports whether name matches pattern: exactly, or by
-// prefix when pattern ends in "*".
+// safeEnv are the variables "*" on the allowlist allows: names known to
+// change no program's code, configuration or network path (locale,
+// time zone, terminal and colour, log levels, CI markers, credentials by
+// their usual names). "*" is not "anything but injectionEnv": programs
+// read more variables than any list of dangerous ones names (OPENSSL_CONF
+// made an allowlisted curl load a library), so any other variable must
+// be named on the allowlist. A name starting with "*" is a suffix.
+var safeEnv = []string{
+	"LANG", "LANGUAGE", "LC_*", "TZ",
+	"TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "COLUMNS", "LINES",
+	"CI", "DEBUG", "VERBOSE", "LOG_LEVEL", "RUST_LOG", "RUST_BACKTRACE", "NODE_ENV",
+	"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "PYTHONHASHSEED", "PYTHONUTF8",
+	"TOKEN", "*_API_KEY", "*_TOKEN",
+}
+
+// envPatternMatches reports whether name matches pattern: exactly, by
+// prefix when pattern ends in "*", or by suffix when it starts with "*"
+// (only in safeEnv). The pattern "*" alone matches the names of safeEnv.
 func envPatternMatches(pattern, name string) bool {
+	if pattern == "*" {
+		return slices.ContainsFunc(safeEnv, func(p string) bool { return envPatternMatches(p, name) })
+	}
 	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
 		return strings.HasPrefix(name, prefix)
+	}
+	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
+		return strings.HasSuffix(name, suffix) && len(name) > len(suffix)
 	}
 	return pattern == name
 }
@@ -92,6 +123,9 @@ func (p *Policy) allowEnv(name string) error {
 	}
 	if len(p.env) == 0 {
 		return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (no variables are allowed; use --allow-env)", name)
+	}
+	if slices.Contains(p.env, "*") {
+		return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (allowed: %s; * allows only names known to be safe, such as LANG, TZ, NO_COLOR and *_API_KEY: name it with --allow-env %s)", name, strings.Join(p.env, ", "), name)
 	}
 	return refusef("env "+name, "--allow-env", "environment variable %q is not allowed (allowed: %s)", name, strings.Join(p.env, ", "))
 }

@@ -188,7 +188,7 @@ func TestRunEnvironment(t *testing.T) {
 	t.Setenv("FOO_API_KEY", "sk-parent-secret")
 	t.Setenv("SKEIN_TEST_UNLISTED", "unlisted")
 	t.Setenv("LANG", "C.UTF-8")
-	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{"sh"}, AllowEnv: []string{"*"}})
+	p := mustNew(t, Config{Root: tempDir(t), AllowCmds: []string{"sh"}, AllowEnv: []string{"*", "BAR"}})
 	res, err := p.Run(context.Background(), []string{"sh", "-c", "env"}, RunOptions{
 		Env:       map[string]string{"BAR": "baz", "LANG": "C"},
 		SecretEnv: map[string]Secret{"TOKEN": NewSecret("MY_TOKEN", "tok-123")},
@@ -375,8 +375,36 @@ func TestRunEnvAllowlist(t *testing.T) {
 			t.Errorf("%s with AllowEnv *: err = %v", name, err)
 		}
 	}
-	if _, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{"GREETING": "hi"}}); err != nil {
-		t.Errorf("AllowEnv * refused a plain name: %v", err)
+	// * is an allowlist of names known to be safe, not "anything but the
+	// names known to be dangerous": the code-loading variables that
+	// passed * before (OPENSSL_CONF made an allowlisted curl load a
+	// library the script wrote) are refused, and so is any name * does
+	// not know, until it is named
+	for _, name := range []string{"OPENSSL_CONF", "DOTNET_STARTUP_HOOKS", "CORECLR_PROFILER_PATH", "EXINIT", "VIMINIT",
+		"PKG_CONFIG", "KRB5_CONFIG", "GEM_PATH", "PYTHONWARNINGS", "JAVA_HOME", "HTTPS_PROXY", "PERL_MM_OPT"} {
+		_, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{name: "./evil.so"}})
+		if err == nil || !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), fmt.Sprintf("environment variable %q is never allowed", name)) {
+			t.Errorf("%s with AllowEnv *: err = %v", name, err)
+		}
+		if _, err := New(Config{Root: dir, AllowEnv: []string{name}}); err == nil {
+			t.Errorf("AllowEnv %q accepted", name)
+		}
+	}
+	for _, name := range []string{"GREETING", "LESSSECURE", "SOME_TOOL_PLUGIN", "_API_KEY"} {
+		_, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{name: "x"}})
+		want := fmt.Sprintf("environment variable %q is not allowed (allowed: *; * allows only names known to be safe, such as LANG, TZ, NO_COLOR and *_API_KEY: name it with --allow-env %s)", name, name)
+		if err == nil || !errors.Is(err, ErrNotAllowed) || err.Error() != want {
+			t.Errorf("%s with AllowEnv *: err = %v", name, err)
+		}
+	}
+	for _, name := range []string{"LANG", "LC_ALL", "TZ", "NO_COLOR", "OPENAI_API_KEY", "GITHUB_TOKEN", "CI"} {
+		if _, err := any.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{name: "x"}}); err != nil {
+			t.Errorf("AllowEnv * refused the safe name %s: %v", name, err)
+		}
+	}
+	named := mustNew(t, Config{Root: dir, AllowCmds: []string{"sh"}, AllowEnv: []string{"*", "GREETING"}})
+	if _, err := named.Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{Env: map[string]string{"GREETING": "hi"}}); err != nil {
+		t.Errorf("AllowEnv *, GREETING refused GREETING: %v", err)
 	}
 	for _, bad := range []string{"LD_PRELOAD", "LD_*", "GIT_*", "", "A=B", "A*B", "*X"} {
 		if _, err := New(Config{Root: dir, AllowEnv: []string{bad}}); err == nil {

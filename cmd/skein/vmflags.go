@@ -100,7 +100,7 @@ func (f *vmFlags) flags() []flagDef {
 		{name: "prices", value: &f.pricesFile, usage: "a JSON price table whose models override or add to the built-in one (see docs/providers.md)"},
 		{name: "max-cost-usd", value: &f.maxCost, usage: "stop before any model call that would take the run's cost over this many US dollars (0: no cap)"},
 		{name: "allow-cmd", value: &f.allowCmd, usage: "commands exec.run, tools.run_command and mcp_server may run, comma-separated, repeatable (default: none)"},
-		{name: "allow-env", value: &f.allowEnv, usage: "environment variables exec.run's and mcp_server's env may set (an MCP server also gets those of skein's environment): NAME, PREFIX_*, or * (loader and interpreter hooks such as LD_PRELOAD are never allowed); comma-separated, repeatable (default: none)"},
+		{name: "allow-env", value: &f.allowEnv, usage: "environment variables exec.run's and mcp_server's env may set (an MCP server also gets those of skein's environment): NAME, PREFIX_*, or * (only names known to be safe: LANG, TZ, NO_COLOR, *_API_KEY, ...; see docs/security.md); loader and interpreter hooks such as LD_PRELOAD are never allowed; comma-separated, repeatable (default: none)"},
 		{name: "allow-net", value: &f.allowNet, usage: "hosts http, tools.http_get and mcp_server may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)"},
 	}
 }
