@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -87,6 +88,11 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	if *req.Text == "" {
 		return errorf(http.StatusBadRequest, "bad_field", "field text must not be empty")
+	}
+	if strings.TrimSpace(*req.Text) == "" {
+		// no model takes a blank user message: refused here, the session
+		// stays as it is (it ended in error for good before)
+		return errorf(http.StatusBadRequest, "bad_field", "field text must not be blank (only white space)")
 	}
 	if len(*req.Text) > maxPromptBytes {
 		return errorf(http.StatusRequestEntityTooLarge, "body_too_large", "field text is longer than %d bytes", maxPromptBytes)
