@@ -15,8 +15,8 @@ type redacting struct {
 	r *sessions.Redactor
 }
 
-// Redacting wraps p so that the text and tool call arguments of its
-// replies are redacted by r. Thinking blocks are left as they are:
+// Redacting wraps p so that the text, tool calls (names, ids and
+// arguments) and model of its replies are redacted by r. Thinking blocks are left as they are:
 // providers sign them and refuse a changed one sent back.
 func Redacting(p Provider, r *sessions.Redactor) Provider {
 	if r == nil {
@@ -31,8 +31,8 @@ func (p *redacting) Complete(ctx context.Context, req *Request) (*Response, erro
 	if resp == nil {
 		return resp, err
 	}
-	m := p.r.RedactMessage(sessions.Message{Role: sessions.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+	m := p.r.RedactMessage(sessions.Message{Role: sessions.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model})
 	out := *resp
-	out.Text, out.ToolCalls = m.Text, m.ToolCalls
+	out.Text, out.ToolCalls, out.Model = m.Text, m.ToolCalls, m.Model
 	return &out, err
 }

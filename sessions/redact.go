@@ -2,7 +2,9 @@ package sessions
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -28,21 +30,68 @@ type namedSecret struct{ name, value string }
 // NewRedactor returns a Redactor that knows no secrets yet.
 func NewRedactor() *Redactor { return &Redactor{} }
 
-// Add makes r replace value with "<secret name>". Values shorter than
-// MinSecretLen are ignored.
+// Add makes r replace value with "<secret name>", and the forms a
+// server or a command echoes it in: JSON-escaped (\", \\, \/, \u003c)
+// and URL-encoded (query and path escaping, upper- and lowercase hex).
+// Values shorter than MinSecretLen are ignored.
 func (r *Redactor) Add(name, value string) {
 	if r == nil || len(value) < MinSecretLen {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range r.secrets {
-		if s.value == value {
-			return
+	for _, v := range secretForms(value) {
+		if !slices.ContainsFunc(r.secrets, func(s namedSecret) bool { return s.value == v }) {
+			r.secrets = append(r.secrets, namedSecret{name, v})
 		}
 	}
-	r.secrets = append(r.secrets, namedSecret{name, value})
 	slices.SortStableFunc(r.secrets, func(a, b namedSecret) int { return cmp.Compare(len(b.value), len(a.value)) })
+}
+
+// secretForms returns value and the distinct forms it takes escaped in
+// JSON or a URL.
+func secretForms(value string) []string {
+	forms := []string{value}
+	add := func(v string) {
+		if !slices.Contains(forms, v) {
+			forms = append(forms, v)
+		}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, html := range []bool{false, true} {
+		b.Reset()
+		enc.SetEscapeHTML(html)
+		if enc.Encode(value) != nil {
+			continue
+		}
+		j := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(b.String(), "\n"), `"`), `"`)
+		add(j)
+		add(strings.ReplaceAll(j, "/", `\/`))
+	}
+	for _, u := range []string{url.QueryEscape(value), url.PathEscape(value)} {
+		add(u)
+		add(lowerHex(u))
+	}
+	return forms
+}
+
+// lowerHex returns the URL-encoded u with its %XX escapes in lowercase.
+func lowerHex(u string) string {
+	b := []byte(u)
+	for i := 0; i+2 < len(b); i++ {
+		if b[i] == '%' {
+			b[i+1], b[i+2] = toLowerASCII(b[i+1]), toLowerASCII(b[i+2])
+		}
+	}
+	return string(b)
+}
+
+func toLowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // Redact returns s with every known secret value replaced by its
@@ -121,14 +170,16 @@ func (r *Redactor) redactValue(v any) (any, bool) {
 }
 
 // RedactMessage returns m with its text, content blocks (text blocks),
-// tool call arguments and metadata redacted. Thinking blocks are left as
-// they are: providers sign them, and a changed block is refused when it
-// is sent back.
+// tool calls (names, ids, arguments), tool name and call id, model and
+// metadata redacted: a server may echo a key in any of them. Thinking
+// blocks are left as they are: providers sign them, and a changed block
+// is refused when it is sent back.
 func (r *Redactor) RedactMessage(m Message) Message {
 	if r.empty() {
 		return m
 	}
 	m.Text = r.Redact(m.Text)
+	m.Name, m.ToolCallID, m.Model = r.Redact(m.Name), r.Redact(m.ToolCallID), r.Redact(m.Model)
 	if m.Blocks != nil {
 		blocks := slices.Clone(m.Blocks)
 		for i := range blocks {
@@ -141,6 +192,7 @@ func (r *Redactor) RedactMessage(m Message) Message {
 	if m.ToolCalls != nil {
 		calls := slices.Clone(m.ToolCalls)
 		for i := range calls {
+			calls[i].Name, calls[i].ID = r.Redact(calls[i].Name), r.Redact(calls[i].ID)
 			if args, ok := r.RedactValue(map[string]any(calls[i].Arguments)).(map[string]any); ok {
 				calls[i].Arguments = args
 			}

@@ -29,6 +29,8 @@ const fakeKey = "sk-test-not-a-real-key-7f3a9c"
 // Model "echo-key" answers with the request's Authorization header in its
 // text and in its tool call's arguments (a careless or hostile server),
 // to prove skein redacts keys from replies.
+// Model "echo-key-ids" puts the Authorization header in its reply's
+// model field and in its tool call's name and id instead.
 // Model "fail-auth" answers 401 with the request's Authorization header
 // echoed in the body (a careless server), to prove skein scrubs keys.
 // Every answer waits delay first.
@@ -92,6 +94,10 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		call = req.Tools[0].Function.Name
 	case req.Model == "echo-key":
 		text = "your key is " + r.Header.Get("Authorization")
+	case req.Model == "echo-key-ids" && last.Role != "tool":
+		call = "lookup_" + r.Header.Get("Authorization")
+	case req.Model == "echo-key-ids":
+		text = "done"
 	case last.Role == "tool":
 		text = fmt.Sprintf("The tool said: %v", last.Content)
 	case len(req.Tools) > 0:
@@ -108,15 +114,19 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	msg := map[string]any{"role": "assistant", "content": text}
 	finish := "stop"
+	callID, model := "call_fake_1", req.Model
+	if req.Model == "echo-key-ids" {
+		callID, model = "call_"+r.Header.Get("Authorization"), r.Header.Get("Authorization")
+	}
 	if call != "" {
 		msg["content"] = nil
-		msg["tool_calls"] = []any{map[string]any{"id": "call_fake_1", "type": "function",
+		msg["tool_calls"] = []any{map[string]any{"id": callID, "type": "function",
 			"function": map[string]any{"name": call, "arguments": fakeArguments(req.Model, r)}}}
 		finish = "tool_calls"
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-fake", "object": "chat.completion", "model": req.Model,
+		"id": "chatcmpl-fake", "object": "chat.completion", "model": model,
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
 		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
 	})
