@@ -23,6 +23,9 @@ func Parse(data []byte) (*Graph, error) {
 		line := bytes.Count(data[:i], []byte("\n")) + 1
 		return nil, fmt.Errorf("line %d: a tab character (indent with spaces; write \\t inside a quoted string)", line)
 	}
+	if err := checkYAMLShape(data); err != nil {
+		return nil, err
+	}
 	var v any
 	if err := yaml.UnmarshalWithOptions(data, &v); err != nil {
 		return nil, fmt.Errorf("%s", yaml.FormatError(err, false, false))
