@@ -10,6 +10,8 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/skein-dev/skein/internal/didyoumean"
 )
 
 // Where is a compiled session filter: an expr-lang expression over one
@@ -58,7 +60,7 @@ func CompileWhere(src string) (*Where, error) {
 	if err != nil {
 		var fe *file.Error
 		if errors.As(err, &fe) {
-			return nil, &WhereError{Column: fe.Column + 1, Message: fe.Message}
+			return nil, &WhereError{Column: fe.Column + 1, Message: didyoumean.UnknownName(fe.Message, WhereNames)}
 		}
 		return nil, &WhereError{Column: 1, Message: err.Error()}
 	}

@@ -111,3 +111,15 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestWhereUnknownNameHint: a misspelt name says which it likely meant.
+func TestWhereUnknownNameHint(t *testing.T) {
+	_, err := CompileWhere(`titl == "x"`)
+	if err == nil || err.Error() != "invalid filter expression at column 1: unknown name titl (did you mean title?)" {
+		t.Fatalf("got %v", err)
+	}
+	_, err = CompileWhere(`zzz == "x"`)
+	if err == nil || err.Error() != "invalid filter expression at column 1: unknown name zzz" {
+		t.Fatalf("got %v", err)
+	}
+}

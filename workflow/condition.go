@@ -8,6 +8,8 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/skein-dev/skein/internal/didyoumean"
 )
 
 // Env is the environment an edge condition is evaluated in, after the
@@ -33,6 +35,9 @@ type Env struct {
 	Steps int `expr:"steps"`
 }
 
+// envNames are the names a condition may use (Env's expr tags).
+var envNames = []string{"output", "status", "node", "task", "vars", "outputs", "visits", "steps"}
+
 // compileCondition compiles an edge condition once, type-checked against
 // Env, and requires a boolean result.
 func compileCondition(src string) (*vm.Program, error) {
@@ -50,7 +55,7 @@ func compileCondition(src string) (*vm.Program, error) {
 func exprMessage(err error) string {
 	var fe *file.Error
 	if errors.As(err, &fe) {
-		return fmt.Sprintf("%s (line %d, column %d)", fe.Message, fe.Line, fe.Column+1)
+		return fmt.Sprintf("%s (line %d, column %d)", didyoumean.UnknownName(fe.Message, envNames), fe.Line, fe.Column+1)
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
 	return msg

@@ -104,7 +104,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"edge unknown node", edge(2, map[string]any{"to": "reviw"}), "edge 2 (fix -> reviw): 'to' names no node: 'reviw'"},
 		{"edge unknown key", edge(1, map[string]any{"if": "true"}), "edge 1 (classify -> report): unknown key 'if' (expected one of: from, to, when)"},
 		{"when syntax", edge(3, map[string]any{"when": "visits[ < 3"}), "edge 3 (review -> fix): when \"visits[ < 3\": "},
-		{"when unknown name", edge(3, map[string]any{"when": "outptu == 'x'"}), "edge 3 (review -> fix): when \"outptu == 'x'\": unknown name outptu (line 1, column 1)"},
+		{"when unknown name", edge(3, map[string]any{"when": "outptu == 'x'"}), "edge 3 (review -> fix): when \"outptu == 'x'\": unknown name outptu (did you mean output?) (line 1, column 1)"},
 		{"when not bool", edge(3, map[string]any{"when": "output"}), "edge 3 (review -> fix): when \"output\": expected bool, but got string"},
 		{"when not string", edge(3, map[string]any{"when": true}), "edge 3 (review -> fix): 'when': got bool, want an expression string"},
 		{"unreachable", func(s map[string]any) { s["edges"] = s["edges"].([]any)[:2] }, "node 'review': unreachable from entry 'classify'"},
@@ -147,5 +147,14 @@ func TestTemplate(t *testing.T) {
 		if _, err := parseTemplate(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestConditionUnknownNameHint: a misspelt name in a condition says which
+// it likely meant.
+func TestConditionUnknownNameHint(t *testing.T) {
+	_, err := compileCondition(`outpt contains "x"`)
+	if err == nil || err.Error() != `when "outpt contains \"x\"": unknown name outpt (did you mean output?) (line 1, column 1)` {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"github.com/skein-dev/skein/internal/didyoumean"
 	"io"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Exit codes.
@@ -119,9 +122,30 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string, std stdio) (int, 
 		return exitOK, true
 	}
 	if err != nil {
-		return usageError(std, fs.Name(), err.Error()+flagHint(fs, err)), true
+		return usageError(std, fs.Name(), flagMessage(fs, err)), true
 	}
 	return 0, false
+}
+
+// badDuration matches flag's error for a value a duration flag refused.
+var badDuration = regexp.MustCompile(`^invalid value "([^"]*)" for flag -+([\w-]+): parse error$`)
+
+// flagMessage is a flag error's message: flag's, with " (did you mean
+// --x?)" for an undefined flag near a defined one, and a duration flag
+// given a bare number says so instead of "parse error" ("--timeout 5":
+// did you mean 5s?).
+func flagMessage(fs *flag.FlagSet, err error) string {
+	if m := badDuration.FindStringSubmatch(err.Error()); m != nil {
+		var g flag.Getter
+		ok := false
+		if f := fs.Lookup(m[2]); f != nil {
+			g, ok = f.Value.(flag.Getter)
+		}
+		if _, nerr := strconv.ParseFloat(m[1], 64); ok && nerr == nil && isDuration(g.Get()) {
+			return fmt.Sprintf("invalid value %q for flag -%s: a duration needs a unit (did you mean %ss?)", m[1], m[2], m[1])
+		}
+	}
+	return err.Error() + flagHint(fs, err)
 }
 
 // flagHint is " (did you mean --x?)" for an undefined flag near a defined
@@ -143,4 +167,9 @@ func flagHint(fs *flag.FlagSet, err error) string {
 func usageError(std stdio, cmd, msg string) int {
 	fmt.Fprintf(std.err, "%s: %s (see '%s -h')\n", cmd, printable(strings.TrimSpace(msg)), cmd)
 	return exitUsage
+}
+
+func isDuration(v any) bool {
+	_, ok := v.(time.Duration)
+	return ok
 }

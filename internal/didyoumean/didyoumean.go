@@ -3,6 +3,8 @@
 // names, flags and providers.
 package didyoumean
 
+import "strings"
+
 // Closest returns the name of names nearest to key when it is near enough
 // to be a likely typo (an edit distance of at most a third of its length,
 // at least 1), else "".
@@ -14,6 +16,21 @@ func Closest(key string, names []string) string {
 		}
 	}
 	return best
+}
+
+// UnknownName adds " (did you mean y?)" to an expr-lang compile message
+// "unknown name x" when x is near one of names, the names of the
+// expression's environment; any other message is returned as it is.
+func UnknownName(msg string, names []string) string {
+	rest, ok := strings.CutPrefix(msg, "unknown name ")
+	if !ok {
+		return msg
+	}
+	name, _, _ := strings.Cut(rest, " ")
+	if near := Closest(name, names); near != "" {
+		return msg + " (did you mean " + near + "?)"
+	}
+	return msg
 }
 
 // editDistance is the Levenshtein distance of a and b.
