@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -41,14 +42,31 @@ func (s *Server) authorized(r *http.Request) bool {
 	return false
 }
 
+// signInFailedPage is the page a sign-in link with a wrong token shows.
+const signInFailedPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed · skein</title></head>
+<body><h1>Sign-in failed</h1>
+<p>The token in this link is not the server's token. Open the link with the token
+<code>skein serve</code> printed at start (or the one in <code>--token-file</code> or
+<code>SKEIN_SERVE_TOKEN</code>): <code>http://HOST:PORT/?token=TOKEN</code>.</p>
+</body></html>
+`
+
 // signIn handles a viewer page opened with ?token=: a right token sets
 // the HttpOnly, SameSite=Strict cookie and redirects to the same page
-// without the token; a wrong one is refused.
+// without the token; a wrong one is refused with a page saying so (401).
 func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tok := q.Get("token")
 	if !s.validToken(tok) {
-		writeAPIError(w, errorf(http.StatusUnauthorized, "unauthorized", "wrong token in the sign-in link"))
+		// A person opened this link in a browser: a page, not the API's JSON.
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Security-Policy", viewerCSP)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, signInFailedPage)
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: tok, Path: "/", HttpOnly: true,

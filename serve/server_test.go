@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -140,9 +141,14 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
 		t.Fatalf("wrong sign-in: %d", resp.StatusCode)
+	}
+	// a person opened the link: a page, not the API's JSON
+	if ct := resp.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" || !strings.Contains(string(page), "<h1>Sign-in failed</h1>") {
+		t.Fatalf("wrong sign-in shows %s:\n%s", ct, page)
 	}
 }
 

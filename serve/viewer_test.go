@@ -119,6 +119,9 @@ func TestViewerInBrowser(t *testing.T) {
 	if h, basic := text("h1"), text("#transcript"); h != "Demo session" || !strings.Contains(basic, "use a tool please") || strings.Contains(basic, "tool output here") {
 		t.Fatalf("basic view: %q / %q", h, basic)
 	}
+	if m := text("#session-meta"); !strings.Contains(m, " · 1 turn · ") {
+		t.Errorf("the head after one turn: %q", m)
+	}
 
 	// A prompt: the turn runs, then its reply arrives live over SSE.
 	// The head shows what the loop is doing (its state events).

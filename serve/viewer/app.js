@@ -329,7 +329,7 @@ async function sessionPage(id) {
   let session, messages = [], events = [], live = null, source = null, state = null, timeline = null, children = [];
 
   const title = el("h1", {});
-  const meta = el("div", { class: "meta" });
+  const meta = el("div", { class: "meta", id: "session-meta" });
   const badge = el("span", {});
   const lineage = el("div", { class: "lineage", id: "lineage" });
   const ended = el("div", { id: "ended" });
