@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -127,15 +128,18 @@ func parseFlags(fs *flag.FlagSet, usage string, args []string, std stdio) (int, 
 	return 0, false
 }
 
-// badDuration matches flag's error for a value a duration flag refused.
-var badDuration = regexp.MustCompile(`^invalid value "([^"]*)" for flag -+([\w-]+): parse error$`)
+// badDuration matches flag's error for a value a duration flag refused
+// (compiled on first use: nothing is built at start-up).
+var badDuration = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^invalid value "([^"]*)" for flag -+([\w-]+): parse error$`)
+})
 
 // flagMessage is a flag error's message: flag's, with " (did you mean
 // --x?)" for an undefined flag near a defined one, and a duration flag
 // given a bare number says so instead of "parse error" ("--timeout 5":
 // did you mean 5s?).
 func flagMessage(fs *flag.FlagSet, err error) string {
-	if m := badDuration.FindStringSubmatch(err.Error()); m != nil {
+	if m := badDuration().FindStringSubmatch(err.Error()); m != nil {
 		var g flag.Getter
 		ok := false
 		if f := fs.Lookup(m[2]); f != nil {
