@@ -331,7 +331,47 @@ func (p *Policy) lookCmd(name, dir string) (string, error) {
 		}
 		return "", fmt.Errorf("command %q not found in PATH", name)
 	}
+	if err := p.checkWritableCmd(name, found); err != nil {
+		return "", err
+	}
 	return found, nil
+}
+
+// checkWritableCmd refuses an allowlisted name that PATH resolves, to
+// found, inside the writable workspace: a script or the model can rewrite
+// that file (write_file keeps the exec bit), so allowing "pytest" would
+// run whatever they wrote to .venv/bin/pytest. Such a command runs only
+// when the allowlist names it by its path (--allow-cmd
+// ./.venv/bin/pytest). The full tier, where everything is writable, is
+// not checked.
+func (p *Policy) checkWritableCmd(name, found string) error {
+	if p.tier == Full {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(found)
+	if err != nil {
+		real = found
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(p.root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil // outside the workspace
+	}
+	for _, c := range p.cmds {
+		if !hasPathSep(c) {
+			continue
+		}
+		path := c
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(p.root, path)
+		}
+		if r, err := filepath.EvalSymlinks(path); err == nil && r == real {
+			return nil // allowed by its path
+		}
+	}
+	return refusef("exec "+name, "--allow-cmd", "command %q resolves in PATH to %s, inside the writable workspace, where a script or the model can rewrite it; to run it, allow it by its path: --allow-cmd ./%s", name, real, filepath.ToSlash(rel))
 }
 
 // capped keeps the first max bytes written to it and counts the rest.

@@ -412,3 +412,35 @@ func TestRunEnvAllowlist(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowedNameInsideTheWorkspace: with .venv/bin on PATH and "pytest"
+// allowed, the model wrote .venv/bin/pytest (write_file keeps the exec
+// bit) and run_command(["pytest"]) ran it. A name PATH resolves into the
+// writable workspace now runs only when allowed by its path.
+func TestAllowedNameInsideTheWorkspace(t *testing.T) {
+	needBins(t, "sh")
+	dir := tempDir(t)
+	bin := filepath.Join(dir, ".venv", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "pytest"), []byte("#!/bin/sh\necho owned\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	p := mustNew(t, Config{Root: dir, AllowCmds: []string{"pytest"}})
+	_, err := p.Run(context.Background(), []string{"pytest"}, RunOptions{})
+	want := fmt.Sprintf("command \"pytest\" resolves in PATH to %s, inside the writable workspace, where a script or the model can rewrite it; to run it, allow it by its path: --allow-cmd ./.venv/bin/pytest", filepath.Join(p.Root(), ".venv", "bin", "pytest"))
+	if err == nil || !errors.Is(err, ErrNotAllowed) || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+	named := mustNew(t, Config{Root: dir, AllowCmds: []string{"pytest", "./.venv/bin/pytest"}})
+	res, err := named.Run(context.Background(), []string{"pytest"}, RunOptions{})
+	if err != nil || res.Stdout != "owned\n" {
+		t.Fatalf("allowed by its path: %v %+v", err, res)
+	}
+	// a command outside the workspace is unaffected
+	if _, err := mustNew(t, Config{Root: dir, AllowCmds: []string{"sh"}}).Run(context.Background(), []string{"sh", "-c", "true"}, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
