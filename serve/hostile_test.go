@@ -24,3 +24,19 @@ func TestBlankPrompt(t *testing.T) {
 	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "hello"}), http.StatusAccepted, "")
 	ts.waitIdle(id)
 }
+
+// TestHugeNumber: a number out of float64's range in a request body is a
+// 400 (it was a 500).
+func TestHugeNumber(t *testing.T) {
+	ts := newTestServer(t, Config{})
+	for _, body := range []string{`{"metadata": {"a": 1e999999}}`, `{"metadata": {"a": -1e400}}`, `{"title": "t", "metadata": {"a": [1e999999]}}`} {
+		r := ts.do("POST", "/api/sessions", body)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, r.status, r.body)
+		}
+	}
+	id := ts.create(nil)
+	if r := ts.do("PATCH", "/api/sessions/"+id, `{"metadata": {"a": 1e999999}}`); r.status != http.StatusBadRequest && r.status != http.StatusMethodNotAllowed {
+		t.Errorf("patch: %d %s", r.status, r.body)
+	}
+}

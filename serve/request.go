@@ -69,6 +69,9 @@ func decodeBody(r *http.Request, v any, emptyOK bool) error {
 	if err := checkFieldNames(data, v); err != nil {
 		return err
 	}
+	if err := checkNumbers(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -185,4 +188,30 @@ func pageQuery(r *http.Request) (limit, offset int, err error) {
 	}
 	offset, err = queryInt(r, "offset", 0, 0, 1<<31-1)
 	return limit, offset, err
+}
+
+// checkNumbers refuses a body holding a number no float64 holds
+// (1e999999): stored as metadata it would fail later, as a 500.
+func checkNumbers(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the decoder reports malformed JSON
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return errorf(http.StatusBadRequest, "bad_json", "request body: number %s is out of range", truncateNumber(string(n)))
+			}
+		}
+	}
+}
+
+// truncateNumber shortens a long number for a message.
+func truncateNumber(n string) string {
+	if len(n) > 40 {
+		return n[:40] + "..."
+	}
+	return n
 }

@@ -86,8 +86,9 @@ func serveCommand(args []string, std stdio) int {
 		return usageError(std, fs.Name(), "--grace must not be negative")
 	case f.maxBody < 1:
 		return usageError(std, fs.Name(), "--max-body must be >= 1")
-	case f.poll <= 0:
-		return usageError(std, fs.Name(), "--poll-interval must be positive")
+	case f.poll < minPollInterval:
+		// a poll every nanosecond burns a core (and the database)
+		return usageError(std, fs.Name(), "--poll-interval must be at least "+minPollInterval.String())
 	}
 	// A served session's turn cap is its own (its agent's), else an
 	// explicit --max-turns; without one, served sessions have no cap (a
@@ -254,3 +255,6 @@ func loopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// minPollInterval is the shortest --poll-interval skein serve takes.
+const minPollInterval = 10 * time.Millisecond
