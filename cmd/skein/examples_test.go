@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -217,5 +218,37 @@ func TestExampleEvals(t *testing.T) {
 				t.Fatalf("skein test %s exited %d\nstdout:\n%s\nstderr:\n%s", dir, code, out.String(), errOut.String())
 			}
 		})
+	}
+}
+
+// TestReviewExampleDoesWhatItsCommentSays: examples/review.yaml's comment
+// says that with the mock the run is draft, review, publish.
+func TestReviewExampleDoesWhatItsCommentSays(t *testing.T) {
+	file, err := filepath.Abs("../../examples/review.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	var out, errOut bytes.Buffer
+	code := skein([]string{"run", "--store", "memory", "--provider", "mock", file, "--task", "a release note for 1.2", "--json"}, stdio{in: &bytes.Buffer{}, out: &out, err: &errOut})
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var run struct {
+		Steps []struct{ Node string } `json:"steps"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &run); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, s := range run.Steps {
+		nodes = append(nodes, s.Node)
+	}
+	if strings.Join(nodes, " ") != "draft review publish" {
+		t.Errorf("the run's stages: %v", nodes)
+	}
+	comment, _ := os.ReadFile(file)
+	if !strings.Contains(string(comment), "With the mock the run is draft, review, publish") {
+		t.Error("the example's comment does not say what the run does")
 	}
 }
