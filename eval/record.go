@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
@@ -40,6 +41,9 @@ func (r *Record) Cell(variant, scorer string) (Cell, bool) {
 	return Cell{}, false
 }
 
+// ErrNotEval is Load's error for a run record that is not an eval run.
+var ErrNotEval = errors.New("not an eval run")
+
 // runKind prefixes the workflow name of the run records that hold eval
 // runs: "eval:<name>".
 const runKind = "eval:"
@@ -72,11 +76,11 @@ func Load(ctx context.Context, store *sessions.Store, id string) (*Record, error
 		return nil, err
 	}
 	if len(rr.Workflow) < len(runKind) || rr.Workflow[:len(runKind)] != runKind {
-		return nil, fmt.Errorf("run '%s' is a workflow run, not an eval run", id)
+		return nil, fmt.Errorf("run '%s' is a workflow run, %w", id, ErrNotEval)
 	}
-	rec := &Record{}
-	if err := json.Unmarshal(rr.Head, rec); err != nil {
-		return nil, fmt.Errorf("run '%s': %v", id, err)
+	rec, err := decodeHead(rr)
+	if err != nil {
+		return nil, err
 	}
 	rec.Results = make([]CaseResult, len(rr.Steps))
 	for i, s := range rr.Steps {
@@ -103,4 +107,59 @@ func Previous(ctx context.Context, store *sessions.Store, name, except string) (
 		}
 	}
 	return nil, nil
+}
+
+// List returns the stored eval runs, newest first, without their
+// results (Results is nil): those of name only when name is not "",
+// offset runs skipped, at most limit (0: all), and how many there are in
+// all. A store that keeps no run records has none.
+func List(ctx context.Context, store *sessions.Store, name string, limit, offset int) ([]*Record, int, error) {
+	f := sessions.RunFilter{}
+	if name != "" {
+		f.Workflow = runKind + name
+	}
+	runs, _, err := store.ListRuns(ctx, f)
+	if errors.Is(err, sessions.ErrNoRuns) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	var ids []string
+	for _, r := range runs {
+		if strings.HasPrefix(r.Workflow, runKind) {
+			ids = append(ids, r.ID)
+		}
+	}
+	total := len(ids)
+	ids = ids[min(offset, total):]
+	if limit > 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	out := make([]*Record, 0, len(ids))
+	for _, id := range ids {
+		rr, err := store.LoadRun(ctx, id)
+		if errors.Is(err, sessions.ErrRunNotFound) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		rec, err := decodeHead(rr)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, rec)
+	}
+	return out, total, nil
+}
+
+// decodeHead reads an eval run record's header: the run without its
+// results.
+func decodeHead(rr *sessions.RunRecord) (*Record, error) {
+	rec := &Record{}
+	if err := json.Unmarshal(rr.Head, rec); err != nil {
+		return nil, fmt.Errorf("run '%s': %v", rr.ID, err)
+	}
+	return rec, nil
 }

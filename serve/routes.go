@@ -33,6 +33,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/runs", handler: s.listRuns},
 		{method: "GET", path: "/api/runs/{id}", handler: s.getRun},
 		{method: "GET", path: "/api/agents", handler: s.listAgents},
+		{method: "GET", path: "/api/evals", handler: s.listEvals},
+		{method: "GET", path: "/api/evals/{id}", handler: s.getEval},
 		{method: "GET", path: "/healthz", public: true, handler: s.healthz},
 		{method: "GET", path: "/metrics", handler: s.serveMetrics},
 		{method: "GET", path: "/openapi.json", public: true, handler: s.openAPI},
