@@ -14,6 +14,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/eval"
+	"github.com/skein-dev/skein/eval/evalfile"
 	"github.com/skein-dev/skein/llm/providers"
 	"github.com/skein-dev/skein/vm"
 )
@@ -109,7 +110,7 @@ score_exact = exact()
 	for i := 0; i < b.N; i++ {
 		for _, p := range []int{1, 8} {
 			id := fmt.Sprintf("run%d-p%d", i, p)
-			s, err := eval.NewStarlarkSuite(eval.StarlarkConfig{State: st, Globals: globals, RunID: id})
+			s, err := evalfile.NewStarlarkSuite(evalfile.StarlarkConfig{State: st, Globals: globals, RunID: id})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -10,8 +10,9 @@
 //   - datasets (LoadDataset): a JSONL or CSV file, each line or row one
 //     case; errors name the case;
 //   - Suite: what is evaluated — its cases, variants and scorer names,
-//     and how one case is run and scored. StarlarkSuite builds one from a
-//     `skein eval` file (DATASET, task, score_* functions, VARIANTS);
+//     and how one case is run and scored. Package evalfile builds one
+//     from a `skein eval` file (DATASET, task, score_* functions,
+//     VARIANTS);
 //   - Run: the runner, which runs every case × variant × repeat
 //     concurrently (Options.Parallel), each on its own Starlark thread and
 //     session, and reports progress;
@@ -23,7 +24,7 @@
 //   - reports: the terminal matrix (WriteText), JSON (WriteJSON) and a
 //     self-contained HTML page with a chart per scorer (WriteHTML).
 //
-// The package knows Starlark only in StarlarkSuite and the scorer values
-// it reads; the runner, statistics, cache, storage and reports are plain
-// Go.
+// The package never imports Starlark (evalfile does): the runner,
+// statistics, cache, storage and reports are plain Go, so that skein
+// serve can read the stored runs without the interpreter.
 package eval

@@ -40,6 +40,9 @@ type Job struct {
 	SessionID string
 }
 
+// PassMark is the least score that passes when a scorer returns a number.
+const PassMark = 0.5
+
 // Score is one scorer's verdict on one result.
 type Score struct {
 	Value  float64 `json:"score"`

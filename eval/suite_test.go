@@ -12,13 +12,14 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/eval"
+	"github.com/skein-dev/skein/eval/evalfile"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
 
 // suite loads src as an eval file into a test VM.
-func suite(t testing.TB, src string) (*vm.State, *eval.StarlarkSuite) {
+func suite(t testing.TB, src string) (*vm.State, *evalfile.StarlarkSuite) {
 	t.Helper()
 	st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard}, 1)
 	if err != nil {
@@ -29,7 +30,7 @@ func suite(t testing.TB, src string) (*vm.State, *eval.StarlarkSuite) {
 	if err != nil {
 		t.Fatal(vm.FormatError(err))
 	}
-	s, err := eval.NewStarlarkSuite(eval.StarlarkConfig{State: st, Globals: globals, RunID: "run1", CheckOptions: builtins.CheckCallDefaults})
+	s, err := evalfile.NewStarlarkSuite(evalfile.StarlarkConfig{State: st, Globals: globals, RunID: "run1", CheckOptions: builtins.CheckCallDefaults})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ VARIANTS = [{"name": "a"}, {"name": "a", "model": "m"}]`, "VARIANTS[1]: variant 
 		if err != nil {
 			t.Fatal(vm.FormatError(err))
 		}
-		_, err = eval.NewStarlarkSuite(eval.StarlarkConfig{State: st, Globals: globals, RunID: "r", CheckOptions: builtins.CheckCallDefaults})
+		_, err = evalfile.NewStarlarkSuite(evalfile.StarlarkConfig{State: st, Globals: globals, RunID: "r", CheckOptions: builtins.CheckCallDefaults})
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%s:\n got %v\nwant %q", tc.src, err, tc.err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/eval"
+	"github.com/skein-dev/skein/eval/evalfile"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -43,12 +44,12 @@ def score_short(case, result):
 
 // evalFixture runs evalSource twice with the mock model, the second run
 // broken and compared with the first, and stores both runs (and their
-// cases' sessions) in one store. It returns the store and the runs' ids,
-// the baseline first.
-func evalFixture(t *testing.T) (*sessions.Store, string, string) {
+// cases' sessions) in store. It returns the runs' ids, the baseline
+// first.
+func evalFixture(t *testing.T, store *sessions.Store) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard}, 1)
+	st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard, Store: store}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func evalFixture(t *testing.T) (*sessions.Store, string, string) {
 		if err != nil {
 			t.Fatal(vm.FormatError(err))
 		}
-		s, err := eval.NewStarlarkSuite(eval.StarlarkConfig{State: st, Globals: globals, RunID: id, CheckOptions: builtins.CheckCallDefaults})
+		s, err := evalfile.NewStarlarkSuite(evalfile.StarlarkConfig{State: st, Globals: globals, RunID: id, CheckOptions: builtins.CheckCallDefaults})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func evalFixture(t *testing.T) (*sessions.Store, string, string) {
 		}
 		prev = rec
 	}
-	return st.Store, "evbase", "evbroken"
+	return "evbase", "evbroken"
 }
 
 // TestEvalsAPI: GET /api/evals lists the stored eval runs (not the
@@ -85,7 +86,8 @@ func evalFixture(t *testing.T) (*sessions.Store, string, string) {
 // gives the matrix with the deltas against the baseline and every case's
 // result with its session, which the session API serves.
 func TestEvalsAPI(t *testing.T) {
-	store, base, broken := evalFixture(t)
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	base, broken := evalFixture(t, store)
 	if err := store.CreateRun(context.Background(), &sessions.RunRecord{ID: "wfrun", Workflow: "trip", Status: "completed"}); err != nil {
 		t.Fatal(err)
 	}

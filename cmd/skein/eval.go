@@ -15,6 +15,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/eval"
+	"github.com/skein-dev/skein/eval/evalfile"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
@@ -180,7 +181,7 @@ func runEval(ctx context.Context, std stdio, st *vm.State, vf *vmFlags, ef *eval
 	if len(ef.variants) > 0 {
 		variants = ef.variants
 	}
-	suite, err := eval.NewStarlarkSuite(eval.StarlarkConfig{State: st, Globals: globals, RunID: runID, Variants: variants,
+	suite, err := evalfile.NewStarlarkSuite(evalfile.StarlarkConfig{State: st, Globals: globals, RunID: runID, Variants: variants,
 		CheckOptions: builtins.CheckCallDefaults})
 	if err != nil {
 		fmt.Fprintf(std.err, "skein eval: %s: %v\n", file, err)

@@ -1,4 +1,7 @@
-package eval
+// Package evalfile is the eval.Suite of a `skein eval` file: its
+// DATASET, task, score_* functions and VARIANTS, run on the file's
+// Starlark VM, each job on its own thread and session.
+package evalfile
 
 import (
 	"context"
@@ -10,12 +13,10 @@ import (
 
 	"go.starlark.net/starlark"
 
+	"github.com/skein-dev/skein/eval"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
-
-// PassMark is the least score that passes when a scorer returns a number.
-const PassMark = 0.5
 
 // StarlarkConfig is what NewStarlarkSuite reads.
 type StarlarkConfig struct {
@@ -35,9 +36,9 @@ type StarlarkConfig struct {
 type StarlarkSuite struct {
 	st       *vm.State
 	runID    string
-	cases    []Case
+	cases    []eval.Case
 	values   []starlark.Value // the cases as the file wrote them
-	variants []Variant
+	variants []eval.Variant
 	vdicts   []*starlark.Dict            // each variant as task's second argument
 	defaults []map[string]starlark.Value // each variant's call defaults
 	task     starlark.Callable
@@ -56,7 +57,7 @@ type sessionCalls struct {
 	known bool
 }
 
-var _ Suite = (*StarlarkSuite)(nil)
+var _ eval.Suite = (*StarlarkSuite)(nil)
 
 // NewStarlarkSuite reads the suite from an eval file's globals. Errors
 // name what is wrong and, for a case, which one.
@@ -163,7 +164,7 @@ func (s *StarlarkSuite) readDataset(v starlark.Value) error {
 			}
 			seen[id] = i + 1
 		}
-		s.cases = append(s.cases, Case{Index: i, ID: id})
+		s.cases = append(s.cases, eval.Case{Index: i, ID: id})
 		s.values = append(s.values, d)
 	}
 	return nil
@@ -239,7 +240,7 @@ func (s *StarlarkSuite) setVariants(vs []map[string]starlark.Value, check func(s
 		}
 		_ = d.SetKey(starlark.String("name"), starlark.String(name))
 		d.Freeze()
-		s.variants = append(s.variants, Variant{Name: name, Options: jsonOpts})
+		s.variants = append(s.variants, eval.Variant{Name: name, Options: jsonOpts})
 		s.vdicts = append(s.vdicts, d)
 		s.defaults = append(s.defaults, opts)
 	}
@@ -296,10 +297,10 @@ func jsonOf(v starlark.Value) any {
 }
 
 // Cases implements Suite.
-func (s *StarlarkSuite) Cases() []Case { return s.cases }
+func (s *StarlarkSuite) Cases() []eval.Case { return s.cases }
 
 // Variants implements Suite.
-func (s *StarlarkSuite) Variants() []Variant { return s.variants }
+func (s *StarlarkSuite) Variants() []eval.Variant { return s.variants }
 
 // Scorers implements Suite.
 func (s *StarlarkSuite) Scorers() []string { return s.names }
@@ -307,9 +308,9 @@ func (s *StarlarkSuite) Scorers() []string { return s.names }
 // Run implements Suite: the task runs on a thread of its own, its model
 // calls taking the variant's options and the job's session as defaults;
 // the scorers run after it on the same thread without those defaults.
-func (s *StarlarkSuite) Run(ctx context.Context, job Job) (*CaseResult, error) {
+func (s *StarlarkSuite) Run(ctx context.Context, job eval.Job) (*eval.CaseResult, error) {
 	thread := s.st.NewThread("eval " + job.SessionID)
-	ctx = WithJob(ctx, job.Repeat)
+	ctx = eval.WithJob(ctx, job.Repeat)
 	restoreCtx := vm.WithContext(thread, ctx)
 	defer restoreCtx()
 	base := s.defaults[job.Variant]
@@ -330,7 +331,7 @@ func (s *StarlarkSuite) Run(ctx context.Context, job Job) (*CaseResult, error) {
 	out, err := starlark.Call(thread, s.task, args, nil)
 	latency := time.Since(start)
 	restoreDefaults()
-	res := &CaseResult{LatencyMS: float64(latency.Microseconds()) / 1000, Scores: make(map[string]Score, len(s.names)), CostKnown: true}
+	res := &eval.CaseResult{LatencyMS: float64(latency.Microseconds()) / 1000, Scores: make(map[string]eval.Score, len(s.names)), CostKnown: true}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -341,7 +342,7 @@ func (s *StarlarkSuite) Run(ctx context.Context, job Job) (*CaseResult, error) {
 	}
 	for i, name := range s.names {
 		if res.Error != "" {
-			res.Scores[name] = Score{Reason: "the task failed: " + res.Error}
+			res.Scores[name] = eval.Score{Reason: "the task failed: " + res.Error}
 			continue
 		}
 		v, err := starlark.Call(thread, s.scorers[i], starlark.Tuple{caseValue, out}, nil)
@@ -364,37 +365,37 @@ func (s *StarlarkSuite) Run(ctx context.Context, job Job) (*CaseResult, error) {
 		delete(s.calls, job.SessionID)
 	}
 	s.mu.Unlock()
-	res.CachedCalls = JobCached(ctx)
+	res.CachedCalls = eval.JobCached(ctx)
 	return res, nil
 }
 
 // ParseScore reads what a scorer returned: a bool (pass or fail), a
-// number in [0, 1] (passing from PassMark), or a dict {score, reason,
+// number in [0, 1] (passing from eval.PassMark), or a dict {score, reason,
 // pass} whose score is a bool or such a number, reason a string and pass
 // (optional) overrides the mark.
-func ParseScore(fn string, v starlark.Value) (Score, error) {
+func ParseScore(fn string, v starlark.Value) (eval.Score, error) {
 	want := "want a bool, a number in [0, 1] or {score, reason}"
 	switch v := v.(type) {
 	case starlark.Bool:
 		if v {
-			return Score{Value: 1, Pass: true}, nil
+			return eval.Score{Value: 1, Pass: true}, nil
 		}
-		return Score{}, nil
+		return eval.Score{}, nil
 	case starlark.Int, starlark.Float:
 		f, _ := starlark.AsFloat(v)
 		if f < 0 || f > 1 || f != f {
-			return Score{}, fmt.Errorf("%s returned %s, want a number in [0, 1]", fn, v.String())
+			return eval.Score{}, fmt.Errorf("%s returned %s, want a number in [0, 1]", fn, v.String())
 		}
-		return Score{Value: f, Pass: f >= PassMark}, nil
+		return eval.Score{Value: f, Pass: f >= eval.PassMark}, nil
 	case *starlark.Dict:
-		var sc Score
+		var sc eval.Score
 		scoreV, found, _ := v.Get(starlark.String("score"))
 		if !found {
-			return Score{}, fmt.Errorf("%s returned a dict without 'score', %s", fn, want)
+			return eval.Score{}, fmt.Errorf("%s returned a dict without 'score', %s", fn, want)
 		}
 		inner, err := ParseScore(fn+"'s score", scoreV)
 		if err != nil {
-			return Score{}, err
+			return eval.Score{}, err
 		}
 		sc = inner
 		for _, kv := range v.Items() {
@@ -404,20 +405,20 @@ func ParseScore(fn string, v starlark.Value) (Score, error) {
 			case "reason":
 				r, ok := kv[1].(starlark.String)
 				if !ok && kv[1] != starlark.None {
-					return Score{}, fmt.Errorf("%s: 'reason' must be a string, got %s", fn, kv[1].Type())
+					return eval.Score{}, fmt.Errorf("%s: 'reason' must be a string, got %s", fn, kv[1].Type())
 				}
 				sc.Reason = string(r)
 			case "pass":
 				b, ok := kv[1].(starlark.Bool)
 				if !ok {
-					return Score{}, fmt.Errorf("%s: 'pass' must be a bool, got %s", fn, kv[1].Type())
+					return eval.Score{}, fmt.Errorf("%s: 'pass' must be a bool, got %s", fn, kv[1].Type())
 				}
 				sc.Pass = bool(b)
 			default:
-				return Score{}, fmt.Errorf("%s returned a dict with key %s (expected: pass, reason, score)", fn, kv[0].String())
+				return eval.Score{}, fmt.Errorf("%s returned a dict with key %s (expected: pass, reason, score)", fn, kv[0].String())
 			}
 		}
 		return sc, nil
 	}
-	return Score{}, fmt.Errorf("%s returned %s, %s", fn, v.Type(), want)
+	return eval.Score{}, fmt.Errorf("%s returned %s, %s", fn, v.Type(), want)
 }
