@@ -42,6 +42,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/sessions/{id}", public: true, viewer: true, handler: s.viewerPage},
 		{method: "GET", path: "/runs", public: true, viewer: true, handler: s.viewerPage},
 		{method: "GET", path: "/runs/{run}", public: true, viewer: true, handler: s.viewerPage},
+		{method: "GET", path: "/evals", public: true, viewer: true, handler: s.viewerPage},
+		{method: "GET", path: "/evals/{run}", public: true, viewer: true, handler: s.viewerPage},
 		{method: "GET", path: "/assets/{file}", public: true, handler: s.viewerAsset},
 	}
 }

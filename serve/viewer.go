@@ -17,9 +17,8 @@ var viewerFiles embed.FS
 // viewerCSP forbids the viewer every origin but its own.
 const viewerCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// viewerPage handles GET /, /sessions/{id}, /runs and /runs/{run}: the
-// viewer's page
-// (the script reads the path). Signing in with ?token= is done by wrap.
+// viewerPage handles GET /, /sessions/{id}, /runs, /runs/{run}, /evals
+// and /evals/{run}: the viewer's page (the script reads the path). Signing in with ?token= is done by wrap.
 func (s *Server) viewerPage(w http.ResponseWriter, r *http.Request) error {
 	if r.PathValue("id") != "" {
 		if _, err := pathID(r); err != nil {

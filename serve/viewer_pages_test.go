@@ -153,13 +153,15 @@ func openBrowser(t *testing.T, timeout time.Duration, extra ...chromedp.ExecAllo
 // Chromium: the list as a tree, lineage both ways with a child appearing
 // live, the timeline and its totals against the stored usage, the debug
 // view's request record, a long output collapsed, why a session ended,
-// the runs list and a run's graph and stages. It takes a screenshot of
+// the runs list and a run's graph and stages, the eval runs and an eval
+// run's matrix and cases with a case's session. It takes a screenshot of
 // each page into $SKEIN_ARTIFACTS and fails if any text node reads
 // "null" or "undefined".
 func TestViewerPagesInBrowser(t *testing.T) {
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
 	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"helper": &gatedAgent{store: store, gate: make(chan struct{}, 1)}}})
 	runID := viewerFixture(t, store)
+	evalBase, evalBroken := evalFixture(t, store)
 	ctx, do, text := openBrowser(t, 120*time.Second, chromedp.WindowSize(1280, 900))
 	dir := os.Getenv("SKEIN_ARTIFACTS")
 	if dir == "" {
@@ -305,4 +307,41 @@ func TestViewerPagesInBrowser(t *testing.T) {
 	if r := ts.do("GET", "/api/sessions/"+runID+"%2Fwrite/timeline", nil); r.status != http.StatusOK {
 		t.Errorf("stage timeline: %d %s", r.status, r.body)
 	}
+
+	// Eval runs: the list with totals and regressions, a run's matrix
+	// (deltas against its baseline, the regressions flagged), its cases,
+	// and a case's session page.
+	do("evals", chromedp.Navigate(ts.http.URL+"/evals"), chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+evalBroken+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-id="`+evalBase+`"]`)))
+	if r := text(`tr[data-id="` + evalBroken + `"]`); !strings.Contains(r, "capitals_eval.star") || !strings.Contains(r, "4 × 2 variants × 1") ||
+		!strings.Contains(r, "50%") || !strings.Contains(r, "2 regressions") || !strings.Contains(r, "2 failed tasks") {
+		t.Errorf("evals: %q", r)
+	}
+	page("evals")
+	do("eval", chromedp.Click(chromedp.CSS(`tr[data-id="`+evalBroken+`"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#matrix td[data-scorer="exact"]`)))
+	if m := text(`#matrix tr[data-variant="terse"] td[data-scorer="exact"][data-regression="true"]`); !strings.Contains(m, "0.25") || !strings.Contains(m, "−0.50 vs 0.75") || !strings.Contains(m, "25% pass") {
+		t.Errorf("terse × exact: %q", m)
+	}
+	if m := text(`#matrix tr[data-variant="chatty"]`); !strings.Contains(m, "temperature=0.7") {
+		t.Errorf("chatty: %q", m)
+	}
+	if n := text("#newly-failing"); !strings.Contains(n, "terse / jp / exact") {
+		t.Errorf("newly failing: %q", n)
+	}
+	if c := text(`#cases tr[data-case="jp"][data-variant="terse"]`); !strings.Contains(c, "✗ exact 0.00") || !strings.Contains(c, `got "Osaka", want "Tokyo"`) ||
+		!strings.Contains(c, "the answer has 5 letters") || !strings.Contains(c, "1 call") {
+		t.Errorf("case jp: %q", c)
+	}
+	if c := text(`#cases tr[data-case="atlantis"][data-variant="terse"]`); !strings.Contains(c, "task failed: ") || !strings.Contains(c, "no such country: Atlantis") {
+		t.Errorf("case atlantis: %q", c)
+	}
+	page("eval")
+	do("failing only", chromedp.Click(chromedp.CSS(`#only-failing`)), chromedp.WaitNotPresent(chromedp.CSS(`#cases tr[data-case="fr"]`)))
+	do("case session", chromedp.Click(chromedp.CSS(`#cases tr[data-case="jp"][data-variant="terse"] a.case-session`)),
+		chromedp.WaitVisible(chromedp.CSS(`#transcript article[data-role="assistant"]`)))
+	if tr := text("#transcript"); !strings.Contains(tr, "The capital of Japan?") {
+		t.Errorf("case session: %q", tr)
+	}
+	page("eval-case")
 }

@@ -1,6 +1,7 @@
 // The skein transcript viewer: the session list (/), a session page
 // (/sessions/{id}) with basic, verbose, debug and timeline views, live
-// over SSE, and the workflow runs (/runs, /runs/{id}). It talks only to
+// over SSE, the workflow runs (/runs, /runs/{id}) and the eval runs
+// (/evals, /evals/{id}: the matrix, each case's session). It talks only to
 // this server's API, authenticated by the cookie that signing in with
 // ?token= set. No framework, no external requests. Nothing is ever
 // rendered from a null or undefined value: el() skips them, and every
@@ -607,9 +608,151 @@ async function runPage(id) {
   if (await load()) poll(load);
 }
 
+// ---- eval runs ----
+
+function evalHref(id) { return "/evals/" + encodeURIComponent(id); }
+
+function fmtScore(x) { return typeof x === "number" ? x.toFixed(2) : ""; }
+
+function fmtPct(x) { return typeof x === "number" ? Math.round(x * 100) + "%" : ""; }
+
+function fmtDelta(x) { return typeof x === "number" ? (x >= 0 ? "+" : "−") + Math.abs(x).toFixed(2) : ""; }
+
+// evalTitle is an eval's short name: its file's base name.
+function evalTitle(e) { return (e.file || e.name || e.id).split("/").pop(); }
+
+// fmtEvalCost is a cost, "?" when a model call was not priced.
+function fmtEvalCost(usd, known) { return known ? fmtCost(usd) : "?"; }
+
+// jsonText shows a task's output: a string as is, anything else as JSON.
+function jsonText(v) {
+  if (v === null || v === undefined) return "None";
+  return typeof v === "string" ? v : JSON.stringify(v, null, 1).replace(/\n\s*/g, " ");
+}
+
+async function evalsPage() {
+  document.title = "skein evals";
+  const body = el("tbody");
+  const summary = el("span", { class: "muted", "aria-live": "polite" });
+  const problem = el("div");
+  async function load() {
+    let data;
+    try { data = await api("GET", "/api/evals?limit=100"); } catch (e) { problem.replaceChildren(showError(e)); return; }
+    problem.replaceChildren();
+    body.replaceChildren(...data.evals.map(e => el("tr", { "data-id": e.id },
+      el("td", {}, el("a", { href: evalHref(e.id) }, evalTitle(e)), el("div", { class: "meta" }, e.id)),
+      el("td", {}, fmtTime(e.startedAt), el("div", { class: "meta" }, fmtMs(e.durationMs))),
+      el("td", {}, `${e.cases} × ${plural(e.variants.length, "variant")} × ${e.repeat}`, el("div", { class: "meta" }, e.variants.join(", "))),
+      el("td", { class: "num" }, fmtScore(e.mean)),
+      el("td", { class: "num" }, fmtPct(e.passRate), e.errors ? el("div", { class: "meta error-text" }, plural(e.errors, "failed task")) : null),
+      el("td", { class: "num" }, fmtEvalCost(e.costUsd, e.costKnown)),
+      el("td", {}, e.baseline
+        ? [el("span", { class: e.regressions ? "error-text" : "" }, e.regressions ? plural(e.regressions, "regression") : "no regression"),
+          el("div", { class: "meta" }, "vs ", el("a", { href: evalHref(e.baseline) }, e.baseline))]
+        : el("span", { class: "muted" }, "no baseline")))));
+    if (data.evals.length === 0) body.append(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "No eval runs in this store: run skein eval FILE.star with this store.")));
+    summary.textContent = plural(data.total, "eval run");
+  }
+  app.replaceChildren(el("h1", {}, "Eval runs"), problem,
+    el("table", { class: "evals" },
+      el("caption", { class: "sr-only" }, "Eval runs, newest first"),
+      el("thead", {}, el("tr", {}, ["Eval", "Started", "Cases × variants × repeats", "Mean", "Pass rate", "Cost", "Against baseline"].map(h => el("th", { scope: "col" }, h)))),
+      body),
+    el("div", { class: "pager" }, summary));
+  await load();
+  poll(load);
+}
+
+async function evalPage(id) {
+  document.title = "eval " + id + " · skein";
+  const back = el("p", {}, el("a", { href: "/evals" }, "← All eval runs"));
+  let ev;
+  try { ev = await api("GET", "/api/evals/" + encodeURIComponent(id)); } catch (e) { app.replaceChildren(back, showError(e)); return; }
+  document.title = evalTitle(ev) + " · eval · skein";
+  const head = el("div", {}, el("h1", {}, evalTitle(ev)),
+    el("div", { class: "meta" }, `run ${ev.id} · ${ev.cases} cases × ${plural(ev.variantList.length, "variant")} × ${plural(ev.repeat, "repeat")} = ${plural(ev.runs, "run")}`
+      + ` · ${fmtMs(ev.durationMs)} · ${ev.parallel} at once · started ${fmtTime(ev.startedAt)}`),
+    el("div", { class: "meta" }, ev.name),
+    ev.baseline ? el("div", { class: "meta" }, "compared with ", el("a", { href: evalHref(ev.baseline) }, ev.baseline)) : null);
+  const totals = el("dl", { class: "totals", id: "eval-totals" },
+    [["mean score", fmtScore(ev.mean)], ["pass rate", fmtPct(ev.passRate)], ["failed tasks", String(ev.errors)],
+      ["cost", fmtEvalCost(ev.costUsd, ev.costKnown)], ["regressions", ev.baseline ? String(ev.regressions) : "no baseline"]]
+      .map(([k, v]) => el("div", {}, el("dt", {}, k), el("dd", {}, v))));
+
+  // The matrix: a row per variant, a column per scorer (mean with its
+  // 95% interval, pass rate, the delta against the baseline), then the
+  // variant's cost, latency and failed tasks.
+  const cellOf = (v, s) => ev.matrix.find(c => c.variant === v && c.scorer === s);
+  const matrix = el("table", { class: "matrix", id: "matrix" },
+    el("caption", { class: "sr-only" }, "Mean score and pass rate per variant and scorer"),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "Variant"), ev.scorers.map(s => el("th", { scope: "col" }, s)),
+      ["Cost", "p50", "p95", "Failed tasks"].map(h => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, ev.variantList.map(v => {
+      const cells = ev.scorers.map(s => cellOf(v.name, s)).filter(Boolean);
+      const any = cells[0];
+      const opts = Object.entries(v.options).map(([k, x]) => `${k}=${jsonText(x)}`).join(", ");
+      return el("tr", { "data-variant": v.name },
+        el("th", { scope: "row" }, v.name, opts ? el("div", { class: "meta" }, opts) : null),
+        ev.scorers.map(s => {
+          const c = cellOf(v.name, s);
+          if (!c) return el("td", { class: "muted" }, "–");
+          return el("td", { class: "num cell" + (c.regression ? " regression" : ""), "data-scorer": s, "data-regression": c.regression ? "true" : null },
+            el("div", { class: "score" }, fmtScore(c.mean), el("span", { class: "meta" }, ` [${fmtScore(c.ciLow)}, ${fmtScore(c.ciHigh)}]`)),
+            el("div", { class: "track", title: `pass rate ${fmtPct(c.passRate)}` }, el("span", { class: "bar", "data-w": c.passRate })),
+            el("div", { class: "meta" }, `${fmtPct(c.passRate)} pass · n ${c.n}`),
+            c.hasBaseline ? el("div", { class: "meta delta" + (c.regression ? " error-text" : "") },
+              `${fmtDelta(c.deltaMean)} vs ${fmtScore(c.baselineMean)}` + (c.regression ? " · regression" : "")) : null);
+        }),
+        el("td", { class: "num" }, any ? fmtEvalCost(any.costUsd, any.costKnown) : ""),
+        el("td", { class: "num" }, any ? fmtMs(Math.round(any.p50Ms)) : ""),
+        el("td", { class: "num" }, any ? fmtMs(Math.round(any.p95Ms)) : ""),
+        el("td", { class: "num" + (any && any.errors ? " error-text" : "") }, any ? String(any.errors) : ""));
+    })));
+  // the pass-rate bars: widths set from script (the CSP forbids inline styles in markup)
+  for (const b of matrix.querySelectorAll(".bar[data-w]")) b.style.width = (Number(b.dataset.w) * 100).toFixed(1) + "%";
+
+  const failing = ev.newlyFailing.length
+    ? el("div", { class: "notice error newly-failing", id: "newly-failing" }, el("strong", {}, `Newly failing (${ev.newlyFailing.length}): `),
+      ev.newlyFailing.join("; "))
+    : null;
+
+  // The cases: every result, failures first when asked; each links to
+  // its case's session.
+  const onlyFailing = el("input", { type: "checkbox", id: "only-failing" });
+  const rows = el("tbody");
+  const showRepeat = ev.repeat > 1;
+  function renderCases() {
+    const list = ev.results.filter(r => !onlyFailing.checked || !r.pass);
+    rows.replaceChildren(...list.map(r => el("tr", { class: r.pass ? "pass" : "fail", "data-case": r.case, "data-variant": r.variant },
+      el("td", {}, r.case, showRepeat ? el("div", { class: "meta" }, "repeat " + (r.repeat + 1)) : null),
+      el("td", {}, r.variant),
+      el("td", {}, r.error ? el("div", { class: "error-text" }, "task failed: " + r.error) : null,
+        r.scores.map(s => el("div", { class: "scoreline " + (s.pass ? "pass" : "fail") },
+          el("span", { class: "mark", "aria-label": s.pass ? "passed" : "failed" }, s.pass ? "✓" : "✗"), ` ${s.scorer} ${fmtScore(s.score)}`,
+          s.reason && !r.error ? el("span", { class: "meta" }, " · " + s.reason) : null))),
+      el("td", {}, r.error ? "" : textBlock(jsonText(r.output))),
+      el("td", { class: "num" }, fmtMs(Math.round(r.latencyMs)), r.calls ? el("div", { class: "meta" }, plural(r.calls, "call") + (r.cachedCalls ? `, ${r.cachedCalls} cached` : "")) : null),
+      el("td", { class: "num" }, r.calls ? fmtEvalCost(r.costUsd, r.costKnown) : ""),
+      el("td", {}, r.sessionId ? el("a", { href: sessionHref(r.sessionId), class: "case-session" }, r.sessionId) : el("span", { class: "muted" }, "no session")))));
+    if (list.length === 0) rows.append(el("tr", {}, el("td", { colspan: 7, class: "muted" }, "Every case passed.")));
+  }
+  onlyFailing.addEventListener("change", renderCases);
+  renderCases();
+
+  app.replaceChildren(back, head, totals,
+    el("h2", {}, "Matrix"), matrix, failing,
+    el("h2", {}, "Cases"),
+    el("div", { class: "filters" }, el("label", { class: "inline" }, onlyFailing, " only cases that did not pass")),
+    el("table", { class: "cases", id: "cases" },
+      el("thead", {}, el("tr", {}, ["Case", "Variant", "Scores", "Output", "Latency", "Cost", "Session"].map(h => el("th", { scope: "col" }, h)))),
+      rows));
+}
+
 const route = location.pathname;
 let m;
 if ((m = route.match(/^\/sessions\/([^/]+)$/))) sessionPage(decodeURIComponent(m[1]));
 else if ((m = route.match(/^\/runs\/([^/]+)$/))) runPage(decodeURIComponent(m[1]));
 else if (route === "/runs") runsPage();
+else if ((m = route.match(/^\/evals\/([^/]+)$/))) evalPage(decodeURIComponent(m[1]));
+else if (route === "/evals") evalsPage();
 else listPage();
