@@ -541,7 +541,8 @@ async function runsPage() {
     try { data = await api("GET", "/api/runs?limit=100"); } catch (e) { problem.replaceChildren(showError(e)); return; }
     problem.replaceChildren();
     body.replaceChildren(...data.runs.map(r => el("tr", { "data-id": r.id },
-      el("td", {}, el("a", { href: "/runs/" + encodeURIComponent(r.id) }, r.workflow || r.id), el("div", { class: "meta" }, r.id)),
+      // an eval run (workflow "eval:<file>") has its own page
+      el("td", {}, el("a", { href: (r.workflow.startsWith("eval:") ? "/evals/" : "/runs/") + encodeURIComponent(r.id) }, r.workflow || r.id), el("div", { class: "meta" }, r.id)),
       el("td", {}, runBadge(r.status)),
       el("td", {}, String(r.steps)),
       el("td", {}, fmtTime(r.createdAt)),
