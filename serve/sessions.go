@@ -180,8 +180,8 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusBadRequest, "bad_where", "where: %v", err)
 		}
 	}
-	match := sessionFilter(q.Get("repoId"), q.Get("agent"), q.Get("q"))
-	f := sessions.ListFilter{Statuses: statuses, ParentID: q.Get("parentId"), Limit: limit, Offset: offset}
+	match := textFilter(q.Get("q"))
+	f := sessions.ListFilter{Statuses: statuses, ParentID: q.Get("parentId"), RepoID: q.Get("repoId"), Agent: q.Get("agent"), Limit: limit, Offset: offset}
 	if match != nil {
 		f.Limit, f.Offset = 0, 0
 	}
@@ -215,23 +215,16 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// sessionFilter returns the predicate of the list filters on metadata
-// and text, or nil when none is given.
-func sessionFilter(repoID, agentName, text string) func(*sessions.Summary) bool {
-	if repoID == "" && agentName == "" && text == "" {
+// textFilter returns the predicate of the list's text filter (q), or
+// nil when none is given. (repoId and agent are filtered by the store,
+// on indexed columns.)
+func textFilter(text string) func(*sessions.Summary) bool {
+	if text == "" {
 		return nil
 	}
 	text = strings.ToLower(text)
 	return func(sum *sessions.Summary) bool {
-		switch {
-		case repoID != "" && strOf(sum.Metadata, metaRepoID) != repoID:
-			return false
-		case agentName != "" && strOf(sum.Metadata, metaAgent) != agentName:
-			return false
-		case text != "" && !strings.Contains(strings.ToLower(sum.ID+"\n"+sum.Label()), text):
-			return false
-		}
-		return true
+		return strings.Contains(strings.ToLower(sum.ID+"\n"+sum.Label()), text)
 	}
 }
 

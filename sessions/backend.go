@@ -140,6 +140,10 @@ type ListFilter struct {
 	Statuses      []Status
 	ParentID      string
 	UpdatedBefore time.Time
+	// RepoID and Agent, when set, keep the sessions whose metadata has
+	// that string under "repoId" and "agent" (skein serve's keys). The
+	// durable backends read them from indexed columns.
+	RepoID, Agent string
 	Limit         int // 0: no limit
 	Offset        int
 }

@@ -296,6 +296,12 @@ func (f *ListFilter) matches(r *Record) bool {
 	if f.ParentID != "" && r.ParentID != f.ParentID {
 		return false
 	}
+	if s, _ := r.Metadata["repoId"].(string); f.RepoID != "" && s != f.RepoID {
+		return false
+	}
+	if s, _ := r.Metadata["agent"].(string); f.Agent != "" && s != f.Agent {
+		return false
+	}
 	if !f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) {
 		return false
 	}

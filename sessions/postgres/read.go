@@ -375,7 +375,7 @@ func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, q
 // List returns the sessions matching f, newest first (by creation time,
 // then id, descending), and how many match before Limit and Offset.
 func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	return rowstore.List(ctx, b, "skein_sessions", nil, f)
+	return rowstore.List(ctx, b, "skein_sessions", "skein_sessions", nil, f)
 }
 
 // ListRuns lists run records, newest first.

@@ -16,7 +16,9 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 	for _, r := range wants {
 		if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, r.Status) ||
 			f.ParentID != "" && r.ParentID != f.ParentID ||
-			!f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) {
+			!f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) ||
+			f.RepoID != "" && metaString(r.Metadata, "repoId") != f.RepoID ||
+			f.Agent != "" && metaString(r.Metadata, "agent") != f.Agent {
 			continue
 		}
 		all = append(all, sessions.Summary{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
@@ -35,6 +37,13 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 		all = all[:f.Limit]
 	}
 	return all, total
+}
+
+// metaString is the string at key of metadata m, "" when it is missing
+// or not a string.
+func metaString(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
 }
 
 // checkList fails the test unless List(f) matches the reference over wants.
@@ -84,8 +93,10 @@ func testList(h *harness) {
 	mk("b", 1, sessions.StatusCompleted, 0)
 	c := mk("c", 2, sessions.StatusError, 2)
 	mk("d", 3, sessions.StatusCancelled, 1)
-	mk("e", 4, sessions.StatusActive, 3)
-	mk("tie1", 5, sessions.StatusActive, 0)
+	e := mk("e", 4, sessions.StatusActive, 3)
+	tie1 := newRecord("tie1", at(5))
+	tie1.Metadata = map[string]any{"repoId": "api", "agent": "helper"}
+	wants = append(wants, h.create(tie1))
 	mk("tie2", 5, sessions.StatusActive, 0)
 	h.write(a, &sessions.Change{Append: users("more", 2), AddTurns: 3, UpdatedAt: at(20)})
 	h.write(c, &sessions.Change{DropFirst: 1, UpdatedAt: at(21)})
@@ -96,6 +107,10 @@ func testList(h *harness) {
 	h.write(f2, &sessions.Change{Append: users("f2", 3), Status: sessions.StatusCompleted, UpdatedAt: at(30)})
 	g := h.fork(f2, "g", 4, at(8))
 	wants = append(wants, f1, f2, g)
+	// repoId and agent, set after creation, of another type, changed.
+	h.write(e, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": "web", "agent": "bot"}})
+	h.write(e, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": "api", "agent": "bot"}})
+	h.write(a, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": int64(7), "agent": []any{"bot"}}})
 
 	for _, f := range []sessions.ListFilter{
 		{},
@@ -112,6 +127,12 @@ func testList(h *harness) {
 		{Statuses: []sessions.Status{sessions.StatusActive}, ParentID: "a"},
 		{Statuses: []sessions.Status{sessions.StatusActive}, UpdatedBefore: at(10)},
 		{Statuses: []sessions.Status{sessions.StatusActive}, Limit: 2, Offset: 1},
+		{RepoID: "api"},
+		{RepoID: "web"},
+		{RepoID: "7"},
+		{Agent: "bot"},
+		{Agent: "helper", RepoID: "api"},
+		{Agent: "bot", Statuses: []sessions.Status{sessions.StatusActive}, Limit: 1},
 	} {
 		h.checkList(wants, f)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
 // typical returns message i of a typical agent transcript, repeating
@@ -272,6 +273,21 @@ func BenchmarkMessageIDs(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkList measures a first page of 20 sessions with each filter of
+// sessionstest.ListFilters, over 10,000 and 100,000 stored sessions: the
+// filtered listings read the matching rows through an index, so they
+// stay flat in the number of sessions (the count of all of them does
+// not).
+func BenchmarkList(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			be := openClosed(b, filepath.Join(b.TempDir(), "sessions.db"))
+			sessionstest.FillForList(b, be, n, 4)
+			sessionstest.BenchList(b, be, n)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 // transaction: a *sql.Tx's, or the write connection's (writeConn).
 type stmter interface {
 	StmtContext(ctx context.Context, stmt *sql.Stmt) *sql.Stmt
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // writeConn is one connection of the pool that the Backend keeps for the
@@ -36,6 +37,11 @@ var _ stmter = (*writeConn)(nil)
 
 // StmtContext returns stmt as prepared on the connection.
 func (w *writeConn) StmtContext(_ context.Context, stmt *sql.Stmt) *sql.Stmt { return w.stmts[stmt] }
+
+// ExecContext runs query on the connection.
+func (w *writeConn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return w.conn.ExecContext(ctx, query, args...)
+}
 
 // openWriteConn takes a connection from the pool and prepares the
 // statements on it.
@@ -124,7 +130,7 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		}
 	}
 	w := b.wconn
-	if update, _ := b.rowUpdate(h, p); update == nil {
+	if update, _ := b.rowUpdate(h, p); update == nil && !p.Update.SetMetadata {
 		return b.insertAlone(ctx, w, id, h, p, base)
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {

@@ -17,12 +17,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
@@ -164,6 +164,26 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	return tx.Commit()
 }
+
+// migration10 adds columns repo_id and agent to sessions, read from the
+// metadata's "repoId" and "agent" strings (skein serve's keys; NULL when
+// missing or not a string), with an index each, so that a listing
+// filtered on them reads only the matching rows; view session_heads
+// shows them.
+const migration10 = `
+ALTER TABLE sessions ADD COLUMN repo_id TEXT GENERATED ALWAYS AS
+	(CASE WHEN json_type(metadata, '$.repoId') = 'text' THEN json_extract(metadata, '$.repoId') END) VIRTUAL;
+ALTER TABLE sessions ADD COLUMN agent TEXT GENERATED ALWAYS AS
+	(CASE WHEN json_type(metadata, '$.agent') = 'text' THEN json_extract(metadata, '$.agent') END) VIRTUAL;
+CREATE INDEX sessions_by_repo ON sessions (repo_id, created_at, id);
+CREATE INDEX sessions_by_agent ON sessions (agent, created_at, id);
+DROP VIEW session_heads;
+CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
+`
 
 // migration3 adds the session's title and its derived first prompt (the
 // listing's label when there is no title; sessions.Record.FirstPrompt).

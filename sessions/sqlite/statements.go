@@ -32,15 +32,18 @@ const (
 		pos, pos_end, seq, seq_end, messages, events)
 		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE sid = ?)`
 	// updateSQL's parameters: the view's base, the status, set-summary
-	// and summary, max turns (twice), set-title and title, set-metadata
-	// and metadata, set-first-prompt and first prompt, then sid.
+	// and summary, max turns (twice), set-title and title,
+	// set-first-prompt and first prompt, then sid. The metadata has a
+	// statement of its own (metadataSQL): an UPDATE that names it
+	// rewrites the entries of the indexes on columns computed from it.
 	updateSQL = `UPDATE sessions SET base = ?, status = coalesce(?, status),` + updateLeanSet
 	// updateLeanSQL's parameters are updateSQL's without the base and
 	// the status.
 	updateLeanSQL = `UPDATE sessions SET` + updateLeanSet
 	updateLeanSet = ` summary = iif(?, ?, summary), max_turns = iif(? > 0, ?, max_turns),
-		title = iif(?, ?, title), metadata = iif(?, ?, metadata), first_prompt = iif(?, ?, first_prompt)
+		title = iif(?, ?, title), first_prompt = iif(?, ?, first_prompt)
 		WHERE sid = ?`
+	metadataSQL = `UPDATE sessions SET metadata = ? WHERE sid = ?`
 )
 
 // statementSQL is a statement and its SQL.

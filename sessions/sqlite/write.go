@@ -214,6 +214,11 @@ func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore
 			return nil, err
 		}
 	}
+	if p.Update.SetMetadata {
+		if err := oneRow(tx.ExecContext(ctx, metadataSQL, p.Update.Metadata, h.Row)); err != nil {
+			return nil, err
+		}
+	}
 	return b.insertPlanned(ctx, tx, h, p, base)
 }
 
@@ -235,10 +240,10 @@ func (b *Backend) insertPlanned(ctx context.Context, tx stmter, h *head, p *rows
 func (b *Backend) rowUpdate(h *head, p *rowstore.Plan) (*sql.Stmt, []any) {
 	v, u := p.View, &p.Update
 	indexed := u.Status != nil || v.Base != h.View.Base
-	if !indexed && !u.SetSummary && u.MaxTurns <= 0 && !u.SetTitle && !u.SetMetadata && !u.SetFirstPrompt {
+	if !indexed && !u.SetSummary && u.MaxTurns <= 0 && !u.SetTitle && !u.SetFirstPrompt {
 		return nil, nil
 	}
-	args := []any{u.SetSummary, u.Summary, u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title, u.SetMetadata, u.Metadata,
+	args := []any{u.SetSummary, u.Summary, u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title,
 		u.SetFirstPrompt, u.FirstPrompt, h.Row}
 	if indexed {
 		return b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)

@@ -108,6 +108,12 @@ func SessionFilter(lf sessions.ListFilter) (*Filter, error) {
 	if lf.ParentID != "" {
 		f.where("parent_id = ?", lf.ParentID)
 	}
+	if lf.RepoID != "" {
+		f.where("repo_id = ?", lf.RepoID)
+	}
+	if lf.Agent != "" {
+		f.where("agent = ?", lf.Agent)
+	}
 	if !lf.UpdatedBefore.IsZero() {
 		t, err := EncodeTime(lf.UpdatedBefore)
 		if err != nil {
@@ -145,14 +151,14 @@ type Pager interface {
 // and columns of those rows (the table aliased s) in ListOrder, limit
 // (0: all, which the database writes as noLimit) and offset applied,
 // each scanned into the targets of a new row.
-func listPage[R any](ctx context.Context, p Pager, table, columns string, f *Filter, limit, offset int, noLimit any,
+func listPage[R any](ctx context.Context, p Pager, table, countTable, columns string, f *Filter, limit, offset int, noLimit any,
 	newRow func() (*R, []any)) ([]*R, int, error) {
 	var page any = noLimit
 	if limit > 0 {
 		page = limit
 	}
 	var out []*R
-	total, err := p.ReadPage(ctx, "SELECT count(*) FROM "+table+f.Clause(), f.Args,
+	total, err := p.ReadPage(ctx, "SELECT count(*) FROM "+countTable+f.Clause(), f.Args,
 		"SELECT "+columns+" FROM "+table+" s"+f.Clause()+" ORDER BY "+ListOrder+" LIMIT ? OFFSET ?",
 		append(slices.Clone(f.Args), page, offset),
 		func(scan func(dest ...any) error) error {
@@ -167,13 +173,15 @@ func listPage[R any](ctx context.Context, p Pager, table, columns string, f *Fil
 }
 
 // List is sessions.Backend.List over p, the sessions being in table;
+// countTable is where the matching sessions are counted (a table with
+// the filter's columns that is cheaper to count than table, or table);
 // noLimit is the database's LIMIT for no limit.
-func List(ctx context.Context, p Pager, table string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+func List(ctx context.Context, p Pager, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
 	q, err := SessionFilter(f)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, total, err := listPage(ctx, p, table, fmt.Sprintf(SummaryColumns, table), q, f.Limit, f.Offset, noLimit,
+	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, f.Limit, f.Offset, noLimit,
 		func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)
@@ -190,7 +198,7 @@ func List(ctx context.Context, p Pager, table string, noLimit any, f sessions.Li
 // ListRuns is sessions.RunBackend.ListRuns over p, the runs being in
 // table; noLimit is as for List.
 func ListRuns(ctx context.Context, p Pager, table string, noLimit any, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	rows, total, err := listPage(ctx, p, table, RunColumns, RunFilter(f), f.Limit, f.Offset, noLimit,
+	rows, total, err := listPage(ctx, p, table, table, RunColumns, RunFilter(f), f.Limit, f.Offset, noLimit,
 		func() (*RunRow, []any) { r := &RunRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs: %w", err)
