@@ -48,12 +48,14 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 3)
+// # Schema (version 4)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
 //	                max_turns version title first_prompt, and the current
-//	                view: base base_from base_to own_from length
+//	                view: base base_from base_to own_from length; repo_id
+//	                and agent, generated from the metadata (migration 4,
+//	                indexed: ListFilter.RepoID and .Agent)
 //	skein_views     vid sid base base_from base_to own_from (frozen views)
 //	skein_messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos        key (sid, seq)

@@ -52,12 +52,14 @@
 // itself only when the goroutine has fallen 4,000 pages behind (see
 // checkpoint.go). Closing the last connection checkpoints the rest.
 //
-// # Schema (version 9)
+// # Schema (version 10)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at summary
 //	          metadata (JSON) parent_id branched_at max_turns title
 //	          first_prompt, and base: the frozen view the current view
-//	          rests on (its other numbers are in the newest writes row)
+//	          rests on (its other numbers are in the newest writes row);
+//	          repo_id and agent, computed from the metadata (version 10,
+//	          indexed: ListFilter.RepoID and .Agent)
 //	writes    one row per write (version 9): key (sid << 32 | version the
 //	          write was made on + 2^31), the session's state after it
 //	          (version length base_from base_to own_from turns
