@@ -1,17 +1,9 @@
 package workflow
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"regexp"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"unicode/utf8"
 
-	"github.com/goccy/go-yaml"
+	"github.com/skein-dev/skein/internal/yamlfile"
 )
 
 // Parse reads a workflow file: YAML with the keys Decode accepts. Tabs
@@ -19,16 +11,12 @@ import (
 // accident elsewhere) and duplicate keys are refused; errors give the
 // line.
 func Parse(data []byte) (*Graph, error) {
-	if i := bytes.IndexByte(data, '\t'); i >= 0 {
-		line := bytes.Count(data[:i], []byte("\n")) + 1
-		return nil, fmt.Errorf("line %d: a tab character (indent with spaces; write \\t inside a quoted string)", line)
-	}
 	if err := checkYAMLShape(data); err != nil {
 		return nil, err
 	}
-	var v any
-	if err := yaml.UnmarshalWithOptions(data, &v); err != nil {
-		return nil, fmt.Errorf("%s", yaml.FormatError(err, false, false))
+	v, err := yamlfile.Parse(data)
+	if err != nil {
+		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -41,7 +29,7 @@ func yamlType(v any) string {
 	if v == nil {
 		return "an empty document"
 	}
-	n, err := normalize(v, "file")
+	n, err := yamlfile.Normalize(v, "file")
 	if err != nil {
 		return fmt.Sprintf("%T", v)
 	}
@@ -56,182 +44,5 @@ func yamlType(v any) string {
 // bytes depend on nothing but the specification: Dump is byte-stable
 // (Parse then Dump of Dump's output gives the same bytes).
 func Dump(g *Graph) []byte {
-	var e emitter
-	e.entries(g.spec, 0, false)
-	return e.buf.Bytes()
-}
-
-type emitter struct{ buf bytes.Buffer }
-
-func (e *emitter) indent(n int) {
-	for i := 0; i < n; i++ {
-		e.buf.WriteByte(' ')
-	}
-}
-
-// entries writes a map's entries at column indent, keys sorted; with
-// inline the first entry continues the current line ("- key: v").
-func (e *emitter) entries(m map[string]any, indent int, inline bool) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for i, k := range keys {
-		if i > 0 || !inline {
-			e.indent(indent)
-		}
-		if plainString(k) {
-			e.buf.WriteString(k)
-		} else {
-			e.quoted(k)
-		}
-		e.buf.WriteByte(':')
-		e.value(m[k], indent)
-	}
-}
-
-// items writes a list's items at column indent; with inline the first
-// item continues the current line ("- - v").
-func (e *emitter) items(l []any, indent int, inline bool) {
-	for i, x := range l {
-		if i > 0 || !inline {
-			e.indent(indent)
-		}
-		e.buf.WriteByte('-')
-		switch x := x.(type) {
-		case map[string]any:
-			if len(x) > 0 {
-				e.buf.WriteByte(' ')
-				e.entries(x, indent+2, true)
-				continue
-			}
-		case []any:
-			if len(x) > 0 {
-				e.buf.WriteByte(' ')
-				e.items(x, indent+2, true)
-				continue
-			}
-		}
-		e.value(x, indent)
-	}
-}
-
-// value writes v after a "key:" or "-" at column indent, through the end
-// of its last line.
-func (e *emitter) value(v any, indent int) {
-	switch v := v.(type) {
-	case map[string]any:
-		if len(v) == 0 {
-			e.buf.WriteString(" {}\n")
-			return
-		}
-		e.buf.WriteByte('\n')
-		e.entries(v, indent+2, false)
-		return
-	case []any:
-		if len(v) == 0 {
-			e.buf.WriteString(" []\n")
-			return
-		}
-		e.buf.WriteByte('\n')
-		e.items(v, indent+2, false)
-		return
-	}
-	e.buf.WriteByte(' ')
-	switch v := v.(type) {
-	case nil:
-		e.buf.WriteString("null")
-	case bool:
-		e.buf.WriteString(strconv.FormatBool(v))
-	case int64:
-		e.buf.WriteString(strconv.FormatInt(v, 10))
-	case float64:
-		s := strconv.FormatFloat(v, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		e.buf.WriteString(s)
-	case string:
-		switch {
-		case plainString(v):
-			e.buf.WriteString(v)
-		case literalSafe(v):
-			e.literal(v, indent+2)
-			return
-		default:
-			e.quoted(v)
-		}
-	}
-	e.buf.WriteByte('\n')
-}
-
-// literal writes a multi-line string as a literal block whose lines are
-// at column indent.
-func (e *emitter) literal(s string, indent int) {
-	body := strings.TrimRight(s, "\n")
-	switch trailing := len(s) - len(body); {
-	case trailing == 0:
-		e.buf.WriteString("|-\n")
-	case trailing == 1:
-		e.buf.WriteString("|\n")
-	default:
-		e.buf.WriteString("|+\n")
-	}
-	for _, line := range strings.Split(s[:len(s)-min(1, len(s)-len(body))], "\n") {
-		if line != "" {
-			e.indent(indent)
-			e.buf.WriteString(line)
-		}
-		e.buf.WriteByte('\n')
-	}
-}
-
-// quoted writes s double-quoted with JSON escapes, which YAML reads back
-// unchanged.
-func (e *emitter) quoted(s string) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	e.buf.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-}
-
-// plain matches strings that read back as the same string when written
-// without quotes, given the checks in plainString.
-var plain = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^[A-Za-z_/][A-Za-z0-9 _./(){}\[\]<>=!&|"',+*?@$%^~;:#-]*$`)
-})
-
-// plainString reports whether s can be written without quotes.
-func plainString(s string) bool {
-	if !plain().MatchString(s) || strings.Contains(s, ": ") || strings.Contains(s, " #") ||
-		strings.HasSuffix(s, ":") || strings.HasSuffix(s, " ") {
-		return false
-	}
-	switch strings.ToLower(s) {
-	case "true", "false", "yes", "no", "on", "off", "y", "n", "null":
-		return false
-	}
-	return true
-}
-
-// literalSafe reports whether a multi-line string reads back unchanged
-// from a literal block: no control characters or Unicode line breaks, no
-// line with trailing spaces, no leading space or newline.
-func literalSafe(s string) bool {
-	if !strings.Contains(s, "\n") || !utf8.ValidString(s) || strings.HasPrefix(s, " ") || strings.HasPrefix(s, "\n") {
-		return false
-	}
-	for _, r := range s {
-		if r != '\n' && (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfeff) {
-			return false
-		}
-	}
-	for _, line := range strings.Split(s, "\n") {
-		if strings.HasSuffix(line, " ") {
-			return false
-		}
-	}
-	return true
+	return yamlfile.Dump(g.spec)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/expr-lang/expr/vm"
 	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/internal/yamlfile"
 	"github.com/skein-dev/skein/llm/schema"
 )
 
@@ -120,7 +121,7 @@ var topKeys = []string{"edges", "entry", "metadata", "name", "nodes"}
 // integers, floats, string, []any, map[string]any). Errors name the node
 // or edge at fault and never the caller; callers prefix their own name.
 func Decode(spec map[string]any) (*Graph, error) {
-	norm, err := normalize(spec, "graph")
+	norm, err := yamlfile.Normalize(spec, "graph")
 	if err != nil {
 		return nil, err
 	}
@@ -315,62 +316,4 @@ func typeName(v any) string {
 		return "map"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-// normalize copies a JSON-like value into the canonical form: int64
-// integers, float64 floats, []any lists and map[string]any maps.
-func normalize(v any, path string) (any, error) {
-	switch v := v.(type) {
-	case nil, bool, string, int64, float64:
-		return v, nil
-	case int:
-		return int64(v), nil
-	case int32:
-		return int64(v), nil
-	case uint64:
-		if v > 1<<63-1 {
-			return nil, fmt.Errorf("%s: integer %d is too large", path, v)
-		}
-		return int64(v), nil
-	case uint32:
-		return int64(v), nil
-	case float32:
-		return float64(v), nil
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i, nil
-		}
-		f, err := v.Float64()
-		if err != nil {
-			return nil, fmt.Errorf("%s: bad number %s", path, v)
-		}
-		return f, nil
-	case []string:
-		out := make([]any, len(v))
-		for i, s := range v {
-			out[i] = s
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			n, err := normalize(x, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			out[i] = n
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			n, err := normalize(x, path+"."+k)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = n
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%s: unsupported value of type %T", path, v)
 }

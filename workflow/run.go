@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skein-dev/skein/internal/yamlfile"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/telemetry"
 )
@@ -226,7 +227,7 @@ func (e *engine) start(ctx context.Context) (bool, error) {
 		}
 		e.RunID = e.NewID()
 	}
-	vars, err := normalize(e.Vars, "vars")
+	vars, err := yamlfile.Normalize(e.Vars, "vars")
 	if err != nil {
 		return false, err
 	}
@@ -291,7 +292,7 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 			step.Status = StageDone
 		}
 		if len(res.Vars) > 0 {
-			v, nerr := normalize(res.Vars, "vars")
+			v, nerr := yamlfile.Normalize(res.Vars, "vars")
 			if nerr == nil {
 				_, nerr = json.Marshal(v)
 			}
