@@ -29,9 +29,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
@@ -224,6 +226,13 @@ type Config struct {
 	// StatusBudgetExhausted and a cost_limit event. A capped budget needs
 	// the price of the model: without it the loop fails before any call.
 	Budgets []*llm.Budget
+	// Approve names the tools that run only when Approval accepts the
+	// call (an agent's approve list).
+	Approve []string
+	// Approval decides a call of a tool in Approve: true runs it; false
+	// (or no Approval) makes its result the error "the call was not
+	// approved". An error stops the loop.
+	Approval func(tool string, args map[string]any) (bool, error)
 	// Output, if set, asks for structured output and validates the final
 	// reply (see Output).
 	Output *Output
@@ -326,6 +335,11 @@ type loop struct {
 	texts    []string
 	nudges   int
 	reply    *llm.Response // the last reply (Call)
+	// toolNames, toolTokens and systemTokens are what every turn_start
+	// records of the request (built on the first turn).
+	toolNames    []any
+	toolTokens   int
+	systemTokens int
 	// specs and chain are the tools' specs and the counted provider chain
 	// of every model call, built on the first.
 	specs []llm.ToolSpec
@@ -695,7 +709,11 @@ func (l *loop) run() error {
 		}
 		l.res.Iterations++
 		iteration := int64(l.res.Iterations)
-		if err := l.event(EventTurnStart, map[string]any{"iteration": iteration}); err != nil {
+		start, err := l.turnStart(iteration)
+		if err != nil {
+			return err
+		}
+		if err := l.event(EventTurnStart, start); err != nil {
 			return err
 		}
 		resp, err := l.call(contextFull)
@@ -863,6 +881,7 @@ func (l *loop) call(contextFull bool) (*llm.Response, error) {
 	}
 	retry := cfg.Retry
 	retry.OnRetry = l.onRetry
+	retry.OnFallback = l.onFallback
 	if err := l.setState(StateLLMGenerating, nil); err != nil {
 		return nil, err
 	}
@@ -914,6 +933,18 @@ func (l *loop) onRetry(attempt int, e *llm.Error, wait time.Duration) {
 	if l.emitErr == nil { // delivered at once: the wait may be long
 		l.emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventLLMRetry, map[string]any{"attempt": int64(attempt), "provider": e.Provider,
 			"category": string(e.Category), "message": e.Message, "wait_ms": wait.Milliseconds()})}})
+	}
+}
+
+// EventFallback records that a model call moved on to the next model of
+// its chain: {from, to, reason}, from and to as "provider/model", reason
+// the category of the error that ended the previous one.
+const EventFallback = "fallback"
+
+// onFallback records a move to the next model of the chain.
+func (l *loop) onFallback(from, to string, reason llm.Category) {
+	if l.emitErr == nil {
+		l.emitErr = l.write(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventFallback, map[string]any{"from": from, "to": to, "reason": string(reason)})}})
 	}
 }
 
@@ -1143,9 +1174,72 @@ func (l *loop) invoke(ctx context.Context, call sessions.ToolCall) (string, []se
 			return "", nil, &badCall{fmt.Sprintf("invalid arguments for tool %s: %v", call.Name, err)}
 		}
 	}
+	if slices.Contains(l.cfg.Approve, call.Name) {
+		if err := l.approve(call); err != nil {
+			return "", nil, err
+		}
+	}
 	if ct, ok := tool.(ContentTool); ok {
 		return l.runContent(ctx, ct, call)
 	}
 	out, err := tool.Run(ctx, call)
 	return out, nil, err
+}
+
+// turnStart is a turn_start event's data: the iteration, and what the
+// request will carry: system (the system prompt sent), tools (their
+// names) and estimated_tokens (messages, system prompt and tool specs),
+// so a log shows exactly what the model saw.
+func (l *loop) turnStart(iteration int64) (map[string]any, error) {
+	if l.toolNames == nil {
+		l.toolNames = make([]any, len(l.cfg.Tools))
+		l.toolTokens = 0
+		for i, t := range l.cfg.Tools {
+			spec := t.Spec()
+			l.toolNames[i] = spec.Name
+			l.toolTokens += compact.EstimateText(spec.Name) + compact.EstimateText(spec.Description) + schemaTokens(spec.Parameters)
+		}
+		l.systemTokens = compact.EstimateText(l.cfg.System)
+	}
+	msgs, err := l.cfg.Store.Messages(l.ctx, l.cfg.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"iteration": iteration, "system": l.cfg.System, "tools": l.toolNames,
+		"estimated_tokens": int64(l.estimate(msgs) + l.systemTokens + l.toolTokens)}, nil
+}
+
+// schemaTokens estimates a tool schema's tokens from its JSON.
+func schemaTokens(schema map[string]any) int {
+	b, err := jsonvalue.Encode(schema)
+	if err != nil {
+		return 0
+	}
+	return compact.EstimateText(string(b))
+}
+
+// EventApproval records the approval asked for a tool named in
+// Config.Approve: {tool, approved}.
+const EventApproval = "approval"
+
+// approve asks Config.Approval about a call of a tool that needs
+// approval (no callback refuses) and logs the answer; a refusal is the
+// call's error result "NAME: the call was not approved".
+func (l *loop) approve(call sessions.ToolCall) error {
+	ok := false
+	if l.cfg.Approval != nil {
+		var err error
+		if ok, err = l.cfg.Approval(call.Name, call.Arguments); err != nil {
+			return &ToolError{Err: err, Fatal: true}
+		}
+	}
+	ev := sessions.NewEvent(EventApproval, map[string]any{"tool": call.Name, "approved": ok})
+	ev.CorrID = call.ID
+	if err := l.stage(&sessions.Change{Events: []sessions.Event{ev}}); err != nil {
+		return &ToolError{Err: err, Fatal: true}
+	}
+	if !ok {
+		return &ToolError{Err: &RefusedError{Action: "call " + call.Name, Rule: "approve", Err: fmt.Errorf("%s: the call was not approved", call.Name)}}
+	}
+	return nil
 }

@@ -64,6 +64,8 @@ var loopRows = []Option{
 		Doc: "`report`: a failing tool's error becomes a result the model sees; `raise`: it stops the loop with the error."},
 	{Name: "post_turn_callback", Kind: KindCallable, Script: true, Params: []string{"info"},
 		Doc: "`fn(info)` after every turn; returns None, a bool (stop), a string (feedback) or `{stop, feedback}`."},
+	{Name: "approve", Kind: KindCallable, Script: true, Params: []string{"tool", "args"}, DefaultDoc: "the run's (`--approve`; refuse)",
+		Doc: "`fn(tool, args) -> bool` decides each call of a tool a bound agent lists in `approve`; a refusal is the tool error \"the call was not approved\"."},
 	{Name: "workspace", Kind: KindHost, Type: "workspace_policy", Script: true, DefaultDoc: "the run's",
 		Doc: "A narrower workspace (`workspace_policy(...)`) for the loop's tools and callbacks."},
 	{Name: "compaction", Kind: KindStringOrDict, Default: "auto",

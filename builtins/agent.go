@@ -162,13 +162,50 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 // o.fn.
 func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *options) (*agent.Result, error) {
 	fn := o.fn
+	st, err := stateOf(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	var b *binding
+	if id := o.string("session_id"); id != "" {
+		if b, err = bindingOf(vm.ContextOf(thread), st, id); err != nil {
+			return nil, fail(fn, err)
+		}
+	}
+	if b != nil && b.def != nil {
+		// a bound session runs its agent
+		id := o.string("session_id")
+		if system, err = boundSystem(fn, id, b, system); err != nil {
+			return nil, err
+		}
+		if prompt, err = boundPrompt(fn, b, prompt); err != nil {
+			return nil, err
+		}
+		if o, err = boundOptions(thread, st, o, b, id); err != nil {
+			return nil, err
+		}
+	}
+	return runLoopWith(thread, st, prompt, system, o, b)
+}
+
+// runLoopWith runs a loop of options o on a session of binding b (nil:
+// unbound): the context's working directory and tier narrow the
+// workspace; a bound agent's approve list and fallback chain apply.
+func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system starlark.Value, o *options, b *binding) (*agent.Result, error) {
+	fn := o.fn
 	c, err := parseCallOptions(o)
 	if err != nil {
 		return nil, err
 	}
-	st, err := stateOf(thread, fn)
-	if err != nil {
-		return nil, err
+	if b != nil {
+		policy, err := contextPolicy(thread, fn, b.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if policy != nil {
+			restore := vm.WithWorkspace(thread, policy)
+			defer restore()
+		}
 	}
 	depth, err := loopDepth(thread, fn)
 	if err != nil {
@@ -207,8 +244,13 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 			return callPostTurn(thread, fn, postTurn, info)
 		}
 	}
+	if b != nil && b.def != nil {
+		cfg.Approve = b.def.Approve
+		cfg.Retry.FallbackTransientOnly = true
+		cfg.Approval = approvalFunc(thread, fn, st, o.callable("approve"))
+	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
-		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations, depth: depth, budgets: cfg.Budgets}
+		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations, depth: depth, budgets: cfg.Budgets, bound: b}
 	cfg.NestedIterations = func() int { return frame.childIterations }
 	emit := cfg.Hooks.Emit
 	cfg.Hooks.Emit = func(e sessions.Event) error {
@@ -225,6 +267,26 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 		return nil, fail(fn, err)
 	}
 	return res, nil
+}
+
+// approvalFunc decides calls of tools a bound agent lists in approve:
+// the loop's approve callback, else the run's (--approve), else none
+// (every such call is refused).
+func approvalFunc(thread *starlark.Thread, fn string, st *vm.State, cb starlark.Callable) func(string, map[string]any) (bool, error) {
+	if cb == nil {
+		return st.Approve
+	}
+	return func(tool string, args map[string]any) (bool, error) {
+		v, err := starlark.Call(thread, cb, starlark.Tuple{starlark.String(tool), vm.ToStarlark(args)}, nil)
+		if err != nil {
+			return false, err
+		}
+		ok, isBool := v.(starlark.Bool)
+		if !isBool {
+			return false, fmt.Errorf("%s: approve returned %s, want bool", fn, v.Type())
+		}
+		return bool(ok), nil
+	}
 }
 
 func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info agent.TurnInfo) (agent.PostTurn, error) {

@@ -41,7 +41,7 @@ type Spec struct {
 // Specs returns every builtin, grouped by area in reference order.
 func Specs() []Spec {
 	var all []Spec
-	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mcpSpecs(), mockSpecs(), controlSpecs(), workspaceSpecs(), workflowSpecs(), spawnSpecs(), evalSpecs()} {
+	for _, area := range [][]Spec{sessionSpecs(), compactSpecs(), agentSpecs(), mcpSpecs(), mockSpecs(), controlSpecs(), workspaceSpecs(), workflowSpecs(), spawnSpecs(), evalSpecs(), agentDefSpecs()} {
 		all = append(all, area...)
 	}
 	return all

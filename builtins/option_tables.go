@@ -54,5 +54,5 @@ var mockTable = sync.OnceValue(func() *agent.Table {
 
 // optionTables lists every option table in reference order.
 func optionTables() []*agent.Table {
-	return []*agent.Table{agent.CallOptions(), agent.LoopOptions(), spawnTable(), agent.CompactionOptions(), agent.ThinkingOptions(), agent.FallbackOptions(), postTurnTable(), summaryTable(), mockTable()}
+	return []*agent.Table{agent.CallOptions(), agent.LoopOptions(), spawnTable(), agent.FileOptions(), agent.CompactionOptions(), agent.ThinkingOptions(), agent.FallbackOptions(), postTurnTable(), summaryTable(), mockTable()}
 }

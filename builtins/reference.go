@@ -61,4 +61,11 @@ func writeOptionTable(b *strings.Builder, t *agent.Table) {
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.Name, typ, r.DefaultText(), strings.ReplaceAll(r.Doc, "|", "\\|"))
 	}
+	if !header && t.Base != nil && len(t.Rows()) < len(t.Base.Rows()) {
+		names := make([]string, len(t.Rows()))
+		for i, r := range t.Rows() {
+			names[i] = "`" + r.Name + "`"
+		}
+		fmt.Fprintf(b, "\nThey are: %s.\n", strings.Join(names, ", "))
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
@@ -35,8 +36,8 @@ import (
 func sessionSpecs() []Spec {
 	const area = "Sessions"
 	return []Spec{
-		{"agent_session_open", "(id=None, max_turns=None, title=None, metadata=None) -> str", "Open (resume or create) a session; None mints a UUIDv7 id. title and metadata are set on create, merged in on resume.", area, sessionOpen},
-		{"agent_session_update", "(id, title=None, metadata=None) -> None", "Set the session's title and merge keys into its metadata.", area, sessionUpdate},
+		{"agent_session_open", "(id=None, max_turns=None, title=None, metadata=None, agent=None, context=None) -> str", "Open (resume or create) a session; None mints a UUIDv7 id. title and metadata are set on create, merged in on resume; agent binds a new session to an agent for good (its frozen snapshot is stored), context sets its session context.", area, sessionOpen},
+		{"agent_session_update", "(id, title=None, metadata=None, context=None) -> None", "Set the session's title, merge keys into its metadata, replace its session context.", area, sessionUpdate},
 		{"agent_session_exists", "(id) -> bool", "Whether a session is live or stored.", area, sessionExists},
 		{"agent_session_length", "(id) -> int", "The session's message count.", area, sessionLength},
 		{"agent_session_snapshot", "(id) -> dict or None", "A deep, mutable copy of the session (None for an unknown id).", area, sessionSnapshot},
@@ -120,12 +121,13 @@ func sessionInfo(fn string, titleV, metaV starlark.Value) (sessions.Info, error)
 		}
 		info.Metadata = m.(map[string]any)
 	}
-	return info, nil
+	return info, checkReservedMetadata(fn, info)
 }
 
 func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var idv, maxTurnsV, titleV, metaV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id?", &idv, "max_turns?", &maxTurnsV, "title?", &titleV, "metadata?", &metaV); err != nil {
+	var idv, maxTurnsV, titleV, metaV, agentV, contextV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id?", &idv, "max_turns?", &maxTurnsV, "title?", &titleV, "metadata?", &metaV,
+		"agent?", &agentV, "context?", &contextV); err != nil {
 		return nil, err
 	}
 	id, given, err := optionalID(b.Name(), "id", idv)
@@ -148,6 +150,18 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		}
 		maxTurns = int(n) // 0: the VM's default, as for None
 	}
+	var def *agent.Definition
+	switch v := agentV.(type) {
+	case starlark.NoneType:
+	case *Agent:
+		def = v.def
+	default:
+		return nil, fmt.Errorf("%s: for parameter agent: got %s, want agent or None", b.Name(), agentV.Type())
+	}
+	sc, err := contextArg(thread, b.Name(), contextV)
+	if err != nil {
+		return nil, err
+	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
 		return nil, err
@@ -155,21 +169,61 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if !given {
 		id = st.NewID()
 	}
-	if _, err := st.Store.OpenWith(vm.ContextOf(thread), id, sessions.OpenOptions{MaxTurns: maxTurns, Info: info}); err != nil {
+	ctx := vm.ContextOf(thread)
+	if def != nil || sc != nil {
+		// checked before anything is written: a refused open stores nothing
+		exists, err := st.Store.Exists(ctx, id)
+		if err != nil {
+			return nil, fail(b.Name(), err)
+		}
+		if exists {
+			existing, err := bindingOf(ctx, st, id)
+			if err != nil {
+				return nil, fail(b.Name(), err)
+			}
+			if err := checkRebind(b.Name(), id, existing, def); err != nil {
+				return nil, err
+			}
+			if sc != nil {
+				// a new context for a resumed session, as agent_session_update
+				info.Metadata = sessions.MergeMetadata(info.Metadata, map[string]any{metaContext: sc.Map()})
+			}
+		} else {
+			info.Metadata = sessions.MergeMetadata(info.Metadata, bindMetadata(def, sc))
+		}
+	}
+	opened, err := st.Store.OpenWith(ctx, id, sessions.OpenOptions{MaxTurns: maxTurns, Info: info})
+	if err != nil {
 		return nil, fail(b.Name(), err)
+	}
+	if opened.Created && (def != nil || sc != nil) {
+		events, err := st.Store.Apply(ctx, id, &sessions.Change{Events: []sessions.Event{startedEvent(def, sc)}})
+		if err != nil {
+			return nil, fail(b.Name(), err)
+		}
+		if err := deliver(thread, st.Store, events); err != nil {
+			return nil, err
+		}
 	}
 	return starlark.String(id), nil
 }
 
 func sessionUpdate(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var id string
-	var titleV, metaV starlark.Value = starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "title?", &titleV, "metadata?", &metaV); err != nil {
+	var titleV, metaV, contextV starlark.Value = starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "id", &id, "title?", &titleV, "metadata?", &metaV, "context?", &contextV); err != nil {
 		return nil, err
 	}
 	info, err := sessionInfo(b.Name(), titleV, metaV)
 	if err != nil {
 		return nil, err
+	}
+	sc, err := contextArg(thread, b.Name(), contextV)
+	if err != nil {
+		return nil, err
+	}
+	if sc != nil {
+		info.Metadata = sessions.MergeMetadata(info.Metadata, map[string]any{metaContext: sc.Map()})
 	}
 	st, err := stateOf(thread, b.Name())
 	if err != nil {
@@ -453,6 +507,9 @@ type loopFrame struct {
 	childIterations int
 	depth           int           // 1 for a top-level loop
 	budgets         []*llm.Budget // the cost budgets its calls count against
+	// bound is the session's binding (nil: none): spawn_subagent finds
+	// the agent's specialists and the context its children inherit here.
+	bound *binding
 }
 
 // currentLoop returns the innermost running agent loop.

@@ -2,7 +2,7 @@ package builtins
 
 // Sub-agents (docs/workflows.md, "Sub-agents: agent_spawn").
 //
-//	agent_spawn(task, tools=None, carry="fork", system=None, max_iterations=None, **options) -> dict
+//	agent_spawn(task, tools=None, carry="fork", system=None, max_iterations=None, agent=None, **options) -> dict
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 
 func spawnSpecs() []Spec {
 	return []Spec{
-		{"agent_spawn", "(task, tools=None, carry=\"fork\", system=None, max_iterations=None, **options) -> dict",
+		{"agent_spawn", "(task, tools=None, carry=\"fork\", system=None, max_iterations=None, agent=None, **options) -> dict",
 			"Run a sub-agent loop from inside a running loop (a tool, a callback) on a child session; returns its agent_loop result.",
 			"Agents", agentSpawn},
 	}
@@ -36,11 +36,17 @@ const (
 
 func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	fn := b.Name()
-	named, rest := splitKwargs(kwargs, "task", "tools", "carry", "system", "max_iterations")
-	var task, carry string = "", "fork"
-	var tools, system, maxIter starlark.Value = starlark.None, starlark.None, starlark.None
-	if err := starlark.UnpackArgs(fn, args, named, "task", &task, "tools?", &tools, "carry?", &carry, "system?", &system, "max_iterations?", &maxIter); err != nil {
+	named, rest := splitKwargs(kwargs, "task", "tools", "carry", "system", "max_iterations", "agent")
+	var task, carry string = "", ""
+	var tools, system, maxIter, agentV starlark.Value = starlark.None, starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(fn, args, named, "task", &task, "tools?", &tools, "carry?", &carry, "system?", &system, "max_iterations?", &maxIter, "agent?", &agentV); err != nil {
 		return nil, err
+	}
+	if carry == "" {
+		carry = "fork"
+		if agentV != starlark.None {
+			carry = "reset" // another agent starts from its own prompt
+		}
 	}
 	if strings.TrimSpace(task) == "" {
 		return nil, fmt.Errorf("%s: task is empty: the child's user message needs text", fn)
@@ -85,6 +91,20 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 	}
 	if budget, err = childBudget(fn, parent, budget); err != nil {
 		return nil, err
+	}
+	if agentV != starlark.None {
+		def, err := spawnDefinition(fn, parent, agentV)
+		if err != nil {
+			return nil, err
+		}
+		if tools != starlark.None || system != starlark.None {
+			return nil, fmt.Errorf("%s: with agent=, the agent decides the child's tools and system prompt", fn)
+		}
+		res, err := spawnAgent(thread, fn, parent, def, task, carry, budget, o)
+		if err != nil {
+			return nil, err
+		}
+		return resultToStarlark(res), nil
 	}
 	ctx := vm.ContextOf(thread)
 	child, err := childSession(thread, st, fn, parent, carry)
@@ -134,6 +154,29 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		return nil, err
 	}
 	return resultToStarlark(res), nil
+}
+
+// spawnDefinition is the agent agent_spawn(agent=) runs: an agent value,
+// or the name of a specialist of the running loop's bound agent.
+func spawnDefinition(fn string, parent *loopFrame, v starlark.Value) (*agent.Definition, error) {
+	switch v := v.(type) {
+	case *Agent:
+		return v.def, nil
+	case starlark.String:
+		if parent.bound == nil || parent.bound.def == nil {
+			return nil, fmt.Errorf("%s: agent '%s': the current session is not bound to an agent with specialists (pass an agent value)", fn, string(v))
+		}
+		d := parent.bound.def
+		if s := d.Specialist(string(v)); s != nil {
+			return s, nil
+		}
+		names := make([]string, len(d.Specialists))
+		for i, s := range d.Specialists {
+			names[i] = s.Name
+		}
+		return nil, fmt.Errorf("%s: agent '%s' is not a specialist of agent '%s' (its specialists: %s)", fn, string(v), d.Name, strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("%s: for parameter agent: got %s, want agent or string", fn, v.Type())
 }
 
 // childOptions are the options of a child's loop: those given to

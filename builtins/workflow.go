@@ -293,7 +293,7 @@ func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Gra
 			g.tools[name] = list
 		}
 		if n.Mode == workflow.ModeFn {
-			c, err := loadFn(st, path, n.Fn)
+			c, err := loadFn(st, path, n.Fn, "ctx")
 			if err != nil {
 				return nil, fmt.Errorf("%s: fn: %v", where, err)
 			}
@@ -328,8 +328,8 @@ func ModuleTools(st *vm.State, from, file string) (map[string]starlark.Value, er
 }
 
 // loadFn loads "file.star:function", the file relative to from's
-// directory.
-func loadFn(st *vm.State, from, ref string) (starlark.Callable, error) {
+// directory; a function that cannot take params is refused.
+func loadFn(st *vm.State, from, ref string, params ...string) (starlark.Callable, error) {
 	file, name, ok := strings.Cut(ref, ":")
 	if !ok || file == "" || name == "" {
 		return nil, fmt.Errorf("'%s' is not file.star:function", ref)
@@ -345,7 +345,7 @@ func loadFn(st *vm.State, from, ref string) (starlark.Callable, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s defines no function '%s'", file, name)
 	}
-	if err := vm.CheckArity(c, "ctx"); err != nil {
+	if err := vm.CheckArity(c, params...); err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	return c, nil

@@ -55,3 +55,33 @@ func TestRetrying(t *testing.T) {
 		t.Fatalf("Complete = %v, %v; Name %s", resp, err, r.Name())
 	}
 }
+
+// providerFunc is a provider named "func" answering with f.
+type providerFunc func(ctx context.Context, req *Request) (*Response, error)
+
+func (f providerFunc) Name() string { return "func" }
+func (f providerFunc) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return f(ctx, req)
+}
+
+func TestFallbackTransientOnly(t *testing.T) {
+	fail := func(cat Category) Provider {
+		return providerFunc(func(ctx context.Context, req *Request) (*Response, error) {
+			return nil, &Error{Provider: "p", Category: cat, Message: "x"}
+		})
+	}
+	ok := providerFunc(func(ctx context.Context, req *Request) (*Response, error) { return &Response{Text: "ok"}, nil })
+	var moves []string
+	policy := RetryPolicy{FallbackTransientOnly: true, OnFallback: func(from, to string, reason Category) {
+		moves = append(moves, from+" -> "+to+" ("+string(reason)+")")
+	}}
+	resp, err := Fallback(context.Background(), []Target{{Provider: fail(ServerError), Model: "a"}, {Provider: ok, Model: "b"}}, policy, &Request{})
+	if err != nil || resp.Text != "ok" || len(moves) != 1 || moves[0] != "func/a -> func/b (server_error)" {
+		t.Errorf("server error: %v %v %v", resp, err, moves)
+	}
+	moves = nil
+	_, err = Fallback(context.Background(), []Target{{Provider: fail(Auth), Model: "a"}, {Provider: ok, Model: "b"}}, policy, &Request{})
+	if e, isErr := AsError(err); !isErr || e.Category != Auth || len(moves) != 0 {
+		t.Errorf("auth: %v %v", err, moves)
+	}
+}

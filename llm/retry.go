@@ -40,6 +40,15 @@ type RetryPolicy struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnRetry, if set, is told about each retry before its wait.
 	OnRetry func(attempt int, err *Error, wait time.Duration)
+	// OnFallback, if set, is told when Fallback moves on to the next
+	// target: from and to as "provider/model", reason the category of the
+	// error that ended the previous one ("" when it was not an *Error).
+	OnFallback func(from, to string, reason Category)
+	// FallbackTransientOnly makes Fallback move on only after a transient
+	// error (rate_limit, overloaded, server_error, timeout, network): an
+	// auth, invalid_request or context_length error ends the call. An
+	// agent's fallback_chain works this way.
+	FallbackTransientOnly bool
 }
 
 // Delay returns the wait before retry number attempt (1-based) after err.
@@ -125,11 +134,21 @@ func Fallback(ctx context.Context, chain []Target, policy RetryPolicy, req *Requ
 	}
 	var failures []string
 	var last error
-	for _, t := range chain {
+	var from string
+	for i, t := range chain {
 		r := *req
 		if t.Model != "" {
 			r.Model = t.Model
 		}
+		if i > 0 && policy.OnFallback != nil {
+			e, _ := AsError(last)
+			var reason Category
+			if e != nil {
+				reason = e.Category
+			}
+			policy.OnFallback(from, t.Provider.Name()+"/"+r.Model, reason)
+		}
+		from = t.Provider.Name() + "/" + r.Model
 		resp, err := policy.Call(ctx, func() (*Response, error) { return t.Provider.Complete(ctx, &r) })
 		if err == nil {
 			if resp.Provider == "" {
@@ -143,8 +162,16 @@ func Fallback(ctx context.Context, chain []Target, policy RetryPolicy, req *Requ
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if e, ok := AsError(err); ok && e.Category == ContextLength {
+		e, ok := AsError(err)
+		if ok && e.Category == ContextLength {
 			return nil, err
+		}
+		if policy.FallbackTransientOnly && (!ok || !e.Category.Transient()) {
+			// an error the next model would not fix: no fallback
+			if len(failures) == 0 {
+				return nil, err
+			}
+			return nil, &ChainError{Attempts: append(failures, err.Error()), Last: err}
 		}
 		last = err
 		failures = append(failures, err.Error())

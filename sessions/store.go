@@ -469,6 +469,22 @@ func (s *Store) Snapshot(ctx context.Context, id string) (*Record, error) {
 	return rec, nil
 }
 
+// Metadata returns the session's metadata (nil when it has none) without
+// refreshing recency: a read. The caller must not modify it (a change
+// replaces the map, it never edits it).
+func (s *Store) Metadata(ctx context.Context, id string) (map[string]any, error) {
+	sess, rec, err := s.peek(ctx, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if sess != nil {
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		return sess.rec.Metadata, nil
+	}
+	return rec.Metadata, nil
+}
+
 // ReadMessages returns the session's current messages, without its event
 // log (which a live session does not hold: see shed) and without
 // refreshing recency: a read. The caller must not modify them.

@@ -72,6 +72,10 @@ type Options struct {
 	// built-in agent tools (default: Root, fs scope sandboxed, no
 	// commands, no network).
 	Workspace *workspace.Policy
+	// Approve decides a call of a tool a bound agent lists in approve
+	// when the loop has no approve callback of its own (`--approve`;
+	// default: every such call is refused).
+	Approve func(tool string, args map[string]any) (bool, error)
 }
 
 // State is one VM: everything per-VM that builtins reach through the
@@ -95,6 +99,8 @@ type State struct {
 	// MCP holds the MCP servers started for agent files' mcp_servers,
 	// once each for the run; Close closes them.
 	MCP *mcp.Pool
+	// Approve is Options.Approve (nil: refuse).
+	Approve func(tool string, args map[string]any) (bool, error)
 
 	predeclared starlark.StringDict
 	loader      *loader
@@ -113,7 +119,7 @@ func New(opts Options) (*State, error) {
 	s := &State{
 		Clock: opts.Clock, NewID: opts.NewID, Stdout: opts.Stdout, Stderr: opts.Stderr,
 		MaxSteps: opts.MaxSteps, MaxTurns: opts.MaxTurns, Args: opts.Args, Root: opts.Root,
-		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, Workspace: opts.Workspace, ctx: context.Background(),
+		Store: opts.Store, LLM: opts.LLM, Mock: opts.Mock, Workspace: opts.Workspace, Approve: opts.Approve, ctx: context.Background(),
 	}
 	if s.LLM == nil {
 		s.LLM = &llm.Settings{Getenv: os.Getenv}

@@ -137,6 +137,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 	}{
 		{"Durable", testDurableFlag},
 		{"Reopen", testReopen},
+		{"BoundReopen", testBoundReopen},
 		{"TwoHandles", testTwoHandles},
 		{"TwoHandlesRace", testTwoHandlesRace},
 		{"RunsReopen", testRunsReopen},
