@@ -19,11 +19,14 @@ import (
 	"github.com/skein-dev/skein/workspace"
 )
 
-// Metadata keys of a bound session: the agent's frozen snapshot and the
-// session context. Scripts set them only through agent= and context=.
+// Metadata keys of a bound session: the agent's name (the key skein
+// serve files and filters sessions by), its frozen snapshot and the
+// session context. Scripts set the snapshot and the context only through
+// agent= and context=.
 const (
-	metaAgent   = "agent"
-	metaContext = "session_context"
+	metaAgentName = "agent"
+	metaAgent     = "agent_snapshot"
+	metaContext   = "session_context"
 )
 
 // checkReservedMetadata refuses metadata= setting the keys binding owns.
@@ -97,7 +100,13 @@ func contextArg(thread *starlark.Thread, fn string, v starlark.Value) (*agent.Se
 	if err != nil {
 		return nil, fmt.Errorf("%s: a secret cannot be part of a session context (%v)", fn, err)
 	}
-	c, err := agent.ParseContext(x.(map[string]any))
+	return contextFromData(thread, fn, x.(map[string]any))
+}
+
+// contextFromData reads a context from data (a context= dict, a
+// --context file, an HTTP body) with contextArg's checks.
+func contextFromData(thread *starlark.Thread, fn string, m map[string]any) (*agent.SessionContext, error) {
+	c, err := agent.ParseContext(m)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", fn, err)
 	}
@@ -157,7 +166,7 @@ func contextPolicy(thread *starlark.Thread, fn string, c agent.SessionContext) (
 func bindMetadata(def *agent.Definition, c *agent.SessionContext) map[string]any {
 	m := map[string]any{}
 	if def != nil {
-		m[metaAgent] = def.Snapshot()
+		m[metaAgentName], m[metaAgent] = def.Name, def.Snapshot()
 	}
 	if c != nil {
 		m[metaContext] = c.Map()
@@ -337,4 +346,89 @@ func sortedNames(m map[string]any) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// RunAgent runs one turn of def on session id (a new id when ""),
+// opening it bound to def with context (nil: none) as
+// agent_session_open(id, agent=def, context=context) would, then
+// agent_loop(prompt, session_id=id): `skein run AGENT.agent.yaml`,
+// `skein serve --agent` and workflow nodes' agent_ref use it. It returns
+// the loop's result.
+func RunAgent(thread *starlark.Thread, def *agent.Definition, id string, context map[string]any, prompt string) (*agent.Result, error) {
+	const fn = "agent_loop"
+	st, err := stateOf(thread, fn)
+	if err != nil {
+		return nil, err
+	}
+	var sc *agent.SessionContext
+	if context != nil {
+		if sc, err = contextFromData(thread, "agent_session_open", context); err != nil {
+			return nil, err
+		}
+	}
+	if id == "" {
+		id = st.NewID()
+	}
+	if err := openBound(thread, st, "agent_session_open", id, def, sc, sessions.OpenOptions{}); err != nil {
+		return nil, err
+	}
+	o := &options{fn: fn, vals: agent.LoopOptions().Empty(), raw: map[string]starlark.Value{}}
+	if err := o.vals.Set("session_id", id); err != nil {
+		return nil, err
+	}
+	return runLoop(thread, prompt, starlark.None, o)
+}
+
+// AgentHandler serves an agent file with `skein serve --agent
+// NAME.agent.yaml`: Handle runs one turn of the agent on a session bound
+// to it, Bind gives a new session's binding. It implements package
+// serve's Agent and Binder.
+type AgentHandler struct {
+	state *vm.State
+	def   *agent.Definition
+	file  string
+}
+
+// NewAgentHandler loads an agent file for serving.
+func NewAgentHandler(st *vm.State, path string) (*AgentHandler, error) {
+	d, err := LoadAgent(st, path)
+	if err != nil {
+		return nil, err
+	}
+	return &AgentHandler{state: st, def: d, file: path}, nil
+}
+
+// Name is the agent's name.
+func (h *AgentHandler) Name() string { return h.def.Name }
+
+// Bind checks a new session's context and returns its metadata (the
+// agent's name and frozen snapshot, the context) and its session_started
+// event.
+func (h *AgentHandler) Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error) {
+	thread := h.state.NewThread("bind " + h.def.Name)
+	defer h.state.Release(thread)
+	restore := vm.WithContext(thread, ctx)
+	defer restore()
+	var sc *agent.SessionContext
+	if sessionContext != nil {
+		var err error
+		if sc, err = contextFromData(thread, "context", sessionContext); err != nil {
+			return nil, nil, err
+		}
+	}
+	return bindMetadata(h.def, sc), []sessions.Event{startedEvent(h.def, sc)}, nil
+}
+
+// Handle runs one turn of the agent on session sessionID (bound to it
+// when it is new) on a new thread; cancelling ctx stops it.
+func (h *AgentHandler) Handle(ctx context.Context, sessionID, text string) error {
+	thread := h.state.NewThread("handle " + sessionID)
+	defer h.state.Release(thread)
+	vm.SetFile(thread, h.file)
+	restore := vm.WithContext(thread, ctx)
+	defer restore()
+	stop := context.AfterFunc(ctx, func() { thread.Cancel(context.Cause(ctx).Error()) })
+	defer stop()
+	_, err := RunAgent(thread, h.def, sessionID, nil, text)
+	return err
 }

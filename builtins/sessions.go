@@ -169,43 +169,51 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 	if !given {
 		id = st.NewID()
 	}
+	if err := openBound(thread, st, b.Name(), id, def, sc, sessions.OpenOptions{MaxTurns: maxTurns, Info: info}); err != nil {
+		return nil, err
+	}
+	return starlark.String(id), nil
+}
+
+// openBound opens (resumes or creates) session id as agent_session_open
+// does: a new session is bound to def (nil: none) with context sc (nil:
+// none) and logs session_started; an existing one must be bound to the
+// same agent, and sc replaces its context. Everything is checked before
+// anything is written.
+func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.Definition, sc *agent.SessionContext, opts sessions.OpenOptions) error {
 	ctx := vm.ContextOf(thread)
 	if def != nil || sc != nil {
-		// checked before anything is written: a refused open stores nothing
 		exists, err := st.Store.Exists(ctx, id)
 		if err != nil {
-			return nil, fail(b.Name(), err)
+			return fail(fn, err)
 		}
 		if exists {
 			existing, err := bindingOf(ctx, st, id)
 			if err != nil {
-				return nil, fail(b.Name(), err)
+				return fail(fn, err)
 			}
-			if err := checkRebind(b.Name(), id, existing, def); err != nil {
-				return nil, err
+			if err := checkRebind(fn, id, existing, def); err != nil {
+				return err
 			}
 			if sc != nil {
-				// a new context for a resumed session, as agent_session_update
-				info.Metadata = sessions.MergeMetadata(info.Metadata, map[string]any{metaContext: sc.Map()})
+				opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, map[string]any{metaContext: sc.Map()})
 			}
 		} else {
-			info.Metadata = sessions.MergeMetadata(info.Metadata, bindMetadata(def, sc))
+			opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, bindMetadata(def, sc))
 		}
 	}
-	opened, err := st.Store.OpenWith(ctx, id, sessions.OpenOptions{MaxTurns: maxTurns, Info: info})
+	opened, err := st.Store.OpenWith(ctx, id, opts)
 	if err != nil {
-		return nil, fail(b.Name(), err)
+		return fail(fn, err)
 	}
 	if opened.Created && (def != nil || sc != nil) {
 		events, err := st.Store.Apply(ctx, id, &sessions.Change{Events: []sessions.Event{startedEvent(def, sc)}})
 		if err != nil {
-			return nil, fail(b.Name(), err)
+			return fail(fn, err)
 		}
-		if err := deliver(thread, st.Store, events); err != nil {
-			return nil, err
-		}
+		return deliver(thread, st.Store, events)
 	}
-	return starlark.String(id), nil
+	return nil
 }
 
 func sessionUpdate(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

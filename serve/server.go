@@ -40,6 +40,16 @@ type SessionAgent interface {
 	Close(id string)
 }
 
+// Binder is implemented by an agent whose sessions are bound to it (an
+// agent file, `--agent NAME.agent.yaml`). Bind returns what a new
+// session of the agent stores: metadata (the agent's frozen snapshot and
+// the session context, given as the create request's context, nil when
+// none) and events to log (session_started). An error refuses the
+// create with 400 and its text.
+type Binder interface {
+	Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error)
+}
+
 // Defaults of Config.
 const (
 	DefaultMaxSessions  = 5

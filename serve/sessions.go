@@ -20,6 +20,7 @@ type createRequest struct {
 	ID       string          `json:"id"`
 	Title    string          `json:"title"`
 	Metadata json.RawMessage `json:"metadata"`
+	Context  json.RawMessage `json:"context"`
 }
 
 // createSession handles POST /api/sessions.
@@ -42,6 +43,25 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	if req.RepoID != "" {
 		meta[metaRepoID] = req.RepoID
 	}
+	var started []sessions.Event
+	if b, ok := s.cfg.Agents[name].(Binder); ok {
+		var sc map[string]any
+		if len(req.Context) > 0 && string(req.Context) != "null" {
+			if sc, err = jsonvalue.DecodeObject(req.Context); err != nil {
+				return errorf(http.StatusBadRequest, "bad_field", "field context must be a JSON object: %v", err)
+			}
+		}
+		bound, events, err := b.Bind(r.Context(), sc)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "bad_context", "%v", err)
+		}
+		for k, v := range bound {
+			meta[k] = v
+		}
+		started = events
+	} else if len(req.Context) > 0 && string(req.Context) != "null" {
+		return errorf(http.StatusBadRequest, "bad_field", "field context: agent '%s' is not an agent file (--agent NAME.agent.yaml) and takes no session context", name)
+	}
 	info := sessions.Info{Metadata: meta}
 	if req.Title != "" {
 		info.Title = &req.Title
@@ -58,6 +78,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		return err
+	}
+	if len(started) > 0 {
+		if _, err := s.store.Apply(r.Context(), id, &sessions.Change{Events: started}); err != nil {
+			return err
+		}
 	}
 	s.log.Info("session created", "id", id, "agent", name, "active", n)
 	if sa, ok := s.cfg.Agents[name].(SessionAgent); ok {

@@ -10,7 +10,7 @@ import (
 	"github.com/skein-dev/skein/vm"
 )
 
-const runUsage = "[flags] FILE [ARGS...] | [flags] FLOW.yaml --task TEXT"
+const runUsage = "[flags] FILE [ARGS...] | [flags] FLOW.yaml --task TEXT | [flags] AGENT.agent.yaml --prompt TEXT"
 
 // runCommand implements `skein run FILE [ARGS...]`: it executes FILE with
 // ARGS as argv; print goes to stdout, the error traceback to stderr.
@@ -23,8 +23,30 @@ func runCommand(args []string, std stdio) int {
 	vf.registerTrace(fs)
 	var wf workflowFlags
 	wf.register(fs)
+	var af agentFlags
+	af.register(fs)
 	if code, stop := parseFlags(fs, runUsage, args, std); stop {
 		return code
+	}
+	if fs.NArg() > 0 && isAgentFile(fs.Arg(0)) {
+		file := fs.Arg(0)
+		// flags may follow the file: skein run x.agent.yaml --prompt TEXT
+		if code, stop := parseFlags(fs, runUsage, fs.Args()[1:], std); stop {
+			return code
+		}
+		if fs.NArg() > 0 {
+			return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q after the agent file", fs.Arg(0)))
+		}
+		if wf.set(fs) {
+			return usageError(std, fs.Name(), "--task, --run-id, --max-stages and --json are for workflow files (FLOW.yaml)")
+		}
+		if err := vf.check(); err != nil {
+			return usageError(std, fs.Name(), err.Error())
+		}
+		return runAgent(std, &vf, &af, file)
+	}
+	if af.set(fs) {
+		return usageError(std, fs.Name(), "--prompt, --session and --context are for agent files (AGENT.agent.yaml)")
 	}
 	if fs.NArg() > 0 && isWorkflowFile(fs.Arg(0)) {
 		file := fs.Arg(0)

@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/acp"
+	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/serve"
 	"github.com/skein-dev/skein/telemetry"
 )
 
-const serveUsage = "[flags] --agent FILE.star|'acp:NAME=COMMAND ARGS...' [--agent ...]"
+const serveUsage = "[flags] --agent FILE.star|NAME.agent.yaml|'acp:NAME=COMMAND ARGS...' [--agent ...]"
 
 // serveFlags are the flags of skein serve besides the VM's.
 type serveFlags struct {
@@ -43,7 +44,7 @@ type serveFlags struct {
 func (f *serveFlags) flags() []flagDef {
 	return []flagDef{
 		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)"},
-		{name: "agent", value: &f.agents, usage: "agent file FILE.star defining handle(session_id, text) (the agent's name is the file's stem), or 'acp:NAME=COMMAND ARGS...', an external Agent Client Protocol agent (its command must be allowed by --allow-cmd); repeatable"},
+		{name: "agent", value: &f.agents, usage: "an agent: NAME.agent.yaml (an agent file; sessions are bound to it), FILE.star defining handle(session_id, text) (named by the file's stem), or 'acp:NAME=COMMAND ARGS...', an external Agent Client Protocol agent (its command must be allowed by --allow-cmd); repeatable"},
 		{name: "acp-shared", value: &f.acpShared, usage: "run one process per external ACP agent for all its sessions, instead of one per session"},
 		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
 		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once (0: 4 per core)"},
@@ -73,9 +74,9 @@ func serveCommand(args []string, std stdio) int {
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star or --agent 'acp:NAME=COMMAND ARGS...')", fs.Arg(0)))
+		return usageError(std, fs.Name(), fmt.Sprintf("unexpected argument %q (agents are given with --agent FILE.star, --agent NAME.agent.yaml or --agent 'acp:NAME=COMMAND ARGS...')", fs.Arg(0)))
 	case len(f.agents) == 0:
-		return usageError(std, fs.Name(), "no agent: give at least one --agent FILE.star")
+		return usageError(std, fs.Name(), "no agent: give at least one --agent FILE.star or --agent NAME.agent.yaml")
 	case f.maxSessions < 1:
 		return usageError(std, fs.Name(), fmt.Sprintf("--max-sessions must be >= 1, got %d", f.maxSessions))
 	case f.maxRunning < 0:
@@ -145,15 +146,27 @@ func serveCommand(args []string, std stdio) int {
 			externals = append(externals, e)
 			continue
 		}
-		h, err := st.LoadHandler(file)
-		if err != nil {
-			fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
-			return exitUsage
+		var name string
+		var h serve.Agent
+		if isAgentFile(file) {
+			ah, err := builtins.NewAgentHandler(st, file)
+			if err != nil {
+				fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
+				return exitUsage
+			}
+			name, h = ah.Name(), ah
+		} else {
+			sh, err := st.LoadHandler(file)
+			if err != nil {
+				fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
+				return exitUsage
+			}
+			name, h = sh.Name(), sh
 		}
-		if _, dup := agents[h.Name()]; dup {
-			return usageError(std, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem)", h.Name()))
+		if _, dup := agents[name]; dup {
+			return usageError(std, fs.Name(), fmt.Sprintf("two agents are named %q (an agent's name is its file's stem, or an agent file's name)", name))
 		}
-		agents[h.Name()] = h
+		agents[name] = h
 	}
 	tracer := telemetry.FromEnv(std.err)
 	defer tracer.Close() // after the turns ended: their last spans are exported

@@ -95,8 +95,15 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 	}
 	if view == viewDebug {
 		fmt.Fprintln(w, "\nevents:")
+		system := ""
 		for i := range rec.Events {
-			printEvent(w, &rec.Events[i])
+			e := &rec.Events[i]
+			printEvent(w, e)
+			// the system prompt a turn sent, as text, whenever it changes
+			if s, _ := e.Data["system"].(string); e.Type == "turn_start" && s != "" && s != system {
+				system = s
+				fmt.Fprintf(w, "    system prompt sent:\n      %s\n", indentLines(printableText(s), 6))
+			}
 		}
 	}
 }

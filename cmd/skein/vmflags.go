@@ -46,6 +46,7 @@ type vmFlags struct {
 	tier       workspace.Tier // fsScope parsed by check
 	allowCmd   listFlag
 	allowNet   listFlag
+	approve    string
 	allowEnv   listFlag
 	store      storeFlag // memory unless registerStore added --store
 	eventLog   string    // --event-log DIR (skein run only)
@@ -102,6 +103,7 @@ func (f *vmFlags) flags() []flagDef {
 		{name: "allow-cmd", value: &f.allowCmd, usage: "commands exec.run, tools.run_command and mcp_server may run, comma-separated, repeatable (default: none)"},
 		{name: "allow-env", value: &f.allowEnv, usage: "environment variables exec.run's and mcp_server's env may set (an MCP server also gets those of skein's environment): NAME, PREFIX_*, or * (only names known to be safe: LANG, TZ, NO_COLOR, *_API_KEY, ...; see docs/security.md); loader and interpreter hooks such as LD_PRELOAD are never allowed; comma-separated, repeatable (default: none)"},
 		{name: "allow-net", value: &f.allowNet, usage: "hosts http, tools.http_get and mcp_server may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)"},
+		{name: "approve", value: &f.approve, usage: "calls of tools a bound agent lists in approve: yes, no, or ask (on the terminal; default ask when stdin and stderr are terminals, else no)"},
 	}
 }
 
@@ -143,6 +145,9 @@ func (f *vmFlags) check() error {
 	}
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
+	}
+	if f.approve != "" && f.approve != "yes" && f.approve != "no" && f.approve != "ask" {
+		return fmt.Errorf("--approve must be yes, no or ask, got %q", f.approve)
 	}
 	if f.replay != "" && f.record != "" {
 		return fmt.Errorf("--llm-replay and --llm-record cannot be used together")
@@ -327,7 +332,7 @@ func (f *vmFlags) newState(std stdio, c vmConfig) (*vm.State, func() error, erro
 	st, err := builtins.NewState(vm.Options{
 		Store: store, Clock: clock, NewID: ids, Stdout: std.out, Stderr: std.err,
 		MaxSteps: f.maxSteps, MaxTurns: f.maxTurns, Args: c.args, Root: c.root, LLM: settings, Mock: queue,
-		Workspace: policy,
+		Workspace: policy, Approve: f.approval(std),
 	})
 	if err != nil {
 		closeAll()

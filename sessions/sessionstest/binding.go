@@ -12,7 +12,8 @@ import (
 // its session context, as skein's agent binding stores them.
 func boundMetadata() map[string]any {
 	return map[string]any{
-		"agent": map[string]any{
+		"agent": "reviewer",
+		"agent_snapshot": map[string]any{
 			"name": "reviewer", "model": "openai/gpt-4o-mini", "max_iterations": int64(30), "temperature": 0.25,
 			"fallback_chain": []any{"anthropic/claude-haiku-4-5"},
 			"system":         "You review code in {{ctx.workingDir}}.\nBe brief — ünïcode too.\n",
