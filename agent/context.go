@@ -7,6 +7,15 @@ import (
 	"strings"
 )
 
+// Metadata keys of a session bound to an agent: the agent's name, its
+// frozen snapshot (Definition.Snapshot, with its directory) and the
+// session context (SessionContext.Map).
+const (
+	MetadataName     = "agent"
+	MetadataSnapshot = "agent_snapshot"
+	MetadataContext  = "session_context"
+)
+
 // EventSessionStarted is logged when a session is created bound to an
 // agent or with a context: {agent, model, context}.
 const EventSessionStarted = "session_started"

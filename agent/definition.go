@@ -102,7 +102,11 @@ func Load(path string) (*Definition, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := Parse(data, filepath.Base(path), filepath.Dir(path))
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	d, err := Parse(data, filepath.Base(path), dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

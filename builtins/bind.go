@@ -24,9 +24,9 @@ import (
 // session context. Scripts set the snapshot and the context only through
 // agent= and context=.
 const (
-	metaAgentName = "agent"
-	metaAgent     = "agent_snapshot"
-	metaContext   = "session_context"
+	metaAgentName = agent.MetadataName
+	metaAgent     = agent.MetadataSnapshot
+	metaContext   = agent.MetadataContext
 )
 
 // checkReservedMetadata refuses metadata= setting the keys binding owns.

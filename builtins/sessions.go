@@ -176,37 +176,46 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 }
 
 // openBound opens (resumes or creates) session id as agent_session_open
-// does: a new session is bound to def (nil: none) with context sc (nil:
-// none) and logs session_started; an existing one must be bound to the
-// same agent, and sc replaces its context. Everything is checked before
+// does: a new session — or an existing one that has no agent and no
+// messages yet, such as a workflow stage's — is bound to def (nil: none)
+// with context sc (nil: none) and logs session_started; any other
+// existing one must be bound to the same agent, and sc replaces its
+// context. Everything is checked before
 // anything is written.
 func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.Definition, sc *agent.SessionContext, opts sessions.OpenOptions) error {
 	ctx := vm.ContextOf(thread)
+	started := false
 	if def != nil || sc != nil {
 		exists, err := st.Store.Exists(ctx, id)
 		if err != nil {
 			return fail(fn, err)
 		}
+		fresh := !exists
 		if exists {
 			existing, err := bindingOf(ctx, st, id)
 			if err != nil {
 				return fail(fn, err)
 			}
-			if err := checkRebind(fn, id, existing, def); err != nil {
-				return err
+			if fresh, err = unusedUnbound(ctx, st, id, existing, def); err != nil {
+				return fail(fn, err)
 			}
-			if sc != nil {
-				opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, map[string]any{metaContext: sc.Map()})
+			if !fresh {
+				if err := checkRebind(fn, id, existing, def); err != nil {
+					return err
+				}
 			}
-		} else {
+		}
+		if fresh {
 			opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, bindMetadata(def, sc))
+			started = true
+		} else if sc != nil {
+			opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, map[string]any{metaContext: sc.Map()})
 		}
 	}
-	opened, err := st.Store.OpenWith(ctx, id, opts)
-	if err != nil {
+	if _, err := st.Store.OpenWith(ctx, id, opts); err != nil {
 		return fail(fn, err)
 	}
-	if opened.Created && (def != nil || sc != nil) {
+	if started {
 		events, err := st.Store.Apply(ctx, id, &sessions.Change{Events: []sessions.Event{startedEvent(def, sc)}})
 		if err != nil {
 			return fail(fn, err)
@@ -214,6 +223,16 @@ func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.
 		return deliver(thread, st.Store, events)
 	}
 	return nil
+}
+
+// unusedUnbound reports whether an existing session may still be bound
+// to def: it has no agent and no messages.
+func unusedUnbound(ctx context.Context, st *vm.State, id string, existing *binding, def *agent.Definition) (bool, error) {
+	if def == nil || existing != nil && existing.def != nil {
+		return false, nil
+	}
+	n, err := st.Store.Length(ctx, id)
+	return n == 0, err
 }
 
 func sessionUpdate(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -2,16 +2,18 @@ package builtins
 
 // Workflow builtins (docs/workflows.md).
 //
-//	workflow_graph(name, entry, nodes, edges=None, metadata=None) -> workflow_graph
+//	workflow_graph(name, entry, nodes, edges=None, metadata=None, agents=None) -> workflow_graph
 //	workflow_execute(task, graph, max_steps=50, run_id=None, vars=None, on_event=None) -> dict
-//	workflow_load(path, tools=None) -> workflow_graph
+//	workflow_load(path, tools=None, agents=None) -> workflow_graph
 //	workflow_dump(graph) -> str
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workflow"
 )
@@ -27,12 +30,12 @@ import (
 func workflowSpecs() []Spec {
 	const area = "Workflows"
 	return []Spec{
-		{"workflow_graph", "(name, entry, nodes, edges=None, metadata=None) -> workflow_graph",
-			"Build and validate a workflow graph: nodes by name, edges with expr-lang `when` conditions (docs/workflows.md).", area, workflowGraph},
+		{"workflow_graph", "(name, entry, nodes, edges=None, metadata=None, agents=None) -> workflow_graph",
+			"Build and validate a workflow graph: nodes by name, edges with expr-lang `when` conditions, agents the nodes' agent_ref names (docs/workflows.md).", area, workflowGraph},
 		{"workflow_execute", "(task, graph, max_steps=50, run_id=None, vars=None, on_event=None) -> dict",
 			"Run or resume a workflow: {status, run_id, output, outputs, vars, steps, error?}.", area, workflowExecute},
-		{"workflow_load", "(path, tools=None) -> workflow_graph",
-			"Read a YAML workflow file; tools by built-in name or from tools={name: fn}, fn stages as file.star:function.", area, workflowLoad},
+		{"workflow_load", "(path, tools=None, agents=None) -> workflow_graph",
+			"Read a YAML workflow file; tools by built-in name or from tools={name: fn}, fn stages as file.star:function, agents beside the file's own agents: list.", area, workflowLoad},
 		{"workflow_dump", "(graph) -> str",
 			"The graph as a workflow file: keys sorted, byte-stable.", area, workflowDump},
 	}
@@ -75,8 +78,12 @@ func (g *Graph) AttrNames() []string { return []string{"entry", "fingerprint", "
 func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var name, entry string
 	var nodes *starlark.Dict
-	var edges, metadata starlark.Value = starlark.None, starlark.None
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &name, "entry", &entry, "nodes", &nodes, "edges?", &edges, "metadata?", &metadata); err != nil {
+	var edges, metadata, agentsV starlark.Value = starlark.None, starlark.None, starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &name, "entry", &entry, "nodes", &nodes, "edges?", &edges, "metadata?", &metadata, "agents?", &agentsV); err != nil {
+		return nil, err
+	}
+	agents, err := agentsArg(b.Name(), agentsV)
+	if err != nil {
 		return nil, err
 	}
 	spec := map[string]any{"name": name, "entry": entry}
@@ -94,6 +101,9 @@ func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		specNodes[string(key)] = node
 	}
 	spec["nodes"] = specNodes
+	if len(agents) > 0 {
+		spec["agents"] = agentSnapshots(agents)
+	}
 	for key, v := range map[string]starlark.Value{"edges": edges, "metadata": metadata} {
 		if v == starlark.None {
 			continue
@@ -106,6 +116,13 @@ func workflowGraph(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	}
 	wg, err := workflow.Decode(spec)
 	if err != nil {
+		return nil, fail(b.Name(), err)
+	}
+	st, err := stateOf(thread, b.Name())
+	if err != nil {
+		return nil, err
+	}
+	if err := checkGraphAgents(st, wg); err != nil {
 		return nil, fail(b.Name(), err)
 	}
 	g.g = wg
@@ -230,7 +247,12 @@ func workflowDump(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var path string
 	var tools *starlark.Dict
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &path, "tools??", &tools); err != nil {
+	var agentsV starlark.Value = starlark.None
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "path", &path, "tools??", &tools, "agents?", &agentsV); err != nil {
+		return nil, err
+	}
+	agents, err := agentsArg(b.Name(), agentsV)
+	if err != nil {
 		return nil, err
 	}
 	if path == "" {
@@ -261,7 +283,7 @@ func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	if rel, err := filepath.Rel(st.Root, abs); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return nil, fmt.Errorf("%s: %q escapes the script directory %s", b.Name(), path, st.Root)
 	}
-	g, err := LoadGraph(st, path, named)
+	g, err := LoadGraph(st, path, named, agents...)
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
@@ -272,12 +294,15 @@ func workflowLoad(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 // built-in tools, fn stages by loading "file.star:function" relative to
 // the file's directory through the VM's module cache. `skein run
 // flow.yaml` uses it.
-func LoadGraph(st *vm.State, path string, named map[string]starlark.Value) (*Graph, error) {
+func LoadGraph(st *vm.State, path string, named map[string]starlark.Value, agents ...*agent.Definition) (*Graph, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	wg, err := workflow.Parse(data)
+	wg, err := workflow.ParseWith(data, agentSnapshots(agents))
+	if err == nil {
+		err = checkGraphAgents(st, wg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -325,6 +350,47 @@ func ModuleTools(st *vm.State, from, file string) (map[string]starlark.Value, er
 		return nil, fmt.Errorf("%s defines no top-level function", file)
 	}
 	return out, nil
+}
+
+// agentsArg reads an agents= argument: a list of agent values.
+func agentsArg(fn string, v starlark.Value) ([]*agent.Definition, error) {
+	if v == starlark.None {
+		return nil, nil
+	}
+	seq, ok := v.(starlark.Indexable)
+	if _, isStr := v.(starlark.String); isStr || !ok {
+		return nil, fmt.Errorf("%s: for parameter agents: got %s, want a list of agents", fn, v.Type())
+	}
+	out := make([]*agent.Definition, seq.Len())
+	for i := range out {
+		a, ok := seq.Index(i).(*Agent)
+		if !ok {
+			return nil, fmt.Errorf("%s: agents[%d]: got %s, want agent (agent_load, agent)", fn, i, seq.Index(i).Type())
+		}
+		out[i] = a.def
+	}
+	return out, nil
+}
+
+// agentSnapshots are the frozen snapshots of agents, as a graph's agents:
+// list holds them.
+func agentSnapshots(agents []*agent.Definition) []any {
+	out := make([]any, len(agents))
+	for i, d := range agents {
+		out[i] = d.Snapshot()
+	}
+	return out
+}
+
+// checkGraphAgents resolves the tools of a graph's agents, so an unknown
+// one fails when the graph is built.
+func checkGraphAgents(st *vm.State, g *workflow.Graph) error {
+	for _, name := range slices.Sorted(maps.Keys(g.Agents)) {
+		if err := checkAgentTools(st, g.Agents[name]); err != nil {
+			return fmt.Errorf("agent '%s': %w", name, err)
+		}
+	}
+	return nil
 }
 
 // loadFn loads "file.star:function", the file relative to from's
@@ -448,6 +514,16 @@ func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workf
 	o, err := stageOptions(x.graph, n, s.SessionID)
 	if err != nil {
 		return nil, err
+	}
+	if n.AgentRef != "" {
+		// the node runs its agent, bound to the stage's session
+		st, err := stateOf(x.thread, "workflow stage")
+		if err != nil {
+			return nil, err
+		}
+		if err := openBound(x.thread, st, "agent_session_open", s.SessionID, x.graph.g.Agents[n.AgentRef], nil, sessions.OpenOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	var system starlark.Value = starlark.None
 	if n.System != "" {

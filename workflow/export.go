@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -46,6 +47,10 @@ func FromSession(rec *sessions.Record) (*Graph, error) {
 	var edges []any
 	prev := "input"
 	turns := 0
+	// a session bound to an agent exports the agent (its frozen
+	// snapshot) and nodes that run it
+	snapshot, _ := rec.Metadata[agent.MetadataSnapshot].(map[string]any)
+	ref, _ := snapshot["name"].(string)
 	for t := 0; t+1 < len(starts); t++ {
 		turn := msgs[starts[t]:starts[t+1]]
 		prompt, tools, ok := exportTurn(turn)
@@ -56,10 +61,12 @@ func FromSession(rec *sessions.Record) (*Graph, error) {
 		id := fmt.Sprintf("turn-%d", turns)
 		node := map[string]any{"mode": string(ModeAgent), "prompt_template": escapeTemplate(prompt),
 			"model_policy": map[string]any{"session_id": ExportSession}}
-		if len(tools) > 0 {
+		if ref != "" {
+			node["agent_ref"] = ref
+		} else if len(tools) > 0 {
 			node["tools"] = tools
 		}
-		if system != "" {
+		if system != "" && ref == "" {
 			node["system"] = system
 		}
 		nodes[id] = node
@@ -78,6 +85,9 @@ func FromSession(rec *sessions.Record) (*Graph, error) {
 		export["title"] = rec.Title
 	}
 	spec := map[string]any{"name": name, "entry": "input", "nodes": nodes, "edges": edges, "metadata": map[string]any{ExportKey: export}}
+	if ref != "" {
+		spec["agents"] = []any{snapshot}
+	}
 	return Decode(spec)
 }
 

@@ -3,6 +3,7 @@ package workflow
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,5 +180,36 @@ func TestPromptKeys(t *testing.T) {
 	_, err = Decode(map[string]any{"name": "w", "entry": "a", "nodes": map[string]any{"a": map[string]any{"mode": "input", "prompt": "x"}}})
 	if err == nil || err.Error() != "node 'a': 'prompt' is not allowed on an input node (it takes only 'mode')" {
 		t.Fatalf("a prompt on an input node: %v", err)
+	}
+}
+
+// TestFromBoundSession: a session bound to an agent exports the agent's
+// snapshot as agents: and agent_ref on every node instead of tools; the
+// dump reads back to the same graph.
+func TestFromBoundSession(t *testing.T) {
+	rec := exportRecord()
+	rec.Metadata = map[string]any{"agent": "reviewer", "agent_snapshot": map[string]any{"name": "reviewer", "model": "mock/m", "system": "Review.", "max_iterations": int64(5)}}
+	g, err := FromSession(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Agents["reviewer"] == nil || g.Agents["reviewer"].Options.Int("max_iterations") != 5 {
+		t.Fatalf("agents %v", g.Agents)
+	}
+	for _, name := range g.Order {
+		if !strings.HasPrefix(name, "turn-") {
+			continue
+		}
+		if n := g.Nodes[name]; n.AgentRef != "reviewer" || len(n.Tools) != 0 || n.System != "" {
+			t.Errorf("node %s: agent_ref %q tools %v", name, n.AgentRef, n.Tools)
+		}
+	}
+	dump := Dump(g)
+	if !bytes.Contains(dump, []byte("agents:\n  - max_iterations: 5\n    model: mock/m\n    name: reviewer\n")) || !bytes.Contains(dump, []byte("    agent_ref: reviewer\n")) {
+		t.Errorf("dump:\n%s", dump)
+	}
+	g2, err := Parse(dump)
+	if err != nil || !bytes.Equal(Dump(g2), dump) {
+		t.Errorf("round trip: %v", err)
 	}
 }

@@ -10,7 +10,11 @@ import (
 // (anywhere: YAML forbids them in indentation and they are a likely
 // accident elsewhere) and duplicate keys are refused; errors give the
 // line.
-func Parse(data []byte) (*Graph, error) {
+func Parse(data []byte) (*Graph, error) { return ParseWith(data, nil) }
+
+// ParseWith is Parse with agents (full definitions) added to the file's
+// own agents: list.
+func ParseWith(data []byte, agents []any) (*Graph, error) {
 	if err := checkYAMLShape(data); err != nil {
 		return nil, err
 	}
@@ -21,6 +25,10 @@ func Parse(data []byte) (*Graph, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("the file must hold a map (name, entry, nodes, edges), got %s", yamlType(v))
+	}
+	if len(agents) > 0 {
+		own, _ := m["agents"].([]any)
+		m["agents"] = append(append([]any{}, own...), agents...)
 	}
 	return Decode(m)
 }

@@ -45,6 +45,9 @@ type Graph struct {
 	Edges []*Edge
 	// Metadata is the free-form top-level metadata map (nil if absent).
 	Metadata map[string]any
+	// Agents are the agents the nodes' agent_ref names, by name (the
+	// top-level agents: list of full definitions).
+	Agents map[string]*agent.Definition
 
 	spec        map[string]any
 	fingerprint string
@@ -56,7 +59,10 @@ type Node struct {
 	Name   string
 	Mode   Mode
 	Prompt string // the template text (prompt_template, or prompt); empty for fn, input and output nodes
-	System string
+	// AgentRef names the agent an agent node runs, bound to the stage's
+	// session ("" for none).
+	AgentRef string
+	System   string
 	// Tools are the names of the stage's tools, in order.
 	Tools []string
 	// Fn names the function of an fn node: "file.star:function" in files,
@@ -113,7 +119,7 @@ func (g *Graph) Spec() map[string]any { return g.spec }
 func (g *Graph) Outgoing(node string) []*Edge { return g.out[node] }
 
 // topKeys are the keys of a graph specification.
-var topKeys = []string{"edges", "entry", "metadata", "name", "nodes"}
+var topKeys = []string{"agents", "edges", "entry", "metadata", "name", "nodes"}
 
 // Decode builds and validates a graph from its specification: a map with
 // the keys name, entry, nodes (name -> node map), edges (a list of
@@ -143,6 +149,9 @@ func Decode(spec map[string]any) (*Graph, error) {
 		}
 		g.Metadata = m
 	}
+	if err := g.decodeAgents(top["agents"]); err != nil {
+		return nil, err
+	}
 	nodes, ok := top["nodes"].(map[string]any)
 	switch {
 	case top["nodes"] == nil:
@@ -162,6 +171,11 @@ func Decode(spec map[string]any) (*Graph, error) {
 			return nil, err
 		}
 		g.Nodes[name] = n
+	}
+	for _, name := range g.Order {
+		if ref := g.Nodes[name].AgentRef; ref != "" && g.Agents[ref] == nil {
+			return nil, fmt.Errorf("node '%s': unknown agent_ref '%s' (the graph's agents: %s)", name, ref, strings.Join(g.agentNames(), ", "))
+		}
 	}
 	if _, ok := g.Nodes[g.Entry]; !ok {
 		return nil, fmt.Errorf("graph: entry '%s' is not a node (nodes: %s)", g.Entry, strings.Join(g.Order, ", "))
@@ -316,4 +330,42 @@ func typeName(v any) string {
 		return "map"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// decodeAgents reads the top-level agents: list of full agent
+// definitions (as agent files hold them, or frozen snapshots).
+func (g *Graph) decodeAgents(v any) error {
+	if v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return fmt.Errorf("graph: 'agents': got %s, want a list of agent definitions", typeName(v))
+	}
+	g.Agents = map[string]*agent.Definition{}
+	for i, x := range list {
+		m, isMap := x.(map[string]any)
+		if !isMap {
+			return fmt.Errorf("graph: agents[%d]: got %s, want an agent definition (a map)", i, typeName(x))
+		}
+		d, err := agent.Decode(m)
+		if err != nil {
+			return fmt.Errorf("graph: agents[%d]: %w", i, err)
+		}
+		if g.Agents[d.Name] != nil {
+			return fmt.Errorf("graph: agents[%d]: two agents are named '%s'", i, d.Name)
+		}
+		g.Agents[d.Name] = d
+	}
+	return nil
+}
+
+// agentNames returns the names of the graph's agents, sorted.
+func (g *Graph) agentNames() []string {
+	names := make([]string, 0, len(g.Agents))
+	for n := range g.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

@@ -81,12 +81,12 @@ func TestDecodeErrors(t *testing.T) {
 		change func(map[string]any)
 		want   string
 	}{
-		{"unknown top key", func(s map[string]any) { s["nodez"] = 1 }, "graph: unknown key 'nodez' (did you mean 'nodes'? expected one of: edges, entry, metadata, name, nodes)"},
+		{"unknown top key", func(s map[string]any) { s["nodez"] = 1 }, "graph: unknown key 'nodez' (did you mean 'nodes'? expected one of: agents, edges, entry, metadata, name, nodes)"},
 		{"no name", func(s map[string]any) { delete(s, "name") }, "graph: missing 'name'"},
 		{"entry missing", func(s map[string]any) { s["entry"] = "nope" }, "graph: entry 'nope' is not a node (nodes: classify, fix, report, review)"},
 		{"nodes not map", func(s map[string]any) { s["nodes"] = []any{} }, "graph: 'nodes': got list, want a map of node name to node"},
 		{"no nodes", func(s map[string]any) { s["nodes"] = map[string]any{} }, "graph: 'nodes' is empty"},
-		{"unknown node key", node("fix", map[string]any{"promt": "x"}), "node 'fix': unknown key 'promt' (did you mean 'prompt'? expected one of: cache, compact_threshold,"},
+		{"unknown node key", node("fix", map[string]any{"promt": "x"}), "node 'fix': unknown key 'promt' (did you mean 'prompt'? expected one of: agent_ref, cache, compact_threshold,"},
 		{"unknown mode", node("fix", map[string]any{"mode": "agnet"}), "node 'fix': unknown mode 'agnet' (expected one of: agent, fn, input, llm, output)"},
 		{"missing prompt", node("fix", map[string]any{"prompt": nil}), "node 'fix': missing 'prompt'"},
 		{"bad type", node("fix", map[string]any{"max_iterations": "3"}), "node 'fix': option 'max_iterations': got string, want int"},

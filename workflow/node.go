@@ -33,7 +33,7 @@ func StageOptions(mode Mode) []string {
 }
 
 // ownKeys are a node's keys that are not agent loop options.
-var ownKeys = []string{"fn", "input_contract", "mode", "model_policy", "output_contract", "prompt", "prompt_template", "system", "tools"}
+var ownKeys = []string{"agent_ref", "fn", "input_contract", "mode", "model_policy", "output_contract", "prompt", "prompt_template", "system", "tools"}
 
 // nodeKeys lists every key a node accepts, sorted.
 func nodeKeys() []string {
@@ -105,6 +105,28 @@ func decodeNode(name string, v any) (*Node, error) {
 		if n.prompt, err = parseTemplate(n.Prompt); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", where, key, err)
 		}
+	}
+	if v, ok := m["agent_ref"]; ok {
+		ref, isStr := v.(string)
+		if !isStr || strings.TrimSpace(ref) == "" {
+			return nil, fmt.Errorf("%s: 'agent_ref': got %s, want an agent's name", where, typeName(v))
+		}
+		if n.Mode != ModeAgent {
+			return nil, fmt.Errorf("%s: 'agent_ref' is only allowed on an agent node", where)
+		}
+		for _, k := range []string{"system", "tools"} {
+			if _, ok := m[k]; ok {
+				return nil, fmt.Errorf("%s: '%s' is not allowed with agent_ref (the agent decides it)", where, k)
+			}
+		}
+		if mp, ok := m["model_policy"].(map[string]any); ok {
+			for _, k := range []string{"provider", "model", "base_url", "api_version"} {
+				if _, ok := mp[k]; ok {
+					return nil, fmt.Errorf("%s: model_policy '%s' is not allowed with agent_ref (the agent decides it)", where, k)
+				}
+			}
+		}
+		n.AgentRef = ref
 	}
 	if v, ok := m["system"]; ok {
 		if n.System, ok = v.(string); !ok {
