@@ -25,6 +25,11 @@ func TestExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, flows...)
+	agentFiles, err := filepath.Glob("../../examples/agents/*.agent.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, agentFiles...)
 	if len(files) == 0 {
 		t.Fatal("no examples found")
 	}
