@@ -27,8 +27,8 @@ import (
 
 	"go.starlark.net/starlark"
 
-	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 )
