@@ -7,6 +7,7 @@ package builtins
 //	agent_dump(agent) -> str
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,7 +16,9 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/agent"
+	"github.com/skein-dev/skein/internal/didyoumean"
 	"github.com/skein-dev/skein/internal/yamlfile"
+	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -127,7 +130,12 @@ func LoadAgent(st *vm.State, path string) (*agent.Definition, error) {
 	}
 	if err := checkAgentTools(st, d); err != nil {
 		data, _ := os.ReadFile(path)
-		return nil, fmt.Errorf("%s: %w", path, lineOf(data, "tools", err))
+		key := "tools"
+		var ke *agent.KeyError
+		if errors.As(err, &ke) {
+			key, err = ke.Key, ke.Err
+		}
+		return nil, fmt.Errorf("%s: %w", path, lineOf(data, key, err))
 	}
 	return d, nil
 }
@@ -198,9 +206,45 @@ func checkAgentTools(st *vm.State, d *agent.Definition) error {
 	if _, err := agentTools(st, d); err != nil {
 		return err
 	}
+	if err := checkAgentModels(d); err != nil {
+		return err
+	}
 	for _, s := range d.Specialists {
 		if err := checkAgentTools(st, s); err != nil {
 			return fmt.Errorf("specialist '%s': %w", s.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkAgentModels refuses a model or fallback_chain entry naming a
+// provider skein does not know (unless the agent gives a base_url: any
+// name then reaches an OpenAI-compatible server).
+func checkAgentModels(d *agent.Definition) error {
+	if d.Options.Has("base_url") {
+		return nil
+	}
+	check := func(key, m string) error {
+		p, _ := agent.SplitModel(m)
+		if p == "" || p == llm.ProviderMock {
+			return nil
+		}
+		if _, ok := llm.LookupPreset(p); ok {
+			return nil
+		}
+		names := append(llm.PresetNames(), llm.ProviderMock)
+		hint := ""
+		if near := didyoumean.Closest(p, names); near != "" {
+			hint = fmt.Sprintf("did you mean '%s'? ", near)
+		}
+		return &agent.KeyError{Key: key, Err: fmt.Errorf("'%s': unknown provider '%s' in '%s' (%sa model is provider/model, the provider one of: %s)", key, p, m, hint, strings.Join(names, ", "))}
+	}
+	if err := check("model", d.Model); err != nil {
+		return err
+	}
+	for _, m := range d.FallbackChain {
+		if err := check("fallback_chain", m); err != nil {
+			return err
 		}
 	}
 	return nil
