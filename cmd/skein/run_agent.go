@@ -70,7 +70,7 @@ func runAgent(std stdio, vf *vmFlags, af *agentFlags, file string) int {
 		fmt.Fprintf(std.err, "%s: %s\n", cmd, err)
 		return exitFailed
 	}
-	ctx, stopRun := runContext(vf.timeout)
+	ctx, stopRun := runContext(vf.timeout, std.err)
 	end := st.Begin(ctx)
 	thread := st.NewThread("agent")
 	vm.SetFile(thread, file)
