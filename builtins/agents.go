@@ -203,7 +203,7 @@ func agentDumpBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlar
 // checkAgentTools resolves every tool name of d and its specialists, so
 // an unknown tool fails when the agent is loaded.
 func checkAgentTools(st *vm.State, d *agent.Definition) error {
-	if _, err := agentTools(st, d); err != nil {
+	if _, err := agentTools(nil, st, d); err != nil {
 		return err
 	}
 	if err := checkAgentModels(d); err != nil {
@@ -250,11 +250,25 @@ func checkAgentModels(d *agent.Definition) error {
 	return nil
 }
 
-// agentTools resolves an agent's tool names: built-in tools by name,
-// "file.star:function" loaded relative to the agent's directory.
-func agentTools(st *vm.State, d *agent.Definition) ([]starlark.Value, error) {
+// agentTools resolves an agent's tool names: the tools of its
+// mcp_servers, built-in tools by name, "file.star:function" loaded
+// relative to the agent's directory. thread is nil when an agent is only
+// checked (at load): its MCP servers start on the first bound turn, so a
+// name that may be one of their tools is not an error then.
+func agentTools(thread *starlark.Thread, st *vm.State, d *agent.Definition) ([]starlark.Value, error) {
 	out := make([]starlark.Value, 0, len(d.Tools))
-	for _, name := range d.Tools {
+	names := d.Tools
+	if len(d.MCPServers) > 0 && thread != nil {
+		mcpTools, rest, err := mcpServerTools(thread, d.Name, d.MCPServers, d.Tools)
+		if err != nil {
+			return nil, fmt.Errorf("'mcp_servers': %w", err)
+		}
+		for _, t := range mcpTools {
+			out = append(out, t)
+		}
+		names = rest
+	}
+	for _, name := range names {
 		if strings.Contains(name, ".star:") {
 			c, err := loadFn(st, filepath.Join(d.Dir, d.Name+agent.FileSuffix), name)
 			if err != nil {
@@ -264,6 +278,9 @@ func agentTools(st *vm.State, d *agent.Definition) ([]starlark.Value, error) {
 			continue
 		}
 		t, err := toolByName(name, nil)
+		if err != nil && thread == nil && len(d.MCPServers) > 0 {
+			continue // may be a tool of one of its MCP servers
+		}
 		if err != nil {
 			return nil, fmt.Errorf("'tools': %v", strings.Replace(err.Error(), "; pass other functions in tools={name: fn}", "; or file.star:function", 1))
 		}

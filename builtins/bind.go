@@ -273,7 +273,7 @@ func boundOptions(thread *starlark.Thread, st *vm.State, o *options, b *binding,
 			return nil, fmt.Errorf("%s: agent '%s': %w", fn, d.Name, err)
 		}
 	}
-	tools, err := agentTools(st, d)
+	tools, err := agentTools(thread, st, d)
 	if err != nil {
 		return nil, fmt.Errorf("%s: agent '%s': %w", fn, d.Name, err)
 	}

@@ -336,3 +336,50 @@ dumped = workflow_dump(g)
 		t.Errorf("the dump does not name the MCP tools:\n%s", dump)
 	}
 }
+
+// TestMCPAgentFileServers: an agent's mcp_servers start with its first
+// bound turn and grant the tools its tools list names: the loop calls the
+// real server-everything's echo, and the model sees only that tool.
+func TestMCPAgentFileServers(t *testing.T) {
+	n := mcptest.Find(t)
+	st := mcpState(t, n, workspace.Config{AllowCmds: []string{"node"}})
+	execMCP(t, st, `
+assert_eq = lambda a, b: fail("%r != %r" % (a, b)) if a != b else None
+ev = agent("ev", model = "mock/m", mcp_servers = {"ev": {"command": EVERYTHING}}, tools = ["echo"])
+agent_session_open("bound", agent = ev)
+llm_mock(tool_calls = [{"name": "echo", "arguments": {"message": "from an agent file"}}])
+llm_mock(text = "done")
+r = agent_loop("echo it", session_id = "bound")
+assert_eq(r["status"], "done")
+assert_eq([t["name"] for t in llm_mock_calls()[0]["tools"]], ["echo"])
+`)
+	snap, err := st.Store.Snapshot(context.Background(), "bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range snap.Messages {
+		if m.Role == sessions.RoleTool {
+			got = append(got, m.Text)
+		}
+	}
+	if len(got) != 1 || got[0] != "Echo: from an agent file" {
+		t.Errorf("tool results: %q", got)
+	}
+}
+
+// TestMCPAgentFileUnknownTool: without mcp_servers an unknown tool name
+// still fails when the agent is made.
+func TestMCPAgentFileUnknownTool(t *testing.T) {
+	st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	end := st.Begin(context.Background())
+	defer end()
+	_, err = st.ExecFile("x.star", `agent("a", model = "mock/m", tools = ["echo"])`)
+	if err == nil || !strings.Contains(err.Error(), "unknown tool 'echo'") {
+		t.Errorf("got %v", err)
+	}
+}
