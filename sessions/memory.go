@@ -18,6 +18,7 @@ type MemoryBackend struct {
 	mu       sync.Mutex
 	sessions map[string]*memRecord
 	runs     map[string]*memRun // run records (memory_runs.go)
+	repos    map[string]Repo    // repository records (memory_repos.go)
 }
 
 type memRecord struct {

@@ -60,6 +60,7 @@
 //	skein_messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos        key (sid, seq)
 //	skein_runs, skein_run_steps  workflow run records
+//	skein_repos     id path created_at: skein serve's repositories (migration 5)
 //	skein_locks     name holder interrupt: the locks held (NewLocker)
 //	skein_migrations, skein_steps  the migrations and steps applied
 //

@@ -11,7 +11,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -19,7 +19,7 @@ const SchemaVersion = 4
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5}
 
 // migration1 is the first schema: the tables of package sqlite's version
 // 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
@@ -179,6 +179,16 @@ ALTER TABLE skein_sessions ADD COLUMN agent text COLLATE "C" GENERATED ALWAYS AS
 	(CASE WHEN jsonb_typeof(metadata::jsonb -> 'agent') = 'string' THEN metadata::jsonb ->> 'agent' END) STORED;
 CREATE INDEX skein_sessions_by_repo ON skein_sessions (repo_id, created_at, id);
 CREATE INDEX skein_sessions_by_agent ON skein_sessions (agent, created_at, id);
+`
+
+// migration5 adds the repositories skein serve's sessions are bound to
+// (sessions.RepoBackend): one row each, keyed by id.
+const migration5 = `
+CREATE TABLE skein_repos (
+	id         text   COLLATE "C" PRIMARY KEY,
+	path       text   NOT NULL,
+	created_at bigint NOT NULL
+);
 `
 
 // migrationsTable records the migrations applied, one row each.

@@ -51,6 +51,9 @@
 //     unknown ids, updates that replace the header and append steps,
 //     listing newest first with filters and paging, and (durable
 //     backends) records that survive reopening.
+//   - Repository records (sessions.RepoBackend, optional): create,
+//     duplicate and unknown ids, put replacing a path, listing by id,
+//     delete, and (durable backends) records that survive reopening.
 //   - Checksums (RunChecksumTests, for durable backends): a message whose
 //     stored bytes were changed behind the backend fails to load with
 //     sessions.ErrCorrupt naming the session and the message's index, in
@@ -112,6 +115,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) sessions.Backen
 		{"ParentCycle", testParentCycle},
 		{"Runs", testRuns},
 		{"RunsList", testRunsList},
+		{"Repos", testRepos},
 		{"OpenConcurrently", testOpenConcurrently},
 		{"MessageIDs", testMessageIDs},
 	}
@@ -141,6 +145,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"TwoHandles", testTwoHandles},
 		{"TwoHandlesRace", testTwoHandlesRace},
 		{"RunsReopen", testRunsReopen},
+		{"ReposReopen", testReposReopen},
 		{"OpenRace", testOpenRace},
 		{"OpenReopened", testOpenReopened},
 		{"MessageIDsReopen", testMessageIDsReopen},

@@ -69,6 +69,7 @@
 //	session_heads  view: every session with its newest writes row's state
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	runs, run_steps  workflow run records (version 4)
+//	repos     id path created_at  skein serve's repositories (version 11)
 //	locks     name holder host pid expires interrupt     key name
 //	          cross-process locks (version 7, see NewLocker)
 //

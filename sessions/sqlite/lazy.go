@@ -17,8 +17,8 @@ import (
 // reads leaves no file behind. Until the file exists, reads answer as an
 // empty store (Load: ErrNotFound, List: nothing); a file another process
 // creates meanwhile is opened by the next call. The first call that
-// creates a session or a run record (Create, CreateWithHistory,
-// CreateRun) opens the file as Open does, creating it and its
+// creates a session, a run or a repository record (Create,
+// CreateWithHistory, CreateRun, CreateRepo, PutRepo) opens the file as Open does, creating it and its
 // directory; an error opening it (a file that is not a session
 // database, a directory that cannot be made) is that call's error, and
 // the next call tries again.
@@ -37,6 +37,7 @@ var (
 	_ sessions.PartialLoader  = (*Lazy)(nil)
 	_ sessions.HistoryBackend = (*Lazy)(nil)
 	_ sessions.RunBackend     = (*Lazy)(nil)
+	_ sessions.RepoBackend    = (*Lazy)(nil)
 )
 
 // OpenLazy returns a Lazy backend for path with Open's options. It
@@ -257,6 +258,60 @@ func (l *Lazy) ListRuns(ctx context.Context, f sessions.RunFilter) ([]sessions.R
 		return nil, 0, err
 	}
 	return b.ListRuns(ctx, f)
+}
+
+// CreateRepo stores a new repository record, creating the file.
+func (l *Lazy) CreateRepo(ctx context.Context, r *sessions.Repo) error {
+	b, err := l.backend(true)
+	if err != nil {
+		return err
+	}
+	return b.CreateRepo(ctx, r)
+}
+
+// PutRepo stores or replaces a repository record, creating the file.
+func (l *Lazy) PutRepo(ctx context.Context, r *sessions.Repo) error {
+	b, err := l.backend(true)
+	if err != nil {
+		return err
+	}
+	return b.PutRepo(ctx, r)
+}
+
+// LoadRepo returns a repository record (ErrRepoNotFound while the file
+// does not exist).
+func (l *Lazy) LoadRepo(ctx context.Context, id string) (*sessions.Repo, error) {
+	b, err := l.backend(false)
+	if b == nil {
+		if err == nil {
+			err = sessions.ErrRepoNotFound
+		}
+		return nil, err
+	}
+	return b.LoadRepo(ctx, id)
+}
+
+// ListRepos lists the repository records (none while the file does not
+// exist).
+func (l *Lazy) ListRepos(ctx context.Context) ([]sessions.Repo, error) {
+	b, err := l.backend(false)
+	if b == nil {
+		return nil, err
+	}
+	return b.ListRepos(ctx)
+}
+
+// DeleteRepo removes a repository record (ErrRepoNotFound while the file
+// does not exist).
+func (l *Lazy) DeleteRepo(ctx context.Context, id string) error {
+	b, err := l.backend(false)
+	if b == nil {
+		if err == nil {
+			err = sessions.ErrRepoNotFound
+		}
+		return err
+	}
+	return b.DeleteRepo(ctx, id)
 }
 
 // Close closes the file if it was opened.

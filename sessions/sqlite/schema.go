@@ -17,12 +17,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
@@ -183,6 +183,16 @@ CREATE VIEW session_heads AS
 		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
 		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent
 	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
+`
+
+// migration11 adds the repositories skein serve's sessions are bound to
+// (sessions.RepoBackend): one row each, keyed by id.
+const migration11 = `
+CREATE TABLE repos (
+	id         TEXT    NOT NULL PRIMARY KEY,
+	path       TEXT    NOT NULL,
+	created_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
 `
 
 // migration3 adds the session's title and its derived first prompt (the
