@@ -71,7 +71,7 @@ const (
 	EventState            = "state"      // what the loop is doing now; delivered, never stored
 	EventToolCall         = "tool_call"
 	EventToolResult       = "tool_result"
-	EventFeedbackInjected = "feedback_injected"
+	EventFeedbackInjected = sessions.EventDirectiveInjected // queued feedback reached the loop
 	EventBudgetExhausted  = "budget_exhausted"
 	EventCostLimit        = "cost_limit"
 	EventTurnLimit        = "turn_limit"
@@ -360,6 +360,12 @@ type loop struct {
 	// event that has it.
 	sentSeq  int64
 	seqKnown bool
+	// turn is set for a loop (Run), not a single call (Call): it ends
+	// with a session:turn_completed event.
+	turn bool
+	// costStopped is set when a cost cap stopped the loop; completedLogged
+	// once its session:turn_completed event is staged.
+	costStopped, completedLogged bool
 	// state is the state last announced ("" before the first).
 	state string
 	// ran is how long each tool's last run in this loop took, by name
@@ -488,6 +494,9 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	}
 	l.ctx, l.writeCtx = loopCtx, context.WithoutCancel(loopCtx)
 	err = body(l)
+	if err == nil && l.turn {
+		err = l.complete()
+	}
 	if err == nil {
 		err = l.commit()
 	}
@@ -513,8 +522,9 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	}
 	if ctx.Err() == nil && loopCtx.Err() != nil {
 		// the loop's own timeout: a result, not a failure
-		l.finish("cancelled", sessions.StatusActive, sessions.NewEvent(EventCancelled, map[string]any{"reason": "timeout"}))
 		l.res.Status = StatusTimeout
+		l.finish("cancelled", sessions.StatusActive, sessions.NewEvent(EventCancelled, map[string]any{"reason": "timeout"}),
+			turnCompleted(StopCancelled, StatusTimeout, "", ""))
 		return nil, l.res, nil
 	}
 	if ctx.Err() != nil {
@@ -522,7 +532,8 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 		if cause := context.Cause(ctx); cause != nil {
 			reason = cause.Error()
 		}
-		l.finish("cancelled", sessions.StatusCancelled, sessions.NewEvent(EventCancelled, map[string]any{"reason": reason}))
+		l.finish("cancelled", sessions.StatusCancelled, sessions.NewEvent(EventCancelled, map[string]any{"reason": reason}),
+			turnCompleted(StopCancelled, "", "", ""))
 		return nil, l.res, &CancelledError{Reason: reason}
 	}
 	var turnLimit *TurnLimitError
@@ -533,7 +544,7 @@ func execute(ctx context.Context, cfg Config, body func(*loop) error) (*llm.Resp
 	if e, ok := llm.AsError(err); ok {
 		data["category"], data["provider"] = string(e.Category), e.Provider
 	}
-	l.finish("interrupted", sessions.StatusError, sessions.NewEvent(EventError, data))
+	l.finish("interrupted", sessions.StatusError, sessions.NewEvent(EventError, data), failed(err))
 	return nil, l.res, err
 }
 
@@ -561,10 +572,14 @@ func (l *loop) idle() error {
 // (or status) that matters. A session left with open calls (when even
 // the heal failed) is healed on its next load from a durable store; a
 // live one makes the next loop fail loudly, naming the open calls.
-func (l *loop) finish(healReason string, status sessions.Status, ev sessions.Event) {
+func (l *loop) finish(healReason string, status sessions.Status, ev, completed sessions.Event) {
 	ctx := l.writeCtx
 	_ = l.cfg.Store.Heal(ctx, l.cfg.SessionID, healReason)
-	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: []sessions.Event{ev}})
+	evs := []sessions.Event{ev}
+	if l.turn {
+		evs = append(evs, completed)
+	}
+	events, err := l.cfg.Store.Apply(ctx, l.cfg.SessionID, &sessions.Change{Status: status, Events: evs})
 	if err == nil {
 		_ = l.emit(events...)
 	}
@@ -683,13 +698,16 @@ func turnCap(cfg Config, session sessions.Opened) int {
 
 func (l *loop) run() error {
 	cfg := l.cfg
+	l.turn = true
 	if limit := turnCap(cfg, l.session); limit > 0 && l.session.Turns >= limit {
 		// Refused before anything else: the event says so in the log.
 		ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(limit), "turns": int64(l.session.Turns)})
-		if err := l.write(&sessions.Change{Events: []sessions.Event{ev}}); err != nil {
+		tl := &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
+		done := turnCompleted("", StatusTurnLimit, CodeTurnLimit, tl.Error())
+		if err := l.write(&sessions.Change{Events: []sessions.Event{ev, done}}); err != nil {
 			return err
 		}
-		return &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
+		return tl
 	}
 	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
 	if err := l.stage(start); err != nil {
@@ -770,6 +788,12 @@ func (l *loop) run() error {
 		}
 		if err := l.event(EventTurnEnd, map[string]any{"iteration": iteration, "tool_calls": int64(len(resp.ToolCalls))}); err != nil {
 			return err
+		}
+		if stop {
+			// the loop's end commits with the tool step
+			if err := l.complete(); err != nil {
+				return err
+			}
 		}
 		if err := l.commit(); err != nil { // the tool step
 			return err

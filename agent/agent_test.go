@@ -105,7 +105,7 @@ func TestToolLoop(t *testing.T) {
 	// state events announce each transition as it happens: they come
 	// before the stored events of the step, delivered at its commit
 	if got := strings.Join(events, ","); got != "state=llm_generating,turn_start,llm_call,tool_call,state=tool_executing(count),tool_result,turn_end,"+
-		"state=llm_generating,turn_start,llm_call,turn_end,state=idle" {
+		"state=llm_generating,turn_start,llm_call,turn_end,session:turn_completed,state=idle" {
 		t.Fatalf("events = %s", got)
 	}
 	msgs, _ := store.Messages(context.Background(), "s")

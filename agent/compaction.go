@@ -8,11 +8,12 @@ import (
 	"github.com/skein-dev/skein/sessions"
 )
 
-// Events of a compaction: "compaction" is stored in the log;
-// "transcript_compacted" is the notification subscribers get with the same
-// fields (not stored).
+// Events of a compaction: "agent:context_compacted" is stored in the log
+// (a log written before it was named so says "compaction", read as
+// the new name: sessions.EventType); "transcript_compacted" is the
+// notification subscribers get with the same fields (not stored).
 const (
-	EventCompaction          = "compaction"
+	EventCompaction          = sessions.EventContextCompacted
 	EventTranscriptCompacted = "transcript_compacted"
 )
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // Metadata keys of a session bound to an agent: the agent's name, its
@@ -17,8 +19,8 @@ const (
 )
 
 // EventSessionStarted is logged when a session is created bound to an
-// agent or with a context: {agent, model, context}.
-const EventSessionStarted = "session_started"
+// agent or with a context: {agent, model, fingerprint, context}.
+const EventSessionStarted = sessions.EventSessionStarted
 
 // SessionContext is where a session works: the workspace context of an
 // editor or a run, set when the session is created (or updated), stored

@@ -73,7 +73,7 @@ func (l *loop) checkBudgets(req *llm.Request) error {
 			continue
 		}
 		spent, _ := b.Spent()
-		l.res.Status = StatusBudgetExhausted
+		l.res.Status, l.costStopped = StatusBudgetExhausted, true
 		if err := l.event(EventCostLimit, map[string]any{"max_cost_usd": b.MaxUSD, "spent_usd": spent, "next_call_usd": next, "model": model}); err != nil {
 			return err
 		}

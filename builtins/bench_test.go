@@ -222,7 +222,7 @@ r = agent_loop("read everything", provider = "mock", session_id = s, tools = [re
                compact_threshold = 1700, compaction = {"keep_last": 10, "hard_limit_tokens": 800})
 if r["status"] != "done":
     fail(r["status"])
-compactions = len([e for e in agent_session_snapshot(s)["events"] if e["type"] == "compaction"])
+compactions = len([e for e in agent_session_snapshot(s)["events"] if e["type"] == "agent:context_compacted"])
 `, iterations-1, iterations))
 		b.StopTimer()
 		if err != nil {

@@ -55,9 +55,12 @@ agent_loop("go", session_id = "s", tools = [slow])
 			if rec.Status != sessions.StatusCancelled {
 				t.Fatalf("status = %s", rec.Status)
 			}
-			last := rec.Events[len(rec.Events)-1]
+			last, done := rec.Events[len(rec.Events)-2], rec.Events[len(rec.Events)-1]
 			if last.Type != "cancelled" || last.Data["reason"] != "timeout: test deadline" {
-				t.Fatalf("last event = %+v", last)
+				t.Fatalf("last event but one = %+v", last)
+			}
+			if done.Type != "session:turn_completed" || done.Data["stopReason"] != "cancelled" {
+				t.Fatalf("last event = %+v", done)
 			}
 			// resumable: a new run on the same VM continues the session
 			end = st.Begin(context.Background())

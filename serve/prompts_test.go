@@ -112,10 +112,12 @@ func TestTurnCapRefusesUpFront(t *testing.T) {
 			}
 			s := waitTurn(t, hs, id)
 			// The server refuses before the agent runs; the agent's loop
-			// refuses with a turn_limit event and nothing else.
+			// refuses with a turn_limit event and the turn's end, and
+			// nothing else.
 			rec, _ := store.Snapshot(context.Background(), id)
-			if last := rec.Events[len(rec.Events)-1].Type; (last == "turn_limit") != (c.cap == 0) {
-				t.Fatalf("last event %s", last)
+			n := len(rec.Events)
+			if last := rec.Events[n-2].Type + " " + rec.Events[n-1].Type; (last == "turn_limit session:turn_completed") != (c.cap == 0) {
+				t.Fatalf("last events %s", last)
 			}
 			if s["status"] != "active" || len(s["messages"].([]any)) != 6 {
 				t.Fatalf("after the refused prompt: %v, %d messages", s["status"], len(s["messages"].([]any)))

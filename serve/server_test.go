@@ -475,7 +475,7 @@ func TestMessageIDsAndTimes(t *testing.T) {
 	now = now.Add(time.Hour) // the compaction keeps "three"
 	if _, err := store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
 		return &sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary]"}, *v.At(2)},
-			Events: []sessions.Event{sessions.NewEvent("compaction", map[string]any{"messages_after": int64(2)})}}, nil
+			Events: []sessions.Event{sessions.NewEvent(sessions.EventContextCompacted, map[string]any{"messages_after": int64(2)})}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

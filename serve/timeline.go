@@ -175,7 +175,7 @@ func buildTimeline(rec *sessions.Record, events []sessions.Event) *timelineJSON 
 			item.Kind, item.Name, item.Detail = "retry", "fallback", fmt.Sprintf("%s → %s (%s)", str("from"), str("to"), str("reason"))
 		case "security_decision":
 			item.Kind, item.Name, item.Status, item.Detail = "security", str("tool"), str("decision"), str("reason")
-		case "compaction":
+		case sessions.EventContextCompacted:
 			item.Kind, item.Name = "compaction", str("strategy")
 			item.Detail = fmt.Sprintf("%d → %d tokens, %d messages archived (%s)", num("tokens_before"), num("tokens_after"), num("archived"), str("trigger"))
 		case "error":

@@ -11,14 +11,45 @@ import (
 // engine define the others (turn_start, llm_call, tool_call, ...); the log
 // accepts any type.
 const (
-	EventMessage = "message" // a message was appended to the transcript
-	EventReset   = "reset"   // the transcript and summary were dropped
-	EventTrim    = "trim"    // the transcript was cut to its newest messages
-	EventFork    = "fork"    // a session was forked (logged on source and child)
-	EventHealed  = "healed"  // open tool calls were closed with error results
-	EventStatus  = "status"  // the session's status changed
-	EventRewind  = "rewind"  // the last user turns were dropped from the transcript
+	EventMessage = "message"           // a message was appended to the transcript
+	EventReset   = EventContextCleared // agent_session_reset: the transcript and summary were dropped
+	EventTrim    = "trim"              // the transcript was cut to its newest messages
+	EventFork    = "fork"              // a session was forked (logged on source and child)
+	EventHealed  = "healed"            // open tool calls were closed with error results
+	EventStatus  = "status"            // the session's status changed
+	EventRewind  = "rewind"            // the last user turns were dropped from the transcript
 )
+
+// Event types named by the agent-session specification: its session
+// lifecycle (session:*) and steering (agent:*) events. The loop and the
+// session builtins log them; they are defined here so that the store can
+// read the names they replace (see EventType).
+const (
+	EventSessionStarted    = "session:started"          // a session was created bound to an agent or with a context
+	EventDirectiveInjected = "agent:directive_injected" // queued feedback reached the loop
+	EventContextCompacted  = "agent:context_compacted"  // a compaction replaced the transcript with a summary
+	EventContextCleared    = "agent:context_cleared"    // the transcript and summary were dropped (a reset)
+)
+
+// renamed maps the event types a log written by an older skein holds to
+// their names now.
+var renamed = map[string]string{
+	"session_started":   EventSessionStarted,
+	"feedback_injected": EventDirectiveInjected,
+	"compaction":        EventContextCompacted,
+	"reset":             EventContextCleared,
+}
+
+// EventType returns the current name of a stored event type: an old name
+// (session_started, feedback_injected, compaction, reset) is read as the
+// name that replaced it, so a log written before the rename reads as one
+// written now; any other type is returned unchanged.
+func EventType(stored string) string {
+	if t, ok := renamed[stored]; ok {
+		return t
+	}
+	return stored
+}
 
 // Event is one entry of a session's append-only event log.
 //
@@ -87,7 +118,7 @@ func (e *Event) SetFields(m map[string]any) error {
 	if typ == "" {
 		return fmt.Errorf("event has no string 'type'")
 	}
-	e.Type = typ
+	e.Type = EventType(typ)
 	e.SessionID, _ = m["session_id"].(string)
 	e.CorrID, _ = m["corr_id"].(string)
 	switch seq := m["seq"].(type) {

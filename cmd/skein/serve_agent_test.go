@@ -62,13 +62,13 @@ func TestServeAgentFile(t *testing.T) {
 		switch e.Type {
 		case "turn_start":
 			system, _ = e.Data["system"].(string)
-		case "session_started":
+		case "session:started":
 			started = true
 		}
 	}
 	want := "You help in skills for core.\n\n## Skills\n\nLoad a skill's instructions with the load_skill tool when the task needs it:\n\n- style: The house style\n\n## Context\n\n- Working directory: skills"
 	if system != want || !started {
-		t.Errorf("system prompt sent %q (session_started %v), want %q", system, started, want)
+		t.Errorf("system prompt sent %q (session:started %v), want %q", system, started, want)
 	}
 	if m := rec.Messages[1]; m.Model != "helper" || !strings.HasPrefix(m.TextContent(), "Mock response") {
 		t.Errorf("reply %+v", m)

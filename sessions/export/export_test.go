@@ -46,7 +46,7 @@ func exportFixture(t *testing.T) (*sessions.Record, map[int64]sessions.Message) 
 	summary := "asked about the weather"
 	add(&sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary] " + summary}}, SetSummary: true, Summary: &summary,
 		Append: []sessions.Message{{Role: sessions.RoleUser, Text: "and tomorrow?", Metadata: map[string]any{"k": []any{int64(1), 2.5, nil}}}},
-		Status: sessions.StatusCancelled, AddTurns: 2, MaxTurns: 7, Events: []sessions.Event{{Type: "compaction", Data: map[string]any{"messages_after": int64(1)}}}})
+		Status: sessions.StatusCancelled, AddTurns: 2, MaxTurns: 7, Events: []sessions.Event{{Type: sessions.EventContextCompacted, Data: map[string]any{"messages_after": int64(1)}}}})
 	if _, err := s.Fork(ctx, "x", "y", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}

@@ -330,7 +330,7 @@ func warningText(e *sessions.Event) string {
 		return fmt.Sprintf("model call retried (attempt %d, %s from %s, waiting %d ms): %s", num("attempt"), str("category"), str("provider"), num("wait_ms"), str("message"))
 	case "fallback":
 		return fmt.Sprintf("model call fell back from %s to %s (%s)", str("from"), str("to"), str("reason"))
-	case "compaction":
+	case sessions.EventContextCompacted:
 		if n := num("archived"); n > 0 {
 			return fmt.Sprintf("compaction (%s) archived %d messages into a summary: %d to %d tokens", str("strategy"), n, num("tokens_before"), num("tokens_after"))
 		}
@@ -592,7 +592,7 @@ func (r *forensicEventJSON) event() (sessions.Event, *sessions.Message, error) {
 	if r.Skein == nil {
 		return sessions.Event{}, nil, errors.New(`no "skein" fields: only logs skein wrote can be imported`)
 	}
-	e := sessions.Event{Seq: r.Skein.Seq, Type: r.Skein.Type, CorrID: r.CorrID}
+	e := sessions.Event{Seq: r.Skein.Seq, Type: sessions.EventType(r.Skein.Type), CorrID: r.CorrID}
 	var err error
 	if e.Time, err = time.Parse(sessions.TimeFormat, r.Timestamp); err != nil {
 		return e, nil, fmt.Errorf("timestamp: %v", err)

@@ -2,6 +2,7 @@ package sessionstest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
@@ -35,6 +36,53 @@ func family(h *harness) []*sessions.Record {
 	h.write(full, &sessions.Change{DropFirst: 2, Status: sessions.StatusError, MaxTurns: 3})
 	other := h.create(newRecord("other", at(6)))
 	return []*sessions.Record{root, full, part, grand, other}
+}
+
+// testRenamedEventTypes checks that a log written under the event types'
+// old names (session_started, feedback_injected, compaction, reset) reads
+// under their new names (sessions.EventType), from Load, LoadEvents and
+// EventsAfter alike, after a reopen as in the same handle.
+func testRenamedEventTypes(t *testing.T, open opener) {
+	h, closeFn := open()
+	want := h.create(newRecord("old", at(0)))
+	old := []string{"session_started", "feedback_injected", "compaction", "reset", "turn_start"}
+	events := make([]sessions.Event, len(old))
+	for i, typ := range old {
+		events[i] = sessions.Event{Type: typ, Data: map[string]any{"n": int64(i)}}
+	}
+	events = stamp(want, at(1), events...)
+	if err := h.b.Write(h.ctx(), want.ID, want.Version, &sessions.Change{Events: events}); err != nil {
+		t.Fatal(err)
+	}
+	closeFn()
+	h, _ = open()
+	wantTypes := "session:started agent:directive_injected agent:context_compacted agent:context_cleared turn_start"
+	types := func(from string, events []sessions.Event, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", from, err)
+		}
+		var got []string
+		for _, e := range events {
+			got = append(got, e.Type)
+		}
+		if strings.Join(got, " ") != wantTypes {
+			t.Fatalf("%s: types %q, want %q", from, got, wantTypes)
+		}
+	}
+	rec, err := h.b.Load(h.ctx(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	types("Load", rec.Events, nil)
+	if p, ok := h.b.(sessions.PartialLoader); ok {
+		evs, err := p.LoadEvents(h.ctx(), "old")
+		types("LoadEvents", evs, err)
+	}
+	if f, ok := h.b.(sessions.EventReader); ok {
+		evs, err := f.EventsAfter(h.ctx(), "old", 0, 0)
+		types("EventsAfter", evs, err)
+	}
 }
 
 func testReopen(t *testing.T, open opener) {

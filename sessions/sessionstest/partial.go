@@ -130,7 +130,7 @@ func testHistory(h *harness) {
 	trim.DropFirst = 4
 	step(trim)
 	// A compaction: the replacement messages have no events.
-	compaction := appendLogged(want, at(4), 2, users("c", 2), sessions.Event{Type: "compaction"})
+	compaction := appendLogged(want, at(4), 2, users("c", 2), sessions.Event{Type: sessions.EventContextCompacted})
 	compaction.Replace, compaction.ReplaceWith = true, users("summary", 2)
 	step(compaction)
 	// A reset, then appends.

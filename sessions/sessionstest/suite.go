@@ -149,6 +149,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"OpenRace", testOpenRace},
 		{"OpenReopened", testOpenReopened},
 		{"MessageIDsReopen", testMessageIDsReopen},
+		{"RenamedEventTypes", testRenamedEventTypes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -121,7 +121,7 @@ func testWriteCombined(h *harness) {
 	h.write(want, &sessions.Change{DropFirst: 3, Append: users("b", 2), Status: sessions.StatusCancelled,
 		MaxTurns: 3, UpdatedAt: at(2)})
 	h.write(want, &sessions.Change{Replace: true, ReplaceWith: users("sum", 1), Append: users("c", 2),
-		SetSummary: true, Summary: &summary, Events: stamp(want, at(3), sessions.Event{Type: "compaction"}),
+		SetSummary: true, Summary: &summary, Events: stamp(want, at(3), sessions.Event{Type: sessions.EventContextCompacted}),
 		AddTurns: 2, UpdatedAt: at(3)})
 	// DropFirst is ignored when Replace is set.
 	h.write(want, &sessions.Change{Replace: true, ReplaceWith: users("r", 2), DropFirst: 1})

@@ -161,8 +161,10 @@ func EncodeEvents(id string, events []sessions.Event) ([]EventRow, error) {
 }
 
 // DecodeEvent fills e from its stored columns but the data, which the
-// caller decodes (DecodeObject): session id, time and correlation id.
+// caller decodes (DecodeObject): session id, time and correlation id, and
+// the current name of its type (sessions.EventType).
 func DecodeEvent(e *sessions.Event, id string, t int64, corrID *string) {
+	e.Type = sessions.EventType(e.Type)
 	e.SessionID, e.Time, e.CorrID = id, DecodeTime(t), deref(corrID)
 }
 
