@@ -26,23 +26,35 @@ type pinSet struct {
 // later calls do nothing): loading it from a durable backend if needed,
 // like a write. Pins nest.
 func (s *Store) Pin(ctx context.Context, id string) (unpin func(), err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess, err := s.getLocked(ctx, id)
-	if err != nil {
-		return nil, err
+	for {
+		sess, err := s.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		// Pinned under s.mu if still live (eviction happens under s.mu);
+		// else it left the LRU meanwhile: get it again.
+		s.mu.Lock()
+		cur, ok := s.lru.Peek(id)
+		if !ok {
+			cur, ok = s.held(id)
+		}
+		if ok && cur == sess {
+			s.pins.mu.Lock()
+			if s.pins.count == nil {
+				s.pins.count, s.pins.held = map[*Session]int{}, map[string]*Session{}
+			}
+			s.pins.count[sess]++
+			s.pins.mu.Unlock()
+			s.mu.Unlock()
+			var once sync.Once
+			return func() { once.Do(func() { s.unpin(id, sess) }) }, nil
+		}
+		s.mu.Unlock()
 	}
-	s.pins.mu.Lock()
-	if s.pins.count == nil {
-		s.pins.count, s.pins.held = map[*Session]int{}, map[string]*Session{}
-	}
-	s.pins.count[sess]++
-	s.pins.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { s.unpin(id, sess) }) }, nil
 }
 
 func (s *Store) unpin(id string, sess *Session) {
+	defer s.settle()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pins.mu.Lock()
@@ -93,12 +105,16 @@ func (s *Store) heldIDs() []string {
 }
 
 // live returns the live session id without refreshing its recency: the
-// LRU's, or a pinned one pushed out of it.
+// LRU's, a pinned one pushed out of it, or one leaving it whose staged
+// changes are not committed yet. The caller may hold s.mu.
 func (s *Store) live(id string) (*Session, bool) {
 	if sess, ok := s.lru.Peek(id); ok {
 		return sess, true
 	}
-	return s.held(id)
+	if sess, ok := s.held(id); ok {
+		return sess, true
+	}
+	return s.leavingSession(id)
 }
 
 // remove drops session id from the LRU (and from the held pinned

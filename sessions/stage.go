@@ -27,11 +27,7 @@ import (
 // sequenced and stamped, for delivery once they are committed. On error
 // nothing changed.
 func (s *Store) Stage(ctx context.Context, id string, ch *Change) ([]Event, error) {
-	sess, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.apply(ctx, sess, ch, anyVersion, true)
+	return s.write(ctx, id, ch, anyVersion, true)
 }
 
 // Commit writes the session's staged changes to the backend, all in one
@@ -60,7 +56,7 @@ func (s *Store) Commit(ctx context.Context, id string) error {
 // CommitAll commits the staged changes of every live session and returns
 // the first error.
 func (s *Store) CommitAll(ctx context.Context) error {
-	var first error
+	first := s.settle() // the sessions leaving the LRU first
 	for _, id := range append(s.heldIDs(), s.lru.Keys()...) {
 		if err := s.Commit(ctx, id); err != nil && first == nil {
 			first = err

@@ -32,12 +32,19 @@ type Store struct {
 	cap      int
 	redactor *Redactor
 
-	mu  sync.Mutex // serialises loading and creating sessions, and every change of the LRU
+	// ids are the per-session locks held for a session's backend I/O
+	// (see idlock.go).
+	ids idLocks
+
+	mu  sync.Mutex // guards every change of the LRU; never held across I/O
 	lru *lru.Cache[string, *Session]
 	// removing is set (under mu) while a session leaves the LRU on
 	// purpose (remove) rather than to make room.
 	removing bool
-	pins     pinSet
+	// leaving are the durable sessions pushed out of the LRU whose
+	// staged changes are not committed yet (see settle).
+	leaving departures
+	pins    pinSet
 
 	sink EventSink // nil: none
 
@@ -141,16 +148,14 @@ func (s *Store) onEvict(id string, sess *Session) {
 	if !s.removing && s.hold(id, sess) {
 		return // pinned: live until unpinned
 	}
-	sess.mu.Lock()
-	sess.evicted = true
 	if s.backend.Durable() {
-		// Staged changes go to the backend before the session leaves.
-		if _, err := s.commitLocked(context.Background(), sess); err != nil {
-			s.setLost(id, err)
-		}
-		sess.mu.Unlock()
+		// Staged changes go to the backend before the session leaves,
+		// after s.mu is released (settle, depart).
+		s.leave(id, sess)
 		return
 	}
+	sess.mu.Lock()
+	sess.evicted = true
 	sess.mu.Unlock()
 	if f, ok := s.backend.(Forgetter); ok {
 		f.Forget(id)
@@ -202,22 +207,38 @@ func wrap(id string, err error) error {
 }
 
 // get returns the live session for a write, refreshing its recency and
-// loading it from a durable backend when it is not live.
+// loading it from a durable backend when it is not live. A cold load
+// holds the session's id lock only: loads of other sessions overlap.
 func (s *Store) get(ctx context.Context, id string) (*Session, error) {
 	if sess, ok := s.lru.Get(id); ok {
 		return sess, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.getLocked(ctx, id)
+	unlock, err := s.ids.lock(ctx, id)
+	if err != nil {
+		return nil, wrap(id, err)
+	}
+	sess, err := s.getLocked(ctx, id)
+	unlock()
+	s.settle()
+	return sess, err
 }
 
-// getLocked is get for a caller holding s.mu.
-func (s *Store) getLocked(ctx context.Context, id string) (*Session, error) {
+// resident returns the session id if it is live for a write: in the LRU
+// (refreshed), pinned, or leaving the LRU (put back). The caller holds
+// the id lock of id.
+func (s *Store) resident(id string) (*Session, bool) {
 	if sess, ok := s.lru.Get(id); ok {
-		return sess, nil
+		return sess, true
 	}
 	if sess, ok := s.held(id); ok {
+		return sess, true
+	}
+	return s.revive(id)
+}
+
+// getLocked is get for a caller holding the id lock of id.
+func (s *Store) getLocked(ctx context.Context, id string) (*Session, error) {
+	if sess, ok := s.resident(id); ok {
 		return sess, nil
 	}
 	if !s.backend.Durable() {
@@ -230,7 +251,9 @@ func (s *Store) getLocked(ctx context.Context, id string) (*Session, error) {
 	if err := s.heal(ctx, sess, "interrupted"); err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
 	s.lru.Add(id, sess)
+	s.mu.Unlock()
 	return sess, nil
 }
 
@@ -370,7 +393,8 @@ func (s *Store) OpenWith(ctx context.Context, id string, opts OpenOptions) (Open
 	}
 	for attempt := 1; ; attempt++ {
 		created, err := s.openOnce(ctx, id, opts)
-		if attempt < openAttempts && (errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) || errors.Is(err, errChanged)) {
+		if attempt < openAttempts && (errors.Is(err, ErrExists) || errors.Is(err, ErrConflict) || errors.Is(err, errChanged)) ||
+			errors.Is(err, errEvicted) {
 			continue // another opener won a race: resume what it left
 		}
 		return created, err
@@ -400,13 +424,14 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 	if !errors.Is(err, ErrNotFound) {
 		return Opened{}, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess, ok := s.lru.Get(id); ok {
-		return opened(sess, false), nil // created concurrently
+	unlock, err := s.ids.lock(ctx, id)
+	if err != nil {
+		return Opened{}, wrap(id, err)
 	}
-	if sess, ok := s.held(id); ok {
-		return opened(sess, false), nil
+	defer s.settle()
+	defer unlock()
+	if sess, ok := s.resident(id); ok {
+		return opened(sess, false), nil // created concurrently
 	}
 	if err := s.create(ctx, id, opts.MaxTurns, opts.Info); err != nil {
 		return Opened{}, err
@@ -414,7 +439,8 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 	return Opened{Created: true, MaxTurns: opts.MaxTurns}, nil
 }
 
-// create stores a new session and makes it live. The caller holds s.mu.
+// create stores a new session and makes it live. The caller holds the
+// id lock of id.
 // Every new id is checked here (CheckID), whichever call names it.
 func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) error {
 	if err := CheckID(id); err != nil {
@@ -429,7 +455,10 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 	if err := s.backend.Create(ctx, rec); err != nil {
 		return wrap(id, err)
 	}
-	s.lru.Add(id, s.shed(newSession(rec)))
+	sess := s.shed(newSession(rec))
+	s.mu.Lock()
+	s.lru.Add(id, sess)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -515,11 +544,23 @@ func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
 // stamped), in order, for delivery to subscribers. On error nothing
 // changed.
 func (s *Store) Apply(ctx context.Context, id string, ch *Change) ([]Event, error) {
-	sess, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
+	return s.write(ctx, id, ch, anyVersion, false)
+}
+
+// write gets session id and applies ch to it (see apply), again on the
+// reloaded session when the copy it got left the LRU before the change
+// reached it: a durable session's changes always go to its live copy.
+func (s *Store) write(ctx context.Context, id string, ch *Change, expect int64, stage bool) ([]Event, error) {
+	for {
+		sess, err := s.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		events, err := s.apply(ctx, sess, ch, expect, stage)
+		if !errors.Is(err, errEvicted) {
+			return events, err
+		}
 	}
-	return s.apply(ctx, sess, ch, anyVersion, false)
 }
 
 // Update computes a change from the session's current messages and
@@ -540,7 +581,8 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 	if err != nil || ch == nil {
 		return nil, err
 	}
-	return s.apply(ctx, sess, ch, version, false)
+	// A reloaded copy has the same version unless the session changed.
+	return s.write(ctx, id, ch, version, false)
 }
 
 // redact returns ch with the store's secrets redacted from its appended
@@ -605,6 +647,11 @@ const anyVersion = -1
 // the live session that another caller has replaced meanwhile.
 var errChanged = errors.New("changed while the update was being computed")
 
+// errEvicted is apply's refusal of a change to a durable session's copy
+// that has left the LRU (its staged changes committed): the change goes
+// to the session reloaded (see write).
+var errEvicted = errors.New("left the store's cache")
+
 // openAttempts bounds how often OpenWith starts over after losing a race
 // with another opener (a create that finds the id taken, a resume whose
 // version was replaced).
@@ -630,6 +677,9 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	id := sess.rec.ID
 	if sess.evicted && !s.backend.Durable() {
 		return nil, wrap(id, ErrNotFound)
+	}
+	if sess.evicted {
+		return nil, errEvicted
 	}
 	if expect != anyVersion && expect != sess.rec.Version {
 		return nil, fmt.Errorf("session '%s' %w", id, errChanged)
@@ -790,11 +840,26 @@ func checkMessageJSON(m *Message) error {
 
 // forget removes sess from the LRU if it is still the live copy of id.
 func (s *Store) forget(id string, sess *Session) {
+	s.drop(id, sess)
+}
+
+// drop removes session id from the LRU on purpose (closed, deleted,
+// unloaded, stale), pinned or not, and commits its staged changes; when
+// only is not nil, only if it is the live copy. It takes the id lock.
+func (s *Store) drop(id string, only *Session) {
+	unlock, _ := s.ids.lock(context.Background(), id)
+	defer unlock()
+	s.dropLocked(id, only)
+}
+
+// dropLocked is drop for a caller holding the id lock of id.
+func (s *Store) dropLocked(id string, only *Session) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok := s.live(id); ok && cur == sess {
+	if cur, ok := s.live(id); ok && (only == nil || cur == only) {
 		s.remove(id)
 	}
+	s.mu.Unlock()
+	s.depart(id)
 }
 
 // Heal closes tool calls left without results at the end of the session's
@@ -802,11 +867,15 @@ func (s *Store) forget(id string, sess *Session) {
 // "interrupted"), and logs a "healed" event. It does nothing when no call
 // is open.
 func (s *Store) Heal(ctx context.Context, id, reason string) error {
-	sess, err := s.get(ctx, id)
-	if err != nil {
-		return err
+	for {
+		sess, err := s.get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.heal(ctx, sess, reason); !errors.Is(err, errEvicted) {
+			return err
+		}
 	}
-	return s.heal(ctx, sess, reason)
 }
 
 func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
@@ -852,10 +921,35 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	if err := CheckID(dst); err != nil {
 		return nil, err
 	}
+	for {
+		events, err := s.forkOnce(ctx, src, dst, opts)
+		if !errors.Is(err, errEvicted) {
+			return events, err
+		}
+	}
+}
+
+// forkOnce is Fork from the live copy of src, errEvicted if that copy
+// left the LRU before the fork reached it.
+func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions) ([]Event, error) {
 	parent, err := s.get(ctx, src)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := s.ids.lock(ctx, dst)
+	if err != nil {
+		return nil, wrap(dst, err)
+	}
+	// A stale source is dropped once dst's id lock is released (a
+	// goroutine holds one id lock at a time).
+	stale := false
+	defer func() {
+		if stale {
+			s.forget(src, parent)
+		}
+		s.settle()
+	}()
+	defer unlock()
 	if ok, err := s.Exists(ctx, dst); err != nil {
 		return nil, wrap(dst, err)
 	} else if ok {
@@ -863,6 +957,10 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 	}
 	now := s.clock()
 	parent.mu.Lock()
+	if parent.evicted {
+		parent.mu.Unlock()
+		return nil, errEvicted
+	}
 	n := parent.transcript.Len()
 	keep := opts.KeepFirst
 	if keep < 0 {
@@ -877,11 +975,8 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
 	}
 	// The backend forks the stored source: its staged changes first.
-	if stale, err := s.commitLocked(ctx, parent); err != nil {
+	if stale, err = s.commitLocked(ctx, parent); err != nil {
 		parent.mu.Unlock()
-		if stale {
-			s.forget(src, parent)
-		}
 		return nil, err
 	}
 	child := &Record{ID: dst, Status: StatusActive, CreatedAt: now, UpdatedAt: now,
@@ -907,9 +1002,7 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 		if errors.Is(err, ErrExists) {
 			return nil, wrap(dst, err)
 		}
-		if errors.Is(err, ErrConflict) {
-			s.forget(src, parent) // stale, as in apply
-		}
+		stale = errors.Is(err, ErrConflict) // as in apply
 		return nil, wrap(src, err)
 	}
 	parent.rec.ChildIDs = append(parent.rec.ChildIDs, dst)
@@ -935,19 +1028,17 @@ func (s *Store) Fork(ctx context.Context, src, dst string, opts ForkOptions) ([]
 // Close marks the session completed (durable backends keep it) and evicts
 // it from the LRU with its subscribers.
 func (s *Store) Close(ctx context.Context, id string) error {
-	sess, err := s.get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if s.backend.Durable() {
+	if !s.backend.Durable() {
+		if _, err := s.get(ctx, id); err != nil {
+			return err
+		}
+	} else {
 		ch := &Change{Status: StatusCompleted, Events: []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusCompleted)}}}}
-		if _, err := s.apply(ctx, sess, ch, anyVersion, false); err != nil {
+		if _, err := s.write(ctx, id, ch, anyVersion, false); err != nil {
 			return err
 		}
 	}
-	s.mu.Lock()
-	s.remove(id)
-	s.mu.Unlock()
+	s.drop(id, nil)
 	return nil
 }
 
@@ -1097,8 +1188,12 @@ func (s *Store) Create(ctx context.Context, id string, info Info) error {
 	if err := info.check(); err != nil {
 		return wrap(id, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.ids.lock(ctx, id)
+	if err != nil {
+		return wrap(id, err)
+	}
+	defer s.settle()
+	defer unlock()
 	if _, ok := s.live(id); ok {
 		return wrap(id, ErrExists)
 	}
@@ -1108,12 +1203,15 @@ func (s *Store) Create(ctx context.Context, id string, info Info) error {
 // Delete removes the session from the store and the backend, history
 // included (ErrNotFound; ErrHasChildren if forks of it are stored).
 func (s *Store) Delete(ctx context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock, err := s.ids.lock(ctx, id)
+	if err != nil {
+		return wrap(id, err)
+	}
+	defer unlock()
 	if err := s.backend.Delete(ctx, id, false); err != nil {
 		return wrap(id, err)
 	}
-	s.remove(id)
+	s.dropLocked(id, nil)
 	return nil
 }
 
@@ -1124,9 +1222,7 @@ func (s *Store) Unload(id string) {
 	if !s.backend.Durable() {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.remove(id)
+	s.drop(id, nil)
 }
 
 // Refresh drops the live copy of session id when it is stale: when the

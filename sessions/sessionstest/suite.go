@@ -35,6 +35,11 @@
 //     forks' shared messages readable.
 //   - Store.OpenWith of a new id from several stores and goroutines at
 //     once: every open succeeds (create or resume), exactly one creates.
+//   - (durable) Cold opens of many stored sessions at once through a
+//     Store smaller than their number, and opens, writes, unloads and
+//     evictions of one session racing: every open succeeds, interrupted
+//     sessions are healed once, no write is lost (run under -race, this
+//     checks the Store's per-session locking against the backend).
 //   - Create refuses a ParentID that would close a cycle through the
 //     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
@@ -150,6 +155,8 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"OpenReopened", testOpenReopened},
 		{"MessageIDsReopen", testMessageIDsReopen},
 		{"RenamedEventTypes", testRenamedEventTypes},
+		{"ColdOpens", testColdOpens},
+		{"OpenEvictSameID", testOpenEvictSameID},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
