@@ -130,10 +130,18 @@ func (s *Server) wrap(pattern string, rt route) http.Handler {
 			s.signIn(sw, r)
 			return
 		}
-		if !rt.public && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
-			writeAPIError(sw, errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token (send Authorization: Bearer TOKEN)"))
-			return
+		if !rt.public {
+			switch s.authorized(r) {
+			case authNone:
+				w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
+				writeAPIError(sw, errorf(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token (send Authorization: Bearer TOKEN)"))
+				return
+			case authCookie:
+				if e := checkSameOrigin(r); e != nil {
+					writeAPIError(sw, e)
+					return
+				}
+			}
 		}
 		if err := rt.handler(sw, r); err != nil {
 			s.fail(sw, r, pattern, err)

@@ -120,7 +120,7 @@ func TestAuth(t *testing.T) {
 	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == tokenCookie {
+		if strings.HasPrefix(c.Name, tokenCookie+"_") {
 			cookie = c
 		}
 	}
