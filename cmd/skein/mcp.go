@@ -32,7 +32,7 @@ func mcpCommand(args []string, std stdio) int {
 	vf.register(fs)
 	vf.registerStore(fs)
 	var addr, tokenFile string
-	fs.StringVar(&addr, "addr", "", "serve Streamable HTTP on `HOST:PORT` instead of stdio (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)")
+	fs.StringVar(&addr, "addr", "", "serve Streamable HTTP on `HOST:PORT` instead of stdio (a non-loopback address needs a token of 16 random bytes or more from --token-file or SKEIN_SERVE_TOKEN)")
 	fs.StringVar(&tokenFile, "token-file", "", "with --addr: file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)")
 	if code, stop := parseFlags(fs, mcpUsage, args, std); stop {
 		return code
@@ -55,8 +55,8 @@ func mcpCommand(args []string, std stdio) int {
 		if token, generated, err = serveToken(tokenFile); err != nil {
 			return usageError(std, fs.Name(), err.Error())
 		}
-		if generated && !loopback(addr) {
-			return usageError(std, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", addr))
+		if err := checkServeToken(token, generated, addr, tokenFile); err != nil {
+			return usageError(std, fs.Name(), err.Error())
 		}
 		if generated {
 			// printed once, here, and nowhere else

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -43,7 +44,7 @@ type serveFlags struct {
 // flags is the table of serve's own flags.
 func (f *serveFlags) flags() []flagDef {
 	return []flagDef{
-		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token from --token-file or SKEIN_SERVE_TOKEN)"},
+		{name: "addr", value: &f.addr, def: "127.0.0.1:7600", usage: "address to listen on (a non-loopback address needs a token of 16 random bytes or more from --token-file or SKEIN_SERVE_TOKEN)"},
 		{name: "agent", value: &f.agents, usage: "an agent: NAME.agent.yaml (an agent file; sessions are bound to it), FILE.star defining handle(session_id, text) (named by the file's stem), or 'acp:NAME=COMMAND ARGS...', an external Agent Client Protocol agent (its command must be allowed by --allow-cmd); repeatable"},
 		{name: "acp-shared", value: &f.acpShared, usage: "run one process per external ACP agent for all its sessions, instead of one per session"},
 		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
@@ -107,8 +108,8 @@ func serveCommand(args []string, std stdio) int {
 	if err != nil {
 		return usageError(std, fs.Name(), err.Error())
 	}
-	if generated && !loopback(f.addr) {
-		return usageError(std, fs.Name(), fmt.Sprintf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", f.addr))
+	if err := checkServeToken(token, generated, f.addr, f.tokenFile); err != nil {
+		return usageError(std, fs.Name(), err.Error())
 	}
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -252,6 +253,96 @@ func serveToken(file string) (token string, generated bool, err error) {
 		return t, false, nil
 	}
 	return serve.NewToken(), true, nil
+}
+
+// checkServeToken refuses a server listening beyond loopback (addr) on
+// a generated token (nobody else knows it) or on a weak one: one of
+// less than minTokenBits bits by tokenEntropy.
+func checkServeToken(token string, generated bool, addr, tokenFile string) error {
+	if loopback(addr) {
+		return nil
+	}
+	if generated {
+		return fmt.Errorf("refusing to serve on %s, which is not a loopback address, without a token: set one with --token-file or SKEIN_SERVE_TOKEN", addr)
+	}
+	if bits := tokenEntropy(token); bits < minTokenBits {
+		from := "SKEIN_SERVE_TOKEN"
+		if tokenFile != "" {
+			from = "--token-file"
+		}
+		return fmt.Errorf("%s: the token has about %d bits of entropy, and serving on %s, which is not a loopback address, needs at least %d (16 random bytes): make one with head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n'", from, int(math.Round(bits)), addr, minTokenBits)
+	}
+	return nil
+}
+
+// minTokenBits is the entropy (in bits) a token needs when skein serve
+// listens beyond loopback: 16 random bytes.
+const minTokenBits = 128
+
+// tokenEntropy estimates the bits of entropy of a token someone chose,
+// generously: each character is worth log2 of the alphabet its classes
+// span (16 for hex digits; else 26 for lower-case letters, 26 for
+// upper-case, 10 for digits and 33 for the rest, added up; at least 62
+// with both cases, as base64 need not hold a digit), and a
+// repeat of 8 or more characters seen earlier (aaaa..., a word typed
+// three times) is worth one character. Dictionary words are not
+// recognised: the estimate refuses short, repeated and one-class tokens,
+// not every weak one.
+func tokenEntropy(tok string) float64 {
+	var lower, upper, digit, other, hexOnly = false, false, false, false, true
+	for _, c := range tok {
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+			hexOnly = hexOnly && c <= 'f'
+		case c >= 'A' && c <= 'Z':
+			upper = true
+			hexOnly = hexOnly && c <= 'F'
+		case c >= '0' && c <= '9':
+			digit = true
+		default:
+			other = true
+			hexOnly = false
+		}
+	}
+	alphabet := 0
+	switch {
+	case hexOnly && !(lower && upper):
+		alphabet = 16
+	default:
+		for _, class := range []struct {
+			has  bool
+			size int
+		}{{lower, 26}, {upper, 26}, {digit, 10}, {other, 33}} {
+			if class.has {
+				alphabet += class.size
+			}
+		}
+		if lower && upper {
+			alphabet = max(alphabet, 62) // base62 or base64 text need not hold a digit
+		}
+	}
+	if alphabet < 2 {
+		return 0
+	}
+	const minRepeat = 8
+	symbols := 0
+	for i := 0; i < len(tok); symbols++ {
+		longest := 0
+		for j := 0; j < i; j++ {
+			n := 0
+			for i+n < len(tok) && tok[j+n] == tok[i+n] {
+				n++
+			}
+			longest = max(longest, n)
+		}
+		if longest >= minRepeat {
+			i += longest
+		} else {
+			i++
+		}
+	}
+	return float64(symbols) * math.Log2(float64(alphabet))
 }
 
 // loopback reports whether addr (host:port) names only loopback
