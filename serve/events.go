@@ -186,6 +186,11 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusBadRequest, "bad_query", "Last-Event-ID must be an integer >= 0, got %q", truncate(v, 40))
 		}
 	}
+	release, refused := s.streams.acquire(r)
+	if refused != nil {
+		return refused
+	}
+	defer release()
 	// Subscribe before reading the log: an event committed in between is
 	// in both and is sent once (by seq); none falls between.
 	c := s.hub.subscribe(id)

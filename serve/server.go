@@ -84,6 +84,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// MaxStreams bounds the SSE streams open at once (default
+	// DefaultMaxStreams); MaxStreamsPerClient bounds those of one client
+	// address (default DefaultMaxStreamsPerClient). A stream past either
+	// is refused with 429 too_many_streams.
+	MaxStreams, MaxStreamsPerClient int
 	// SSEBuffer is how many events an SSE client may fall behind before
 	// it is disconnected (default DefaultSSEBuffer).
 	SSEBuffer int
@@ -114,6 +119,7 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	hub      *hub
+	streams  *streamCaps
 	metrics  *metrics
 	locks    sessions.Locker
 	notifier sessions.Notifier // nil: the backend pushes no word of events
@@ -161,6 +167,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
+	if cfg.MaxStreamsPerClient == 0 {
+		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
+	}
 	if cfg.SSEBuffer == 0 {
 		cfg.SSEBuffer = DefaultSSEBuffer
 	}
@@ -176,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	for name, v := range map[string]int{"max sessions": cfg.MaxSessions, "max running": cfg.MaxRunning, "SSE buffer": cfg.SSEBuffer} {
+	for name, v := range map[string]int{"max sessions": cfg.MaxSessions, "max running": cfg.MaxRunning, "SSE buffer": cfg.SSEBuffer, "max streams": cfg.MaxStreams, "max streams per client": cfg.MaxStreamsPerClient} {
 		if v < 1 {
 			return nil, fmt.Errorf("serve: %s must be >= 1, got %d", name, v)
 		}
@@ -190,6 +202,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}, queues: map[string]*promptQueue{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)
+	s.streams = newStreamCaps(cfg.MaxStreams, cfg.MaxStreamsPerClient)
 	s.turnCtx, s.cancelAll = context.WithCancelCause(telemetry.With(context.Background(), cfg.Tracer))
 	locks, err := newLocker(cfg.Store, cfg.PollInterval)
 	if err != nil {

@@ -39,6 +39,8 @@ type serveFlags struct {
 	grace       time.Duration
 	maxBody     int64
 	poll        time.Duration
+	maxStreams  int
+	perClient   int
 }
 
 // flags is the table of serve's own flags.
@@ -54,6 +56,8 @@ func (f *serveFlags) flags() []flagDef {
 		{name: "token-file", value: &f.tokenFile, usage: "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)"},
 		{name: "grace", value: &f.grace, def: (30 * time.Second).String(), usage: "on SIGTERM, how long running turns may finish before they are cancelled"},
 		{name: "max-body", value: &f.maxBody, def: strconv.FormatInt(serve.DefaultMaxBodyBytes, 10), usage: "largest request body in bytes"},
+		{name: "max-streams", value: &f.maxStreams, def: strconv.Itoa(serve.DefaultMaxStreams), usage: "event streams (SSE) open at once; one more is refused with 429"},
+		{name: "max-streams-per-client", value: &f.perClient, def: strconv.Itoa(serve.DefaultMaxStreamsPerClient), usage: "event streams (SSE) one client address may have open at once; one more is refused with 429"},
 		{name: "poll-interval", value: &f.poll, def: serve.DefaultPollInterval.String(),
 			usage: "how often to look for what other processes sharing the store did (events for SSE streams, cancels of this server's turns, turns a stopped process left behind)"},
 	}
@@ -86,6 +90,8 @@ func serveCommand(args []string, std stdio) int {
 		return usageError(std, fs.Name(), "--idle-timeout must be positive")
 	case f.grace < 0:
 		return usageError(std, fs.Name(), "--grace must not be negative")
+	case f.maxStreams < 1 || f.perClient < 1:
+		return usageError(std, fs.Name(), "--max-streams and --max-streams-per-client must be >= 1")
 	case f.maxBody < 1:
 		return usageError(std, fs.Name(), "--max-body must be >= 1")
 	case f.poll < minPollInterval:
@@ -172,7 +178,8 @@ func serveCommand(args []string, std stdio) int {
 	tracer := telemetry.FromEnv(std.err)
 	defer tracer.Close() // after the turns ended: their last spans are exported
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
-		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll, NewID: st.NewID, Logger: logger,
+		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll,
+		MaxStreams: f.maxStreams, MaxStreamsPerClient: f.perClient, NewID: st.NewID, Logger: logger,
 		Tracer: tracer})
 	if err != nil {
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
