@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // echoHandler stores the prompt and a reply, or blocks until cancelled
@@ -18,7 +19,7 @@ import (
 type echoHandler struct{ store *sessions.Store }
 
 func (h echoHandler) Handle(ctx context.Context, id, text string) error {
-	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 		return err
 	}
 	if text == "block" {
@@ -28,7 +29,7 @@ func (h echoHandler) Handle(ctx context.Context, id, text string) error {
 	if text == "fail" {
 		return fmt.Errorf("the handler failed")
 	}
-	_, err := h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "echo: " + text}}})
+	_, err := h.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "echo: " + text}}})
 	return err
 }
 
@@ -77,7 +78,7 @@ func (p *peer) send(line string) {
 }
 
 // message is any JSON-RPC message the agent sends.
-type message struct {
+type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
@@ -89,12 +90,12 @@ type message struct {
 }
 
 // next reads the agent's next message.
-func (p *peer) next() message {
+func (p *peer) next() rpcMessage {
 	p.t.Helper()
 	if !p.out.Scan() {
 		p.t.Fatalf("the agent closed its output: %v", p.out.Err())
 	}
-	var m message
+	var m rpcMessage
 	if err := json.Unmarshal(p.out.Bytes(), &m); err != nil {
 		p.t.Fatalf("the agent sent %q: %v", p.out.Text(), err)
 	}
@@ -103,9 +104,9 @@ func (p *peer) next() message {
 
 // response reads messages until the response, returning it and the
 // notifications before it.
-func (p *peer) response() (message, []message) {
+func (p *peer) response() (rpcMessage, []rpcMessage) {
 	p.t.Helper()
-	var notes []message
+	var notes []rpcMessage
 	for {
 		m := p.next()
 		if m.Method == "" {
@@ -231,7 +232,7 @@ type permHandler struct {
 }
 
 func (h permHandler) Handle(ctx context.Context, id, text string) error {
-	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 		return err
 	}
 	h.store.Publish(sessions.Event{Type: "state", SessionID: id, CorrID: "call-" + text, Data: map[string]any{"state": "tool_executing", "tool": "run_command"}})
@@ -239,7 +240,7 @@ func (h permHandler) Handle(ctx context.Context, id, text string) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: fmt.Sprint("approved: ", ok)}}})
+	_, err = h.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: fmt.Sprint("approved: ", ok)}}})
 	return err
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // maxToolName bounds the name a tool message gets from an ACP tool
@@ -49,8 +50,8 @@ type collector struct {
 type draft struct {
 	text     strings.Builder
 	thinking strings.Builder
-	calls    []sessions.ToolCall
-	held     []sessions.Message
+	calls    []message.ToolCall
+	held     []message.Message
 }
 
 func newCollector(ctx context.Context, store *sessions.Store, id string, lastSeq int64) *collector {
@@ -112,7 +113,7 @@ func (c *collector) call(id, title string, kind sdk.ToolKind, input any) {
 		name = name[:maxToolName]
 	}
 	c.names[id] = name
-	c.cur().calls = append(c.cur().calls, sessions.ToolCall{ID: id, Name: name, Arguments: toolArguments(input)})
+	c.cur().calls = append(c.cur().calls, message.ToolCall{ID: id, Name: name, Arguments: toolArguments(input)})
 	c.flush()
 }
 
@@ -125,7 +126,7 @@ func (c *collector) status(id string, st sdk.ToolCallStatus, content []sdk.ToolC
 	if _, known := c.names[id]; !known {
 		return
 	}
-	m := sessions.Message{Role: sessions.RoleTool, ToolCallID: id, Name: c.names[id], Text: toolText(content, output), IsError: st == sdk.ToolCallStatusFailed}
+	m := message.Message{Role: message.RoleTool, ToolCallID: id, Name: c.names[id], Text: toolText(content, output), IsError: st == sdk.ToolCallStatusFailed}
 	switch {
 	case c.open[id]:
 		delete(c.open, id)
@@ -172,11 +173,11 @@ func (c *collector) store1() {
 	if d == nil {
 		return
 	}
-	m := sessions.Message{Role: sessions.RoleAssistant, Text: d.text.String(), ToolCalls: d.calls}
+	m := message.Message{Role: message.RoleAssistant, Text: d.text.String(), ToolCalls: d.calls}
 	if th := d.thinking.String(); th != "" {
-		m.Blocks = []sessions.Block{{Type: sessions.BlockThinking, Thinking: th}}
+		m.Blocks = []message.Block{{Type: message.BlockThinking, Thinking: th}}
 		if m.Text != "" {
-			m.Blocks = append(m.Blocks, sessions.Block{Type: sessions.BlockText, Text: m.Text})
+			m.Blocks = append(m.Blocks, message.Block{Type: message.BlockText, Text: m.Text})
 		}
 		m.Text = ""
 	}
@@ -214,11 +215,11 @@ func (c *collector) heal(reason string) {
 }
 
 // append stores one message.
-func (c *collector) append(m sessions.Message) {
+func (c *collector) append(m message.Message) {
 	if c.err != nil {
 		return
 	}
-	events, err := c.store.Apply(c.ctx, c.id, &sessions.Change{Append: []sessions.Message{m}})
+	events, err := c.store.Apply(c.ctx, c.id, &sessions.Change{Append: []message.Message{m}})
 	if err != nil {
 		c.err = err
 		return

@@ -8,11 +8,12 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // shapeOf is a message as role (! for an error result), tool call ids
 // and text, for comparisons.
-func shapeOf(m sessions.Message) string {
+func shapeOf(m message.Message) string {
 	s := m.Role
 	if m.IsError {
 		s += "!"
@@ -28,7 +29,7 @@ func shapeOf(m sessions.Message) string {
 		s += "[" + strings.Join(ids, ",") + "]"
 	}
 	for _, b := range m.Blocks {
-		if b.Type == sessions.BlockThinking {
+		if b.Type == message.BlockThinking {
 			s += " {" + b.Thinking + "}"
 		}
 	}
@@ -123,14 +124,14 @@ func TestCollector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sessions.Validate(msgs); err != nil {
+			if err := message.Validate(msgs); err != nil {
 				t.Fatalf("invalid transcript: %v", err)
 			}
 			var got []string
 			var text strings.Builder
 			for _, m := range msgs {
 				got = append(got, shapeOf(m))
-				if m.Role == sessions.RoleAssistant {
+				if m.Role == message.RoleAssistant {
 					text.WriteString(m.TextContent())
 				}
 			}

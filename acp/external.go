@@ -16,6 +16,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/workspace"
 )
 
@@ -293,7 +294,7 @@ func (e *External) Handle(ctx context.Context, id, text string) error {
 		return err
 	}
 	wctx := context.WithoutCancel(ctx)
-	events, err := e.cfg.Store.Apply(wctx, id, &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}})
+	events, err := e.cfg.Store.Apply(wctx, id, &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: text}}})
 	if err != nil {
 		return err
 	}

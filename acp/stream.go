@@ -12,6 +12,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // stream sends what one turn stores on a session to the client as
@@ -70,7 +71,7 @@ func (s *stream) run(ctx context.Context, handle func() error, text string, log 
 	stopLogged()
 	bg := context.WithoutCancel(ctx)
 	if !s.userLogged.Load() {
-		if _, serr := s.store.Apply(bg, s.id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); serr != nil {
+		if _, serr := s.store.Apply(bg, s.id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); serr != nil {
 			log.Error("storing a prompt failed", "session", s.id, "err", serr)
 		}
 	}
@@ -132,7 +133,7 @@ func (s *stream) observe(e sessions.Event) {
 
 // observeLogged notes the turn's user message being logged.
 func (s *stream) observeLogged(e sessions.Event) {
-	if e.SessionID == s.id && e.Type == sessions.EventMessage && e.Data["role"] == sessions.RoleUser {
+	if e.SessionID == s.id && e.Type == sessions.EventMessage && e.Data["role"] == message.RoleUser {
 		s.userLogged.Store(true)
 	}
 }
@@ -178,7 +179,7 @@ func (s *stream) event(e sessions.Event) {
 		name, _ := e.Data["tool"].(string)
 		if !s.announced[e.CorrID] {
 			s.announced[e.CorrID] = true
-			s.update(startCall(sessions.ToolCall{ID: e.CorrID, Name: name}, sdk.ToolCallStatusInProgress))
+			s.update(startCall(message.ToolCall{ID: e.CorrID, Name: name}, sdk.ToolCallStatusInProgress))
 			return
 		}
 		s.update(sdk.UpdateToolCall(sdk.ToolCallId(e.CorrID), sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
@@ -187,7 +188,7 @@ func (s *stream) event(e sessions.Event) {
 		args, _ := e.Data["arguments"].(map[string]any)
 		switch {
 		case !s.announced[e.CorrID]:
-			s.update(startCall(sessions.ToolCall{ID: e.CorrID, Name: name, Arguments: args}, sdk.ToolCallStatusPending))
+			s.update(startCall(message.ToolCall{ID: e.CorrID, Name: name, Arguments: args}, sdk.ToolCallStatusPending))
 		case !s.withInput[e.CorrID]:
 			// announced by its tool starting (a quick tool runs before
 			// its reply is committed): the arguments follow
@@ -208,7 +209,7 @@ func (s *stream) event(e sessions.Event) {
 // feedback; system messages are instructions: neither is shown.)
 func (s *stream) message(e sessions.Event) {
 	role, _ := e.Data["role"].(string)
-	if role != sessions.RoleAssistant && role != sessions.RoleTool {
+	if role != message.RoleAssistant && role != message.RoleTool {
 		return
 	}
 	index, _ := e.Data["index"].(int64)
@@ -217,10 +218,10 @@ func (s *stream) message(e sessions.Event) {
 		return // compacted or rewound since: nothing to show
 	}
 	m := &msgs[index]
-	if role == sessions.RoleTool {
+	if role == message.RoleTool {
 		if !s.announced[m.ToolCallID] {
 			s.announced[m.ToolCallID] = true
-			u := startCall(sessions.ToolCall{ID: m.ToolCallID, Name: m.Name}, resultStatus(m))
+			u := startCall(message.ToolCall{ID: m.ToolCallID, Name: m.Name}, resultStatus(m))
 			u.ToolCall.Content = resultContent(m)
 			s.update(u)
 			return

@@ -5,7 +5,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // toolKinds are the ACP kinds of skein's built-in tools (package
@@ -29,7 +29,7 @@ func toolKind(name string) sdk.ToolKind {
 }
 
 // startCall is the tool_call update announcing call with status.
-func startCall(call sessions.ToolCall, status sdk.ToolCallStatus) sdk.SessionUpdate {
+func startCall(call message.ToolCall, status sdk.ToolCallStatus) sdk.SessionUpdate {
 	opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(toolKind(call.Name)), sdk.WithStartStatus(status)}
 	if call.Arguments != nil {
 		opts = append(opts, sdk.WithStartRawInput(call.Arguments))
@@ -38,7 +38,7 @@ func startCall(call sessions.ToolCall, status sdk.ToolCallStatus) sdk.SessionUpd
 }
 
 // resultStatus is the final status of a tool call whose result is m.
-func resultStatus(m *sessions.Message) sdk.ToolCallStatus {
+func resultStatus(m *message.Message) sdk.ToolCallStatus {
 	if m.IsError {
 		return sdk.ToolCallStatusFailed
 	}
@@ -46,7 +46,7 @@ func resultStatus(m *sessions.Message) sdk.ToolCallStatus {
 }
 
 // resultContent is a tool result as tool call content: its text.
-func resultContent(m *sessions.Message) []sdk.ToolCallContent {
+func resultContent(m *message.Message) []sdk.ToolCallContent {
 	text := m.TextContent()
 	if text == "" {
 		return nil
@@ -55,15 +55,15 @@ func resultContent(m *sessions.Message) []sdk.ToolCallContent {
 }
 
 // finishCall is the tool_call_update that ends a call with its result m.
-func finishCall(m *sessions.Message) sdk.SessionUpdate {
+func finishCall(m *message.Message) sdk.SessionUpdate {
 	return sdk.UpdateToolCall(sdk.ToolCallId(m.ToolCallID), sdk.WithUpdateStatus(resultStatus(m)), sdk.WithUpdateContent(resultContent(m)))
 }
 
 // thoughts are the updates of an assistant message's readable thinking.
-func thoughts(m *sessions.Message) []sdk.SessionUpdate {
+func thoughts(m *message.Message) []sdk.SessionUpdate {
 	var out []sdk.SessionUpdate
 	for _, b := range m.Blocks {
-		if b.Type == sessions.BlockThinking && b.Thinking != "" {
+		if b.Type == message.BlockThinking && b.Thinking != "" {
 			out = append(out, sdk.UpdateAgentThoughtText(b.Thinking))
 		}
 	}
@@ -75,10 +75,10 @@ func thoughts(m *sessions.Message) []sdk.SessionUpdate {
 // thinking as agent chunks, each tool call as one tool_call carrying its
 // final status and result (a call without a result is pending). System
 // messages are instructions, not conversation, and are not shown.
-func replay(msgs []sessions.Message) []sdk.SessionUpdate {
-	results := map[string]*sessions.Message{}
+func replay(msgs []message.Message) []sdk.SessionUpdate {
+	results := map[string]*message.Message{}
 	for i := range msgs {
-		if msgs[i].Role == sessions.RoleTool {
+		if msgs[i].Role == message.RoleTool {
 			results[msgs[i].ToolCallID] = &msgs[i]
 		}
 	}
@@ -86,11 +86,11 @@ func replay(msgs []sessions.Message) []sdk.SessionUpdate {
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
-		case sessions.RoleUser:
+		case message.RoleUser:
 			if text := m.TextContent(); text != "" {
 				out = append(out, sdk.UpdateUserMessageText(text))
 			}
-		case sessions.RoleAssistant:
+		case message.RoleAssistant:
 			out = append(out, thoughts(m)...)
 			if text := m.TextContent(); text != "" {
 				out = append(out, sdk.UpdateAgentMessageText(text))

@@ -38,6 +38,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/telemetry"
 )
 
@@ -114,7 +115,7 @@ type Tool interface {
 	Spec() llm.ToolSpec
 	// Run executes a call whose arguments were validated against the
 	// spec's schema. The output is the result text the model sees.
-	Run(ctx context.Context, call sessions.ToolCall) (string, error)
+	Run(ctx context.Context, call message.ToolCall) (string, error)
 }
 
 // TurnInfo describes a finished turn to the post-turn callback.
@@ -293,8 +294,8 @@ type Result struct {
 	ToolCalls   []string // names, in call order
 	Succeeded   []string
 	Failed      []string
-	Messages    []sessions.Message // appended by this loop, in order
-	Compactions int                // automatic compactions during the loop
+	Messages    []message.Message // appended by this loop, in order
+	Compactions int               // automatic compactions during the loop
 	// CostUSD is what the loop's calls cost; CostKnown is false when the
 	// price of a model that answered is unknown.
 	CostUSD   float64
@@ -431,7 +432,7 @@ func Call(ctx context.Context, cfg Config) (*llm.Response, *Result, error) {
 }
 
 func (l *loop) once() error {
-	if err := l.stage(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: l.cfg.Prompt}}}); err != nil {
+	if err := l.stage(&sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: l.cfg.Prompt}}}); err != nil {
 		return err
 	}
 	l.res.Iterations = 1
@@ -655,7 +656,7 @@ func (l *loop) event(typ string, data map[string]any) error {
 // event, published to the store's observers (live viewers) and emitted
 // to the hooks, never stored. Every tool call is a change (the event
 // names the tool, and its corr_id is the call's id).
-func (l *loop) setState(state string, call *sessions.ToolCall) error {
+func (l *loop) setState(state string, call *message.ToolCall) error {
 	if state == l.state && call == nil {
 		return nil
 	}
@@ -709,7 +710,7 @@ func (l *loop) run() error {
 		}
 		return tl
 	}
-	start := &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: cfg.Prompt}}}
+	start := &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: cfg.Prompt}}}
 	if err := l.stage(start); err != nil {
 		return err
 	}
@@ -807,7 +808,7 @@ func (l *loop) run() error {
 				return err
 			}
 			if pt.Feedback != "" {
-				msg := sessions.Message{Role: sessions.RoleUser, Text: pt.Feedback, Metadata: map[string]any{"feedback_kind": "post_turn_callback"}}
+				msg := message.Message{Role: message.RoleUser, Text: pt.Feedback, Metadata: map[string]any{"feedback_kind": "post_turn_callback"}}
 				if err := cfg.Store.QueueFeedback(l.ctx, cfg.SessionID, msg); err != nil {
 					return err
 				}
@@ -828,7 +829,7 @@ func (l *loop) run() error {
 // they run loses the reply with them; nothing of it had reached a
 // subscriber. A tool not run yet in the loop is not quick, so a tool
 // that waits on a process or the network commits its call first.
-func (l *loop) quick(calls []sessions.ToolCall) bool {
+func (l *loop) quick(calls []message.ToolCall) bool {
 	if l.cfg.QuickTool < 0 {
 		return false
 	}
@@ -852,7 +853,7 @@ func (l *loop) textOnly(text string) (bool, error) {
 		return true, l.event(EventLoopStuck, map[string]any{"nudges": int64(l.nudges)})
 	}
 	l.nudges++
-	return false, l.stage(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: Nudge, Metadata: map[string]any{"nudge": int64(l.nudges)}}}})
+	return false, l.stage(&sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: Nudge, Metadata: map[string]any{"nudge": int64(l.nudges)}}}})
 }
 
 // deliverFeedback appends queued feedback at the start of a turn.
@@ -860,7 +861,7 @@ func (l *loop) deliverFeedback() error {
 	pending := l.cfg.Store.TakeFeedback(l.cfg.SessionID)
 	for _, m := range pending {
 		kind, _ := m.Metadata["feedback_kind"].(string)
-		ch := &sessions.Change{Append: []sessions.Message{m},
+		ch := &sessions.Change{Append: []message.Message{m},
 			Events: []sessions.Event{sessions.NewEvent(EventFeedbackInjected, map[string]any{"kind": kind})}}
 		if err := l.stage(ch); err != nil {
 			return err
@@ -985,9 +986,9 @@ func (c *counting) Complete(ctx context.Context, req *llm.Request) (*llm.Respons
 
 // appendReply stores the assistant message of a model reply.
 func (l *loop) appendReply(resp *llm.Response) error {
-	msg := sessions.Message{Role: sessions.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model, Usage: resp.Usage.Map()}
+	msg := message.Message{Role: message.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model, Usage: resp.Usage.Map()}
 	if len(resp.Thinking) > 0 {
-		msg.Blocks = append(append([]sessions.Block{}, resp.Thinking...), sessions.Block{Type: sessions.BlockText, Text: resp.Text})
+		msg.Blocks = append(append([]message.Block{}, resp.Thinking...), message.Block{Type: message.BlockText, Text: resp.Text})
 		msg.Text = ""
 	}
 	if !l.viewport {
@@ -999,7 +1000,7 @@ func (l *loop) appendReply(resp *llm.Response) error {
 	} else if len(resp.ToolCalls) == 0 {
 		l.res.VisibleText = ""
 	}
-	return l.stage(&sessions.Change{Append: []sessions.Message{msg}})
+	return l.stage(&sessions.Change{Append: []message.Message{msg}})
 }
 
 // StripSentinel removes the done sentinel from text, dropping lines left
@@ -1024,7 +1025,7 @@ func StripSentinel(text string) string {
 // logToolCalls stages a tool_call event for each call of a reply, with
 // the reply: they are committed, and delivered, before the first tool
 // runs.
-func (l *loop) logToolCalls(calls []sessions.ToolCall) error {
+func (l *loop) logToolCalls(calls []message.ToolCall) error {
 	events := make([]sessions.Event, len(calls))
 	for i, call := range calls {
 		events[i] = sessions.NewEvent(EventToolCall, map[string]any{"name": call.Name, "arguments": jsonvalue.CloneObject(call.Arguments)})
@@ -1034,7 +1035,7 @@ func (l *loop) logToolCalls(calls []sessions.ToolCall) error {
 }
 
 // runTool runs one tool call and stages its result.
-func (l *loop) runTool(call sessions.ToolCall) error {
+func (l *loop) runTool(call message.ToolCall) error {
 	l.res.ToolCalls = append(l.res.ToolCalls, call.Name)
 	if err := l.setState(StateToolExecuting, &call); err != nil {
 		return err
@@ -1091,10 +1092,10 @@ func (l *loop) runTool(call sessions.ToolCall) error {
 		l.res.Succeeded = append(l.res.Succeeded, call.Name)
 	}
 	data["status"] = status
-	result := sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, Blocks: blocks, IsError: toolErr != nil}
+	result := message.Message{Role: message.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, Blocks: blocks, IsError: toolErr != nil}
 	ev := sessions.NewEvent(EventToolResult, data)
 	ev.CorrID = call.ID
-	return l.stage(&sessions.Change{Append: []sessions.Message{result}, Events: []sessions.Event{ev}})
+	return l.stage(&sessions.Change{Append: []message.Message{result}, Events: []sessions.Event{ev}})
 }
 
 // Refusal is implemented by an error that refuses an action because of a
@@ -1123,7 +1124,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 func (e *RefusedError) Refusal() (action, rule string) { return e.Action, e.Rule }
 
 // refused stages a security_decision event when err refuses call.
-func (l *loop) refused(call sessions.ToolCall, err error) error {
+func (l *loop) refused(call message.ToolCall, err error) error {
 	var ref Refusal
 	if err == nil || !errors.As(err, &ref) {
 		return nil
@@ -1176,7 +1177,7 @@ func toolErrorType(err error) string {
 // invoke runs a call under ctx (its execute_tool span's): its result
 // text, or its blocks when they hold more than text (a ContentTool's
 // images).
-func (l *loop) invoke(ctx context.Context, call sessions.ToolCall) (string, []sessions.Block, error) {
+func (l *loop) invoke(ctx context.Context, call message.ToolCall) (string, []message.Block, error) {
 	var tool Tool
 	names := make([]string, 0, len(l.cfg.Tools))
 	for _, t := range l.cfg.Tools {
@@ -1249,7 +1250,7 @@ const EventApproval = "approval"
 // approve asks Config.Approval about a call of a tool that needs
 // approval (no callback refuses) and logs the answer; a refusal is the
 // call's error result "NAME: the call was not approved".
-func (l *loop) approve(call sessions.ToolCall) error {
+func (l *loop) approve(call message.ToolCall) error {
 	ok := false
 	if l.cfg.Approval != nil {
 		var err error

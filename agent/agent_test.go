@@ -12,6 +12,7 @@ import (
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // scripted is a fake provider that replays responses in order.
@@ -52,13 +53,13 @@ func (t *fakeTool) Spec() llm.ToolSpec {
 		"n": map[string]any{"type": "integer"}}}}
 }
 
-func (t *fakeTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (t *fakeTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	t.calls++
 	return t.out, t.err
 }
 
 func callTool(name string, args map[string]any) *llm.Response {
-	return &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "c-" + name, Name: name, Arguments: args}}}
+	return &llm.Response{ToolCalls: []message.ToolCall{{ID: "c-" + name, Name: name, Arguments: args}}}
 }
 
 func newStore(t *testing.T, id string) *sessions.Store {
@@ -109,12 +110,12 @@ func TestToolLoop(t *testing.T) {
 		t.Fatalf("events = %s", got)
 	}
 	msgs, _ := store.Messages(context.Background(), "s")
-	if err := sessions.Validate(msgs); err != nil || len(msgs) != 4 {
+	if err := message.Validate(msgs); err != nil || len(msgs) != 4 {
 		t.Fatalf("transcript %d messages, %v", len(msgs), err)
 	}
 	// the second request carries the tool result
 	second := p.reqs[1].Messages
-	if second[len(second)-1].Role != sessions.RoleTool || second[len(second)-1].Text != "42" {
+	if second[len(second)-1].Role != message.RoleTool || second[len(second)-1].Text != "42" {
 		t.Fatalf("second request ends with %+v", second[len(second)-1])
 	}
 }
@@ -144,7 +145,7 @@ func TestRaisedToolErrorHealsAndFails(t *testing.T) {
 	store := newStore(t, "s")
 	boom := errors.New("boom")
 	tool := &fakeTool{name: "count", err: boom}
-	p := &scripted{name: "fake", resps: []any{&llm.Response{ToolCalls: []sessions.ToolCall{
+	p := &scripted{name: "fake", resps: []any{&llm.Response{ToolCalls: []message.ToolCall{
 		{ID: "a", Name: "count", Arguments: map[string]any{}}, {ID: "b", Name: "count", Arguments: map[string]any{}}}}}}
 	cfg := config(store, "s", p, tool)
 	cfg.ToolErrors = ToolErrorsRaise
@@ -153,7 +154,7 @@ func TestRaisedToolErrorHealsAndFails(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	rec, _ := store.Snapshot(context.Background(), "s")
-	if err := sessions.Validate(rec.Messages); err != nil {
+	if err := message.Validate(rec.Messages); err != nil {
 		t.Fatal(err)
 	}
 	if rec.Status != sessions.StatusError || rec.Messages[2].Text != "interrupted" || rec.Messages[3].Text != "interrupted" {
@@ -183,11 +184,11 @@ func TestContextLengthTriggersOneCompactionAndRetry(t *testing.T) {
 		&llm.Response{Text: "fits now"},
 	}}
 	for i := 0; i < 20; i++ {
-		role := sessions.RoleUser
+		role := message.RoleUser
 		if i%2 == 1 {
-			role = sessions.RoleAssistant
+			role = message.RoleAssistant
 		}
-		if _, err := store.Apply(context.Background(), "s", &sessions.Change{Append: []sessions.Message{{Role: role, Text: fmt.Sprintf("old message %d", i)}}}); err != nil {
+		if _, err := store.Apply(context.Background(), "s", &sessions.Change{Append: []message.Message{{Role: role, Text: fmt.Sprintf("old message %d", i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -289,7 +290,7 @@ func TestToolErrorDecidesItsOwnFate(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 			rec, _ := store.Snapshot(context.Background(), "s")
-			if err := sessions.Validate(rec.Messages); err != nil || rec.Status != sessions.StatusError {
+			if err := message.Validate(rec.Messages); err != nil || rec.Status != sessions.StatusError {
 				t.Fatalf("status %s, %v", rec.Status, err)
 			}
 		})
@@ -312,7 +313,7 @@ func (t *hookTool) Spec() llm.ToolSpec {
 	return llm.ToolSpec{Name: t.name, Parameters: map[string]any{"type": "object", "properties": map[string]any{}}}
 }
 
-func (t *hookTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (t *hookTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	t.run()
 	return "done", nil
 }
@@ -341,7 +342,7 @@ func TestLoopLosingAConflictWritesNothing(t *testing.T) {
 		if _, err := theirs.Open(ctx, "s", 0); err != nil {
 			t.Error(err)
 		}
-		if _, err := theirs.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "theirs"}}}); err != nil {
+		if _, err := theirs.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "theirs"}}}); err != nil {
 			t.Error(err)
 		}
 	}}
@@ -366,7 +367,7 @@ func TestLoopLosingAConflictWritesNothing(t *testing.T) {
 			t.Errorf("the loser logged %s %v on the winner's session", e.Type, e.Data)
 		}
 	}
-	if err := sessions.Validate(rec.Messages); err != nil {
+	if err := message.Validate(rec.Messages); err != nil {
 		t.Error(err)
 	}
 }
@@ -468,7 +469,7 @@ func groupCommit(t *testing.T, quick, sleep time.Duration, wantWrites int, wantW
 	if delivered != len(rec.Events) {
 		t.Errorf("%d events delivered, %d stored", delivered, len(rec.Events))
 	}
-	if err := sessions.Validate(rec.Messages); err != nil || len(rec.Messages) != 2*iterations+2 {
+	if err := message.Validate(rec.Messages); err != nil || len(rec.Messages) != 2*iterations+2 {
 		t.Errorf("%d messages stored (%v), want %d", len(rec.Messages), err, 2*iterations+2)
 	}
 }
@@ -479,7 +480,7 @@ type probedTool struct {
 	before func()
 }
 
-func (t *probedTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (t *probedTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	t.before()
 	return t.fakeTool.Run(ctx, call)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Events of a compaction: "agent:context_compacted" is stored in the log
@@ -58,7 +59,7 @@ type Compaction struct {
 // store lock held.
 func CompactSession(ctx context.Context, store *sessions.Store, id string, opts compact.Options, trigger string) (*compact.Result, []sessions.Event, error) {
 	var res *compact.Result
-	events, err := store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
+	events, err := store.Update(ctx, id, func(v message.View) (*sessions.Change, error) {
 		msgs := viewSlice(v)
 		var err error
 		res, err = compact.Compact(ctx, msgs, opts)
@@ -95,11 +96,11 @@ func CompactSession(ctx context.Context, store *sessions.Store, id string, opts 
 	return res, events, nil
 }
 
-func viewSlice(v sessions.View) []sessions.Message {
-	if t, ok := v.(sessions.Transcript); ok {
+func viewSlice(v message.View) []message.Message {
+	if t, ok := v.(message.Transcript); ok {
 		return t.Slice()
 	}
-	out := make([]sessions.Message, v.Len())
+	out := make([]message.Message, v.Len())
 	for i := range out {
 		out[i] = *v.At(i)
 	}
@@ -110,7 +111,7 @@ func viewSlice(v sessions.View) []sessions.Message {
 // compacts the session first when the estimated context reached the
 // threshold (or unconditionally when forced, after a context_length
 // error), then cuts the viewport when a context budget is set.
-func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
+func (l *loop) contextMessages(forced bool) ([]message.Message, error) {
 	cfg := l.cfg
 	msgs, err := cfg.Store.Messages(l.ctx, cfg.SessionID)
 	if err != nil {
@@ -161,7 +162,7 @@ func (l *loop) contextMessages(forced bool) ([]sessions.Message, error) {
 // estimate is the context size of msgs: the provider-reported tokens of
 // the last call plus an estimate of the messages added since, or an
 // estimate of everything before the first call.
-func (l *loop) estimate(msgs []sessions.Message) int {
+func (l *loop) estimate(msgs []message.Message) int {
 	if l.usageAt == 0 || l.usageAt > len(msgs) {
 		l.usage, l.usageAt = compact.EstimateTokens(msgs), len(msgs)
 		return l.usage

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // EventToolProgress is logged for each progress report of a running
@@ -23,7 +24,7 @@ type ContentTool interface {
 	// RunContent executes a call whose arguments were validated against
 	// the spec's schema. progress may be called from any goroutine until
 	// RunContent returns; total 0 means unknown.
-	RunContent(ctx context.Context, call sessions.ToolCall, progress func(done, total float64, message string)) ([]sessions.Block, error)
+	RunContent(ctx context.Context, call message.ToolCall, progress func(done, total float64, message string)) ([]message.Block, error)
 }
 
 type progressReport struct {
@@ -34,9 +35,9 @@ type progressReport struct {
 // runContent runs a ContentTool, logging its progress reports while it
 // runs: every report made before RunContent returns is logged before the
 // result.
-func (l *loop) runContent(ctx context.Context, tool ContentTool, call sessions.ToolCall) (string, []sessions.Block, error) {
+func (l *loop) runContent(ctx context.Context, tool ContentTool, call message.ToolCall) (string, []message.Block, error) {
 	type result struct {
-		blocks []sessions.Block
+		blocks []message.Block
 		err    error
 	}
 	reports := make(chan progressReport, 16)
@@ -74,7 +75,7 @@ func (l *loop) runContent(ctx context.Context, tool ContentTool, call sessions.T
 }
 
 // logProgress writes a tool_progress event at once.
-func (l *loop) logProgress(call sessions.ToolCall, p progressReport) error {
+func (l *loop) logProgress(call message.ToolCall, p progressReport) error {
 	data := map[string]any{"name": call.Name, "progress": number(p.done)}
 	if p.total > 0 {
 		data["total"] = number(p.total)
@@ -97,10 +98,10 @@ func number(f float64) any {
 
 // toolContent is what a tool message holds for a result's blocks: their
 // text joined by newlines when they are all text, else the blocks.
-func toolContent(blocks []sessions.Block) (string, []sessions.Block) {
+func toolContent(blocks []message.Block) (string, []message.Block) {
 	var parts []string
 	for _, b := range blocks {
-		if b.Type != sessions.BlockText {
+		if b.Type != message.BlockText {
 			return "", blocks
 		}
 		parts = append(parts, b.Text)
@@ -110,14 +111,14 @@ func toolContent(blocks []sessions.Block) (string, []sessions.Block) {
 
 // shortenContent shortens the text of a tool result (see
 // shortenToolOutput): the text, or each text block.
-func (l *loop) shortenContent(name, text string, blocks []sessions.Block) (string, []sessions.Block, error) {
+func (l *loop) shortenContent(name, text string, blocks []message.Block) (string, []message.Block, error) {
 	if blocks == nil {
 		text, err := l.shortenToolOutput(name, text)
 		return text, nil, err
 	}
-	out := make([]sessions.Block, len(blocks))
+	out := make([]message.Block, len(blocks))
 	for i, b := range blocks {
-		if b.Type == sessions.BlockText {
+		if b.Type == message.BlockText {
 			var err error
 			if b.Text, err = l.shortenToolOutput(name, b.Text); err != nil {
 				return "", nil, err

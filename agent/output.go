@@ -10,6 +10,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // DefaultOutputRetries is how many repair turns a reply that does not
@@ -106,7 +107,7 @@ func problems(err error) []string {
 
 // repairMessage is the user message of a repair turn: the violations,
 // then the schema.
-func (o *Output) repairMessage(probs []string, attempt int) sessions.Message {
+func (o *Output) repairMessage(probs []string, attempt int) message.Message {
 	var b strings.Builder
 	b.WriteString("Your reply does not match the required JSON Schema:\n")
 	for _, p := range probs {
@@ -123,7 +124,7 @@ func (o *Output) repairMessage(probs []string, attempt int) sessions.Message {
 		b.WriteByte('\n')
 	}
 	b.WriteString("Reply again with only the corrected JSON value.")
-	return sessions.Message{Role: sessions.RoleUser, Text: b.String(), Metadata: map[string]any{"output_repair": int64(attempt)}}
+	return message.Message{Role: message.RoleUser, Text: b.String(), Metadata: map[string]any{"output_repair": int64(attempt)}}
 }
 
 // checkOutput validates a final reply's text. It returns true when the
@@ -146,5 +147,5 @@ func (l *loop) checkOutput(text string) (bool, error) {
 		list[i] = p
 	}
 	ev := sessions.NewEvent(EventOutputInvalid, map[string]any{"attempt": int64(l.res.OutputRepairs), "problems": list})
-	return false, l.stage(&sessions.Change{Append: []sessions.Message{o.repairMessage(probs, l.res.OutputRepairs)}, Events: []sessions.Event{ev}})
+	return false, l.stage(&sessions.Change{Append: []message.Message{o.repairMessage(probs, l.res.OutputRepairs)}, Events: []sessions.Event{ev}})
 }

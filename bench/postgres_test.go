@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
@@ -181,7 +182,7 @@ func BenchmarkPostgresFork(b *testing.B) {
 	for _, n := range []int{long, short} {
 		rec := &sessions.Record{ID: fmt.Sprint("src-", n), Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}
 		for i := range n {
-			rec.Messages = append(rec.Messages, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprintf("message %d: %s", i, strings.Repeat("x", 60))})
+			rec.Messages = append(rec.Messages, message.Message{Role: message.RoleUser, Text: fmt.Sprintf("message %d: %s", i, strings.Repeat("x", 60))})
 		}
 		if err := pb.Create(ctx, rec); err != nil {
 			b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -55,7 +56,7 @@ type boundSkill struct {
 
 func (b *boundSkill) Spec() llm.ToolSpec { return b.tool.ToolSpec() }
 
-func (b *boundSkill) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (b *boundSkill) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	name, _ := call.Arguments["name"].(string)
 	s, ok := b.tool.def.Skill(name)
 	if !ok {
@@ -128,7 +129,7 @@ type boundSpecialist struct {
 
 func (b *boundSpecialist) Spec() llm.ToolSpec { return b.tool.ToolSpec() }
 
-func (b *boundSpecialist) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (b *boundSpecialist) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	name, _ := call.Arguments["agent"].(string)
 	task, _ := call.Arguments["task"].(string)
 	s := b.tool.def.Specialist(name)

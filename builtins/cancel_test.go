@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -42,7 +43,7 @@ agent_loop("go", session_id = "s", tools = [slow])
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sessions.Validate(rec.Messages); err != nil {
+			if err := message.Validate(rec.Messages); err != nil {
 				t.Fatalf("session is not valid after cancellation: %v", err)
 			}
 			roles := []string{}

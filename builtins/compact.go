@@ -16,7 +16,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/compact"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -48,12 +48,12 @@ func compactOptions(thread *starlark.Thread, st *vm.State, o *options, defaultPr
 		opts.Compress = compressFunc(thread, o.fn, compress)
 	}
 	if custom != nil {
-		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
+		opts.Custom = compact.CompactorFunc(func(ctx context.Context, archived []message.Message) (string, error) {
 			return callCustomCompactor(thread, o.fn, custom, archived)
 		})
 	}
 	if mask != nil {
-		opts.Mask = func(archived []sessions.Message) ([]*string, error) {
+		opts.Mask = func(archived []message.Message) ([]*string, error) {
 			return callMask(thread, o.fn, mask, archived)
 		}
 	}
@@ -104,7 +104,7 @@ func compressFunc(thread *starlark.Thread, fn string, cb starlark.Callable) comp
 
 // callCustomCompactor adapts custom_compactor(messages): a string or
 // {summary: str} is the summary; None declines (nothing is compacted).
-func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callable, archived []sessions.Message) (string, error) {
+func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callable, archived []message.Message) (string, error) {
 	v, err := starlark.Call(thread, cb, starlark.Tuple{messagesToStarlark(archived)}, nil)
 	if err != nil {
 		return "", err
@@ -129,7 +129,7 @@ func callCustomCompactor(thread *starlark.Thread, fn string, cb starlark.Callabl
 
 // callMask adapts mask_callback(messages): one string (the masked text) or
 // None (default masking) per archived message.
-func callMask(thread *starlark.Thread, fn string, cb starlark.Callable, archived []sessions.Message) ([]*string, error) {
+func callMask(thread *starlark.Thread, fn string, cb starlark.Callable, archived []message.Message) ([]*string, error) {
 	v, err := starlark.Call(thread, cb, starlark.Tuple{messagesToStarlark(archived)}, nil)
 	if err != nil {
 		return nil, err
@@ -160,9 +160,9 @@ func describeLen(v starlark.Value) string {
 }
 
 // lastModel is the model of the session's newest assistant message.
-func lastModel(msgs []sessions.Message) string {
+func lastModel(msgs []message.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == sessions.RoleAssistant && msgs[i].Model != "" {
+		if msgs[i].Role == message.RoleAssistant && msgs[i].Model != "" {
 			return msgs[i].Model
 		}
 	}
@@ -248,7 +248,7 @@ func estimateTokens(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if !ok {
 		return nil, fmt.Errorf("%s: for parameter messages: got %s, want a list of messages or a string", b.Name(), v.Type())
 	}
-	msgs := make([]sessions.Message, list.Len())
+	msgs := make([]message.Message, list.Len())
 	for i := range msgs {
 		m, err := messageFromStarlark(fmt.Sprintf("%s: messages[%d]", b.Name(), i), list.Index(i))
 		if err != nil {

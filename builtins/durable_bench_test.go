@@ -14,6 +14,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sqlite"
 	"github.com/skein-dev/skein/vm"
 )
@@ -51,19 +52,19 @@ func openDurableVM(b *testing.B, path string) (*vm.State, *starlark.Thread, func
 // typicalMessage returns message i of a typical agent transcript,
 // repeating every four messages: a user prompt, an assistant message
 // calling a tool, the tool's result and an answer with usage.
-func typicalMessage(i int) sessions.Message {
+func typicalMessage(i int) message.Message {
 	id := fmt.Sprintf("call_%d", i/4)
 	switch i % 4 {
 	case 0:
-		return sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprintf("Step %d: please look at the failing test in pkg/server and tell me why it fails.", i)}
+		return message.Message{Role: message.RoleUser, Text: fmt.Sprintf("Step %d: please look at the failing test in pkg/server and tell me why it fails.", i)}
 	case 1:
-		return sessions.Message{Role: sessions.RoleAssistant, Text: "Let me read the test output first.",
-			ToolCalls: []sessions.ToolCall{{ID: id, Name: "run_tests", Arguments: map[string]any{"package": "./pkg/server", "verbose": true}}}}
+		return message.Message{Role: message.RoleAssistant, Text: "Let me read the test output first.",
+			ToolCalls: []message.ToolCall{{ID: id, Name: "run_tests", Arguments: map[string]any{"package": "./pkg/server", "verbose": true}}}}
 	case 2:
-		return sessions.Message{Role: sessions.RoleTool, ToolCallID: id, Name: "run_tests",
+		return message.Message{Role: message.RoleTool, ToolCallID: id, Name: "run_tests",
 			Text: "--- FAIL: TestHandler (0.01s)\n    handler_test.go:42: got status 500, want 200\nFAIL"}
 	default:
-		return sessions.Message{Role: sessions.RoleAssistant, Model: "mock-large",
+		return message.Message{Role: message.RoleAssistant, Model: "mock-large",
 			Text:  "The handler returns 500 because the request body is read twice; the second read sees EOF.",
 			Usage: map[string]any{"input_tokens": int64(1200 + i), "output_tokens": int64(40)}}
 	}

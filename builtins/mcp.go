@@ -18,6 +18,8 @@ package builtins
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.starlark.net/starlark"
 
@@ -25,7 +27,6 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/mcp"
-	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -227,7 +228,7 @@ func mcpServerTools(thread *starlark.Thread, agentName string, servers map[strin
 		return nil, nil, err
 	}
 	var all []Tool
-	for _, name := range sessions.SortedKeys(servers) {
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
 		settings, ok := servers[name].(map[string]any)
 		if !ok {
 			return nil, nil, fmt.Errorf("mcp server '%s': got %s, want a map of settings", name, jsonvalue.TypeName(servers[name]))

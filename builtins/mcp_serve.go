@@ -10,7 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/mcp"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -65,7 +65,7 @@ func callScriptTool(st *vm.State, t *starlarkTool, ctx context.Context, args map
 		thread.Cancel(reason)
 	})
 	defer stop()
-	out, err := t.Bind(thread).Run(ctx, sessions.ToolCall{Name: t.spec.Name, Arguments: args})
+	out, err := t.Bind(thread).Run(ctx, message.ToolCall{Name: t.spec.Name, Arguments: args})
 	if err != nil {
 		return "", fmt.Errorf("%s", st.Store.Redactor().Redact(vm.FormatError(err)))
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/builtins"
 	"github.com/skein-dev/skein/mcp/mcptest"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -74,9 +74,9 @@ assert_eq(r["tools"]["failed"], ["get-sum"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []sessions.Message
+	var results []message.Message
 	for _, m := range snap.Messages {
-		if m.Role == sessions.RoleTool {
+		if m.Role == message.RoleTool {
 			results = append(results, m)
 		}
 	}
@@ -88,7 +88,7 @@ assert_eq(r["tools"]["failed"], ["get-sum"])
 	}
 	var image bool
 	for _, b := range results[2].Blocks {
-		image = image || b.Type == sessions.BlockImage && b.MediaType == "image/png" && b.Data != ""
+		image = image || b.Type == message.BlockImage && b.MediaType == "image/png" && b.Data != ""
 	}
 	if !image {
 		t.Errorf("get-tiny-image: no image block in %+v", results[2])
@@ -359,7 +359,7 @@ assert_eq([t["name"] for t in llm_mock_calls()[0]["tools"]], ["echo"])
 	}
 	var got []string
 	for _, m := range snap.Messages {
-		if m.Role == sessions.RoleTool {
+		if m.Role == message.RoleTool {
 			got = append(got, m.Text)
 		}
 	}

@@ -2,6 +2,7 @@ package builtins
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -9,43 +10,44 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
 // blockKeys lists the keys allowed in a content block dict, by type.
 var blockKeys = map[string][]string{
-	sessions.BlockText:             {"text", "type"},
-	sessions.BlockThinking:         {"data", "origin", "signature", "thinking", "type"},
-	sessions.BlockRedactedThinking: {"data", "type"},
-	sessions.BlockImage:            {"data", "media_type", "type"},
+	message.BlockText:             {"text", "type"},
+	message.BlockThinking:         {"data", "origin", "signature", "thinking", "type"},
+	message.BlockRedactedThinking: {"data", "type"},
+	message.BlockImage:            {"data", "media_type", "type"},
 }
 
 // messageFromStarlark converts a message dict to a Message,
 // checking every key. Errors are prefixed with fn. It does not check the
 // message against a transcript; the store does that.
-func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) {
-	var m sessions.Message
+func messageFromStarlark(fn string, v starlark.Value) (message.Message, error) {
+	var m message.Message
 	d, ok := v.(*starlark.Dict)
 	if !ok {
 		return m, fmt.Errorf("%s: message must be a dict", fn)
 	}
-	bad := func(format string, args ...any) (sessions.Message, error) {
-		return sessions.Message{}, fmt.Errorf("%s: "+format, append([]any{fn}, args...)...)
+	bad := func(format string, args ...any) (message.Message, error) {
+		return message.Message{}, fmt.Errorf("%s: "+format, append([]any{fn}, args...)...)
 	}
 	fields := map[string]starlark.Value{}
 	for _, item := range d.Items() {
 		k, ok := item[0].(starlark.String)
-		if !ok || !slices.Contains(sessions.MessageKeys, string(k)) {
-			return bad("unknown message key %s (expected one of: %s)", keyText(item[0]), strings.Join(sessions.MessageKeys, ", "))
+		if !ok || !slices.Contains(message.Keys, string(k)) {
+			return bad("unknown message key %s (expected one of: %s)", keyText(item[0]), strings.Join(message.Keys, ", "))
 		}
 		fields[string(k)] = item[1]
 	}
 	role, ok := fields["role"].(starlark.String)
-	if !ok || !slices.Contains(sessions.Roles, string(role)) {
-		return bad("message must have a string 'role' (one of: %s)", strings.Join(sessions.Roles, ", "))
+	if !ok || !slices.Contains(message.Roles, string(role)) {
+		return bad("message must have a string 'role' (one of: %s)", strings.Join(message.Roles, ", "))
 	}
 	m.Role = string(role)
-	for _, key := range sessions.MessageKeys {
+	for _, key := range message.Keys {
 		val, ok := fields[key]
 		if !ok || key == "role" {
 			continue
@@ -89,7 +91,7 @@ func messageFromStarlark(fn string, v starlark.Value) (sessions.Message, error) 
 			return bad("message key '%s': %w", key, err)
 		}
 	}
-	if err := sessions.CheckShape(&m); err != nil {
+	if err := message.CheckShape(&m); err != nil {
 		return bad("%w", err)
 	}
 	return m, nil
@@ -121,13 +123,13 @@ func objectField(v starlark.Value, name string) (map[string]any, error) {
 	return x.(map[string]any), nil
 }
 
-func contentFromStarlark(v starlark.Value) (string, []sessions.Block, error) {
+func contentFromStarlark(v starlark.Value) (string, []message.Block, error) {
 	switch v := v.(type) {
 	case starlark.String:
 		return string(v), nil, nil
 	case *starlark.List, starlark.Tuple:
 		seq := v.(starlark.Indexable)
-		blocks := make([]sessions.Block, 0, seq.Len())
+		blocks := make([]message.Block, 0, seq.Len())
 		for i := 0; i < seq.Len(); i++ {
 			b, err := blockFromStarlark(seq.Index(i))
 			if err != nil {
@@ -140,8 +142,8 @@ func contentFromStarlark(v starlark.Value) (string, []sessions.Block, error) {
 	return "", nil, fmt.Errorf("got %s, want string or list of blocks", v.Type())
 }
 
-func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
-	var b sessions.Block
+func blockFromStarlark(v starlark.Value) (message.Block, error) {
+	var b message.Block
 	d, ok := v.(*starlark.Dict)
 	if !ok {
 		return b, fmt.Errorf("got %s, want dict", v.Type())
@@ -150,7 +152,7 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 	typ, ok := t.(starlark.String)
 	allowed, known := blockKeys[string(typ)]
 	if !ok || !known {
-		return b, fmt.Errorf("block must have a string 'type' (one of: %s)", strings.Join(sessions.BlockTypes, ", "))
+		return b, fmt.Errorf("block must have a string 'type' (one of: %s)", strings.Join(message.BlockTypes, ", "))
 	}
 	b.Type = string(typ)
 	for _, item := range d.Items() {
@@ -183,18 +185,18 @@ func blockFromStarlark(v starlark.Value) (sessions.Block, error) {
 	return b, nil
 }
 
-func toolCallsFromStarlark(v starlark.Value) ([]sessions.ToolCall, error) {
+func toolCallsFromStarlark(v starlark.Value) ([]message.ToolCall, error) {
 	seq, ok := v.(starlark.Indexable)
 	if _, isStr := v.(starlark.String); isStr || !ok {
 		return nil, fmt.Errorf("got %s, want list of {id, name, arguments} dicts", v.Type())
 	}
-	calls := make([]sessions.ToolCall, 0, seq.Len())
+	calls := make([]message.ToolCall, 0, seq.Len())
 	for i := 0; i < seq.Len(); i++ {
 		d, ok := seq.Index(i).(*starlark.Dict)
 		if !ok {
 			return nil, fmt.Errorf("[%d]: got %s, want dict", i, seq.Index(i).Type())
 		}
-		call := sessions.ToolCall{Arguments: map[string]any{}}
+		call := message.ToolCall{Arguments: map[string]any{}}
 		for _, item := range d.Items() {
 			k, _ := item[0].(starlark.String)
 			var err error
@@ -219,7 +221,7 @@ func toolCallsFromStarlark(v starlark.Value) ([]sessions.ToolCall, error) {
 
 // messageToStarlark converts m to a fresh message dict. Optional keys
 // appear only when set; a stored message ends with its id and created_at.
-func messageToStarlark(m *sessions.Message) *starlark.Dict {
+func messageToStarlark(m *message.Message) *starlark.Dict {
 	d := starlark.NewDict(4)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
 	set("role", starlark.String(m.Role))
@@ -243,7 +245,7 @@ func messageToStarlark(m *sessions.Message) *starlark.Dict {
 		}
 		set("tool_calls", starlark.NewList(calls))
 	}
-	if m.Role == sessions.RoleTool {
+	if m.Role == message.RoleTool {
 		set("tool_call_id", starlark.String(m.ToolCallID))
 		if m.Name != "" {
 			set("name", starlark.String(m.Name))
@@ -268,14 +270,14 @@ func messageToStarlark(m *sessions.Message) *starlark.Dict {
 	return d
 }
 
-func blockToStarlark(b sessions.Block) *starlark.Dict {
+func blockToStarlark(b message.Block) *starlark.Dict {
 	d := starlark.NewDict(3)
 	set := func(k, v string) { _ = d.SetKey(starlark.String(k), starlark.String(v)) }
 	set("type", b.Type)
 	switch b.Type {
-	case sessions.BlockText:
+	case message.BlockText:
 		set("text", b.Text)
-	case sessions.BlockThinking:
+	case message.BlockThinking:
 		set("thinking", b.Thinking)
 		if b.Signature != "" {
 			set("signature", b.Signature)
@@ -284,9 +286,9 @@ func blockToStarlark(b sessions.Block) *starlark.Dict {
 			set("origin", b.Origin)
 			set("data", b.Data)
 		}
-	case sessions.BlockRedactedThinking:
+	case message.BlockRedactedThinking:
 		set("data", b.Data)
-	case sessions.BlockImage:
+	case message.BlockImage:
 		set("media_type", b.MediaType)
 		set("data", b.Data)
 	}
@@ -294,7 +296,7 @@ func blockToStarlark(b sessions.Block) *starlark.Dict {
 }
 
 // messagesToStarlark converts a message list to a fresh Starlark list.
-func messagesToStarlark(msgs []sessions.Message) *starlark.List {
+func messagesToStarlark(msgs []message.Message) *starlark.List {
 	out := make([]starlark.Value, len(msgs))
 	for i := range msgs {
 		out[i] = messageToStarlark(&msgs[i])
@@ -320,7 +322,7 @@ func eventToStarlark(e *sessions.Event) *starlark.Dict {
 	if e.CorrID != "" {
 		set("corr_id", starlark.String(e.CorrID))
 	}
-	for _, k := range sessions.SortedKeys(e.Data) {
+	for _, k := range slices.Sorted(maps.Keys(e.Data)) {
 		set(k, vm.ToStarlark(e.Data[k]))
 	}
 	return d

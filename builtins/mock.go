@@ -14,7 +14,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/llm/mock"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -73,7 +73,7 @@ func llmMockCalls(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tu
 	// The requests of one loop share their transcript's messages: each is
 	// converted once, frozen, and shared by every request that holds it,
 	// so a loop of N turns costs O(N) conversions, not O(N²).
-	seen := map[*sessions.Message]starlark.Value{}
+	seen := map[*message.Message]starlark.Value{}
 	for i, c := range calls {
 		msgs := make([]starlark.Value, len(c.Req.Messages))
 		for j := range c.Req.Messages {

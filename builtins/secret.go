@@ -22,7 +22,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -109,7 +109,7 @@ func lookupSecret(thread *starlark.Thread, name string) (workspace.Secret, error
 // script looks up are replaced by "<secret NAME>" in what comes back from
 // commands and servers and in everything stored. It is nil (redacting
 // nothing) on a thread without a VM.
-func redactorOf(thread *starlark.Thread) *sessions.Redactor {
+func redactorOf(thread *starlark.Thread) *message.Redactor {
 	st, err := vm.StateOf(thread)
 	if err != nil {
 		return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -301,7 +302,7 @@ func sessionSnapshot(thread *starlark.Thread, b *starlark.Builtin, args starlark
 
 func sessionReset(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	return idCall(thread, b, args, kwargs, func(st *vm.State, ctx context.Context, id string) (starlark.Value, error) {
-		events, err := st.Store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
+		events, err := st.Store.Update(ctx, id, func(v message.View) (*sessions.Change, error) {
 			return &sessions.Change{Replace: true, SetSummary: true,
 				Events: []sessions.Event{sessions.NewEvent(sessions.EventReset, map[string]any{"dropped": int64(v.Len())})}}, nil
 		})
@@ -370,7 +371,7 @@ func sessionTrim(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 		return nil, err
 	}
 	kept := 0
-	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
+	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v message.View) (*sessions.Change, error) {
 		drop := sessions.TrimDrop(v, keepLast)
 		kept = v.Len() - drop
 		return &sessions.Change{DropFirst: drop, Events: []sessions.Event{sessions.NewEvent(sessions.EventTrim,
@@ -399,7 +400,7 @@ func sessionRewind(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	kept := 0
-	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v sessions.View) (*sessions.Change, error) {
+	events, err := st.Store.Update(vm.ContextOf(thread), id, func(v message.View) (*sessions.Change, error) {
 		drop, err := sessions.RewindDrop(v, turns)
 		if err != nil {
 			return nil, err
@@ -434,7 +435,7 @@ func sessionInject(thread *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
-	events, err := st.Store.Apply(vm.ContextOf(thread), id, &sessions.Change{Append: []sessions.Message{msg}})
+	events, err := st.Store.Apply(vm.ContextOf(thread), id, &sessions.Change{Append: []message.Message{msg}})
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
@@ -512,7 +513,7 @@ func injectFeedback(thread *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	msg := sessions.Message{Role: sessions.RoleUser, Text: content, Metadata: map[string]any{"feedback_kind": kind}}
+	msg := message.Message{Role: message.RoleUser, Text: content, Metadata: map[string]any{"feedback_kind": kind}}
 	if err := st.Store.QueueFeedback(vm.ContextOf(thread), id, msg); err != nil {
 		return nil, fail(b.Name(), err)
 	}

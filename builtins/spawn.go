@@ -14,6 +14,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -219,9 +220,9 @@ func childOptions(o *options, parent *loopFrame, child string, budget int, tools
 
 // answeredModel is the model of the last assistant message of an
 // agent_loop result's messages, or "".
-func answeredModel(msgs []sessions.Message) string {
+func answeredModel(msgs []message.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == sessions.RoleAssistant {
+		if msgs[i].Role == message.RoleAssistant {
 			return msgs[i].Model
 		}
 	}
@@ -278,7 +279,7 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 
 // closedPrefix is the length of the longest prefix of msgs that leaves no
 // tool call without its result.
-func closedPrefix(msgs []sessions.Message) int {
+func closedPrefix(msgs []message.Message) int {
 	open := map[string]bool{}
 	keep := 0
 	for i := range msgs {
@@ -286,7 +287,7 @@ func closedPrefix(msgs []sessions.Message) int {
 		for _, c := range m.ToolCalls {
 			open[c.ID] = true
 		}
-		if m.Role == sessions.RoleTool {
+		if m.Role == message.RoleTool {
 			delete(open, m.ToolCallID)
 		}
 		if len(open) == 0 {

@@ -18,6 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -25,7 +27,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -117,9 +119,9 @@ func (b *boundTool) Spec() llm.ToolSpec { return b.tool.spec }
 // ArgsSchema returns the schema compiled when the tool was made.
 func (b *boundTool) ArgsSchema() *schema.Schema { return b.tool.args }
 
-func (b *boundTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (b *boundTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	kwargs := make([]starlark.Tuple, 0, len(call.Arguments))
-	for _, k := range sessions.SortedKeys(call.Arguments) {
+	for _, k := range slices.Sorted(maps.Keys(call.Arguments)) {
 		kwargs = append(kwargs, starlark.Tuple{starlark.String(k), vm.ToStarlark(call.Arguments[k])})
 	}
 	restore := vm.WithContext(b.thread, ctx)

@@ -35,7 +35,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 	"github.com/skein-dev/skein/workspace"
 )
@@ -147,7 +147,7 @@ func (b *boundBuiltinTool) Spec() llm.ToolSpec { return b.spec }
 
 // Run asks for approval if configured, then runs the call under the
 // policy in force. Its failures are agent.ToolErrors the model sees.
-func (b *boundBuiltinTool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (b *boundBuiltinTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	restore := vm.WithContext(b.thread, ctx)
 	defer restore()
 	name := b.tool.spec.Name

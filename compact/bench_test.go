@@ -6,23 +6,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // benchSession returns n messages in which 30% are tool results: blocks of
 // ten messages (user, assistant calling a tool, its result, assistant
 // calling a tool, its result, assistant, user, assistant calling a tool,
 // its result, assistant). Texts are shared, so memory holds mostly headers.
-func benchSession(n int) []sessions.Message {
+func benchSession(n int) []message.Message {
 	question := "Please look at the failing integration test in the payments package and tell me what broke."
 	answer := strings.Repeat("I checked the handler and the retry logic; the timeout is too short for the sandbox. ", 3)
 	output := strings.Repeat("2025-01-01T12:00:00Z INFO payments: processed batch 42 in 12ms (ok)\n", 20) +
 		"payments_test.go:88: expected status 200, got 504\n"
-	msgs := make([]sessions.Message, 0, n)
+	msgs := make([]message.Message, 0, n)
 	for i := 0; len(msgs) < n; i++ {
 		id := func(k int) string { return fmt.Sprintf("c%d_%d", i, k) }
 		args := map[string]any{"path": "payments/handler.go", "line": int64(i)}
-		block := []sessions.Message{
+		block := []message.Message{
 			user(question),
 			asst("Let me run the tests.", call(id(1), "run", map[string]any{"cmd": "go test ./payments/..."})),
 			result(id(1), "run", output),
@@ -39,7 +39,7 @@ func benchSession(n int) []sessions.Message {
 	return msgs
 }
 
-func contentBytes(msgs []sessions.Message) int64 {
+func contentBytes(msgs []message.Message) int64 {
 	var n int
 	for i := range msgs {
 		n += len(msgs[i].Text)

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Result is the outcome of Compact.
@@ -13,7 +13,7 @@ type Result struct {
 	// Messages is the new message list: the kept prefix, the summary
 	// message, the kept suffix. When Compacted is false it is the input
 	// slice itself.
-	Messages []sessions.Message
+	Messages []message.Message
 	// Summary is RunningSummary(Messages): normally the body of the
 	// summary message Compact wrote (see the package doc).
 	Summary string
@@ -46,7 +46,7 @@ type Result struct {
 // Errors: invalid options (see Options.Validate), ctx's error, a failed or
 // empty llm summary, a MaskFunc returning the wrong number of entries, and
 // the errors of a Compactor or MaskFunc, returned unchanged.
-func Compact(ctx context.Context, msgs []sessions.Message, opts Options) (*Result, error) {
+func Compact(ctx context.Context, msgs []message.Message, opts Options) (*Result, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -76,11 +76,11 @@ func Compact(ctx context.Context, msgs []sessions.Message, opts Options) (*Resul
 		if err != nil || declined {
 			return false, err
 		}
-		summary := sessions.Message{Role: sessions.RoleUser, Text: text}
+		summary := message.Message{Role: message.RoleUser, Text: text}
 		if len(archived) == 1 && reflect.DeepEqual(archived[0], summary) {
 			return false, nil // re-summarising a summary changed nothing
 		}
-		out := make([]sessions.Message, 0, lo+1+len(res.Messages)-cut)
+		out := make([]message.Message, 0, lo+1+len(res.Messages)-cut)
 		out = append(out, res.Messages[:lo]...)
 		out = append(out, summary)
 		out = append(out, res.Messages[cut:]...)
@@ -110,7 +110,7 @@ func Compact(ctx context.Context, msgs []sessions.Message, opts Options) (*Resul
 // summary messages (see ParseSummary), in order, separated by blank lines;
 // "" when it has none. After a compaction that is the new summary's body,
 // preceded by any earlier summary still kept in the prefix.
-func RunningSummary(msgs []sessions.Message) string {
+func RunningSummary(msgs []message.Message) string {
 	var bodies []string
 	for i := range msgs {
 		if s, ok := ParseSummary(&msgs[i]); ok {

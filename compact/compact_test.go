@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func TestCompactNoOp(t *testing.T) {
@@ -46,7 +46,7 @@ func TestCompactThresholdReached(t *testing.T) {
 func TestCompactKeepsToolPairAtCut(t *testing.T) {
 	// keep_last 3 puts the plain cut between A*2 and its first result; no
 	// user message follows the first, so the cut moves back to the A*2.
-	msgs := []sessions.Message{
+	msgs := []message.Message{
 		user("task"),
 		asst("", call("a", "ls", nil)),
 		result("a", "ls", "x"),
@@ -65,11 +65,11 @@ func TestCompactKeepsToolPairAtCut(t *testing.T) {
 }
 
 func TestCompactKeepFirstAndSystem(t *testing.T) {
-	msgs := append([]sessions.Message{system("be brief")}, session()...)
+	msgs := append([]message.Message{system("be brief")}, session()...)
 	o := opts(StrategyTruncate, 2)
 	o.KeepFirst = 1
 	res := compactWith(t, msgs, o)
-	if res.Messages[0].Role != sessions.RoleSystem || !strings.HasPrefix(res.Messages[1].Text, "[auto-compacted 7 older messages via truncate]\n[user] Fix") {
+	if res.Messages[0].Role != message.RoleSystem || !strings.HasPrefix(res.Messages[1].Text, "[auto-compacted 7 older messages via truncate]\n[user] Fix") {
 		t.Errorf("prefix not kept: %+v", res.Messages[:2])
 	}
 	if !reflect.DeepEqual(res.Messages[2:], msgs[8:]) {
@@ -83,7 +83,7 @@ func TestCompactRunningSummary(t *testing.T) {
 
 	// Later: more turns, then a second compaction archives the first
 	// summary message, carries its body over verbatim and counts its N.
-	later := append(append([]sessions.Message(nil), first.Messages...),
+	later := append(append([]message.Message(nil), first.Messages...),
 		user("Now add a test."), asst("Added TestParseUnicode."), user("Thanks"), asst("You're welcome."))
 	second := compactWith(t, later, opts(StrategyObservationMask, 2))
 	body := first.Summary + "\n[user] Go ahead and fix it.\n" +
@@ -118,7 +118,7 @@ func TestCompactRunningSummary(t *testing.T) {
 
 func TestTier2(t *testing.T) {
 	big := strings.Repeat("output line\n", 200)
-	var msgs []sessions.Message
+	var msgs []message.Message
 	for i := range 5 {
 		msgs = append(msgs, user("old question"), asst("old answer "+strings.Repeat("blah ", 40*i)))
 	}
@@ -219,16 +219,16 @@ func errString(err error) string {
 
 func TestRunningSummary(t *testing.T) {
 	for _, tt := range []struct {
-		msgs []sessions.Message
+		msgs []message.Message
 		want string
 	}{
 		{nil, ""},
 		{session(), ""},
-		{[]sessions.Message{SummaryMessage(3, StrategyLLM, "one"), user("x"), SummaryMessage(2, StrategyTruncate, "two")}, "one\n\ntwo"},
-		{[]sessions.Message{user("[auto-compacted 3 older messages via llm]")}, ""},
-		{[]sessions.Message{user("[auto-compacted x older messages via llm]\nno")}, ""},
-		{[]sessions.Message{user("[auto-compacted 3 older messages via LLM]\nno")}, ""},
-		{[]sessions.Message{asst("[auto-compacted 3 older messages via llm]\nno")}, ""},
+		{[]message.Message{SummaryMessage(3, StrategyLLM, "one"), user("x"), SummaryMessage(2, StrategyTruncate, "two")}, "one\n\ntwo"},
+		{[]message.Message{user("[auto-compacted 3 older messages via llm]")}, ""},
+		{[]message.Message{user("[auto-compacted x older messages via llm]\nno")}, ""},
+		{[]message.Message{user("[auto-compacted 3 older messages via LLM]\nno")}, ""},
+		{[]message.Message{asst("[auto-compacted 3 older messages via llm]\nno")}, ""},
 	} {
 		if got := RunningSummary(tt.msgs); got != tt.want {
 			t.Errorf("RunningSummary(%s) = %q, want %q", shape(tt.msgs, -1, -1), got, tt.want)
@@ -239,7 +239,7 @@ func TestRunningSummary(t *testing.T) {
 func TestTier2ReproducingASummaryDoesNothing(t *testing.T) {
 	// Tier 1 skips the lone summary; tier 2 (observation_mask) would carry
 	// its body over into an identical message.
-	msgs := []sessions.Message{user("task"), asst("done"), SummaryMessage(5, StrategyObservationMask, "earlier work")}
+	msgs := []message.Message{user("task"), asst("done"), SummaryMessage(5, StrategyObservationMask, "earlier work")}
 	o := opts(StrategyObservationMask, 0)
 	o.KeepFirst = 2
 	o.HardLimitTokens, o.HardLimitStrategy = 1, StrategyObservationMask

@@ -102,7 +102,7 @@
 // A user message of this shape is recognised as a summary message
 // (ParseSummary). Consecutive user messages are valid provider input, so
 // the summary may be followed by a user message or follow a system
-// message; the result of Compact always passes sessions.Validate when its
+// message; the result of Compact always passes message.Validate when its
 // input does.
 //
 // # The running summary

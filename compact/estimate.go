@@ -3,7 +3,7 @@ package compact
 import (
 	"strconv"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Token estimation constants.
@@ -34,8 +34,8 @@ func EstimateText(s string) int {
 // token. Metadata, usage and model are not sent and do not count. It does
 // not allocate, so the agent loop can keep a running total by adding the
 // estimate of each message it appends.
-func EstimateMessage(m *sessions.Message) int {
-	dense := m.Role == sessions.RoleTool
+func EstimateMessage(m *message.Message) int {
+	dense := m.Role == message.RoleTool
 	t := messageOverhead
 	if m.Blocks == nil {
 		t += textTokens(m.Text, dense)
@@ -43,13 +43,13 @@ func EstimateMessage(m *sessions.Message) int {
 	for i := range m.Blocks {
 		b := &m.Blocks[i]
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			t += textTokens(b.Text, dense)
-		case sessions.BlockThinking:
+		case message.BlockThinking:
 			t += textTokens(b.Thinking, false)
-		case sessions.BlockRedactedThinking:
+		case message.BlockRedactedThinking:
 			t += textTokens(b.Data, true)
-		case sessions.BlockImage:
+		case message.BlockImage:
 			t += imageTokens
 		}
 	}
@@ -62,7 +62,7 @@ func EstimateMessage(m *sessions.Message) int {
 
 // EstimateTokens estimates the tokens of msgs: the sum of EstimateMessage
 // over them (so estimates of parts add up).
-func EstimateTokens(msgs []sessions.Message) int {
+func EstimateTokens(msgs []message.Message) int {
 	t := 0
 	for i := range msgs {
 		t += EstimateMessage(&msgs[i])

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func TestEstimateText(t *testing.T) {
@@ -38,25 +38,25 @@ func TestEstimateMessage(t *testing.T) {
 	prose := strings.Repeat("word ", 40) // 200 bytes: 50 tokens as prose, 100 as dense
 	for _, tt := range []struct {
 		name string
-		m    sessions.Message
+		m    message.Message
 		want int
 	}{
 		{"user text", user(prose), 4 + 50},
 		{"tool result is dense", result("c", "run", prose), 4 + 100},
-		{"tool result blocks are dense", sessions.Message{Role: sessions.RoleTool, ToolCallID: "c",
-			Blocks: []sessions.Block{{Type: sessions.BlockText, Text: prose}}}, 4 + 100},
-		{"blocks", sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{
-			{Type: sessions.BlockText, Text: prose},
-			{Type: sessions.BlockImage, MediaType: "image/png", Data: strings.Repeat("A", 5000)},
+		{"tool result blocks are dense", message.Message{Role: message.RoleTool, ToolCallID: "c",
+			Blocks: []message.Block{{Type: message.BlockText, Text: prose}}}, 4 + 100},
+		{"blocks", message.Message{Role: message.RoleUser, Blocks: []message.Block{
+			{Type: message.BlockText, Text: prose},
+			{Type: message.BlockImage, MediaType: "image/png", Data: strings.Repeat("A", 5000)},
 		}}, 4 + 50 + 1000},
-		{"thinking", sessions.Message{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
-			{Type: sessions.BlockThinking, Thinking: prose, Signature: "sig"},
+		{"thinking", message.Message{Role: message.RoleAssistant, Blocks: []message.Block{
+			{Type: message.BlockThinking, Thinking: prose, Signature: "sig"},
 		}}, 4 + 50},
 		// name (9) + {"path":"a.go","n":12,"f":0.5,"l":[true,null],"m":{}} (53) = 62 bytes: 31 tokens.
 		{"tool call", asst("", call("id1", "read_file", map[string]any{
 			"path": "a.go", "n": int64(12), "f": 0.5, "l": []any{true, nil}, "m": map[string]any{},
 		})), 4 + 4 + 31},
-		{"metadata does not count", sessions.Message{Role: sessions.RoleUser, Text: "hi",
+		{"metadata does not count", message.Message{Role: message.RoleUser, Text: "hi",
 			Metadata: map[string]any{"k": prose}, Usage: map[string]any{"input_tokens": int64(5)}}, 4 + 1},
 	} {
 		if got := EstimateMessage(&tt.m); got != tt.want {
@@ -79,7 +79,7 @@ func TestEstimateTokensAdditive(t *testing.T) {
 func TestEstimateTokensDoesNotAllocate(t *testing.T) {
 	msgs := session()
 	msgs = append(msgs, asst("", call("z", "f", map[string]any{"x": 1.25, "y": []any{int64(1), "s", map[string]any{"k": false}}})),
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: "z", Blocks: []sessions.Block{{Type: sessions.BlockText, Text: "ok"}}})
+		message.Message{Role: message.RoleTool, ToolCallID: "z", Blocks: []message.Block{{Type: message.BlockText, Text: "ok"}}})
 	if n := testing.AllocsPerRun(100, func() { EstimateTokens(msgs) }); n != 0 {
 		t.Errorf("EstimateTokens allocates %v times per run", n)
 	}

@@ -6,17 +6,17 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/compact"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func ExampleCompact() {
-	msgs := []sessions.Message{
-		{Role: sessions.RoleUser, Text: "List the files."},
-		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "ls", Arguments: map[string]any{"dir": "."}}}},
-		{Role: sessions.RoleTool, ToolCallID: "c1", Name: "ls", Text: "a.go\nb.go\nc.go\nd.go\ne.go"},
-		{Role: sessions.RoleAssistant, Text: "There are five Go files."},
-		{Role: sessions.RoleUser, Text: "Open a.go."},
-		{Role: sessions.RoleAssistant, Text: "Sure."},
+	msgs := []message.Message{
+		{Role: message.RoleUser, Text: "List the files."},
+		{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "ls", Arguments: map[string]any{"dir": "."}}}},
+		{Role: message.RoleTool, ToolCallID: "c1", Name: "ls", Text: "a.go\nb.go\nc.go\nd.go\ne.go"},
+		{Role: message.RoleAssistant, Text: "There are five Go files."},
+		{Role: message.RoleUser, Text: "Open a.go."},
+		{Role: message.RoleAssistant, Text: "Sure."},
 	}
 	opts := compact.DefaultOptions()
 	opts.KeepLast = 1 // the cut snaps back to the last user message
@@ -62,11 +62,11 @@ func ExampleMicrocompact() {
 }
 
 func ExampleViewport() {
-	msgs := []sessions.Message{
-		{Role: sessions.RoleUser, Text: "Read both files."},
-		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "a", Name: "read"}, {ID: "b", Name: "read"}}},
-		{Role: sessions.RoleTool, ToolCallID: "a", Text: "contents of a"},
-		{Role: sessions.RoleTool, ToolCallID: "b", Text: "contents of b"},
+	msgs := []message.Message{
+		{Role: message.RoleUser, Text: "Read both files."},
+		{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "a", Name: "read"}, {ID: "b", Name: "read"}}},
+		{Role: message.RoleTool, ToolCallID: "a", Text: "contents of a"},
+		{Role: message.RoleTool, ToolCallID: "b", Text: "contents of b"},
 	}
 	fmt.Println(compact.EstimateTokens(msgs[:1]), compact.EstimateTokens(msgs[1:]))
 	// 45 tokens hold the tool pair but not the user message before it.

@@ -7,29 +7,29 @@ import (
 	"sync"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
-func user(text string) sessions.Message { return sessions.Message{Role: sessions.RoleUser, Text: text} }
-func system(text string) sessions.Message {
-	return sessions.Message{Role: sessions.RoleSystem, Text: text}
+func user(text string) message.Message { return message.Message{Role: message.RoleUser, Text: text} }
+func system(text string) message.Message {
+	return message.Message{Role: message.RoleSystem, Text: text}
 }
-func asst(text string, calls ...sessions.ToolCall) sessions.Message {
-	return sessions.Message{Role: sessions.RoleAssistant, Text: text, ToolCalls: calls}
+func asst(text string, calls ...message.ToolCall) message.Message {
+	return message.Message{Role: message.RoleAssistant, Text: text, ToolCalls: calls}
 }
-func call(id, name string, args map[string]any) sessions.ToolCall {
-	return sessions.ToolCall{ID: id, Name: name, Arguments: args}
+func call(id, name string, args map[string]any) message.ToolCall {
+	return message.ToolCall{ID: id, Name: name, Arguments: args}
 }
-func result(id, name, text string) sessions.Message {
-	return sessions.Message{Role: sessions.RoleTool, ToolCallID: id, Name: name, Text: text}
+func result(id, name, text string) message.Message {
+	return message.Message{Role: message.RoleTool, ToolCallID: id, Name: name, Text: text}
 }
 
 // build makes a valid transcript from a pattern of tokens: U (user), S
 // (system), A (assistant), A*N (assistant calling N tools; A* is A*1), T
 // (the result of the next unanswered call), Σ (a summary message of 5
 // messages). Texts name the message's index.
-func build(pattern string) []sessions.Message {
-	var out []sessions.Message
+func build(pattern string) []message.Message {
+	var out []message.Message
 	var open []string
 	calls := 0
 	for _, tok := range strings.Fields(pattern) {
@@ -48,7 +48,7 @@ func build(pattern string) []sessions.Message {
 			if tok != "A*" {
 				fmt.Sscan(tok[2:], &n)
 			}
-			var cs []sessions.ToolCall
+			var cs []message.ToolCall
 			for range n {
 				calls++
 				id := fmt.Sprintf("c%d", calls)
@@ -67,7 +67,7 @@ func build(pattern string) []sessions.Message {
 }
 
 // shape renders msgs as pattern tokens with the archived range in brackets.
-func shape(msgs []sessions.Message, lo, cut int) string {
+func shape(msgs []message.Message, lo, cut int) string {
 	var b strings.Builder
 	for i := range msgs {
 		if i == lo {
@@ -77,7 +77,7 @@ func shape(msgs []sessions.Message, lo, cut int) string {
 		switch {
 		case m.HasToolCalls():
 			fmt.Fprintf(&b, "A*%d", len(m.ToolCalls))
-		case m.Role == sessions.RoleTool:
+		case m.Role == message.RoleTool:
 			b.WriteString("T")
 		default:
 			b.WriteString(strings.ToUpper(m.Role[:1]))

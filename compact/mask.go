@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Limits of the observation_mask strategy. A text is long when it has more
@@ -30,7 +30,7 @@ const (
 //     message: "LABEL OVERRIDE", for any role.
 //
 // A message with nothing to show renders as its label alone.
-func maskSummary(buf []byte, archived []sessions.Message, overrides []*string) []byte {
+func maskSummary(buf []byte, archived []message.Message, overrides []*string) []byte {
 	start := len(buf)
 	sep := func() {
 		if len(buf) > start {
@@ -58,7 +58,7 @@ func maskSummary(buf []byte, archived []sessions.Message, overrides []*string) [
 		switch {
 		case override != nil:
 			buf = append(buf, *override...)
-		case m.Role == sessions.RoleAssistant:
+		case m.Role == message.RoleAssistant:
 			buf = appendBody(buf, m)
 		default:
 			buf = appendMasked(buf, messageText(m))
@@ -71,13 +71,13 @@ func maskSummary(buf []byte, archived []sessions.Message, overrides []*string) [
 }
 
 // maskSize estimates the size of maskSummary's output, to size its buffer.
-func maskSize(archived []sessions.Message) int {
+func maskSize(archived []message.Message) int {
 	n := 0
 	for i := range archived {
 		m := &archived[i]
 		n += 24 + len(m.Name)
 		switch {
-		case m.Role == sessions.RoleAssistant:
+		case m.Role == message.RoleAssistant:
 			n += len(m.Text) + 96*len(m.ToolCalls)
 		case len(m.Text) <= maskMaxChars:
 			n += len(m.Text)

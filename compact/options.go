@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Strategy names, as scripts write them.
@@ -89,14 +89,14 @@ func DefaultOptions() Options {
 // empty summary is a summary: the archived messages are replaced by a
 // summary message with an empty body.
 type Compactor interface {
-	Compact(ctx context.Context, archived []sessions.Message) (summary string, err error)
+	Compact(ctx context.Context, archived []message.Message) (summary string, err error)
 }
 
 // CompactorFunc adapts a function to Compactor.
-type CompactorFunc func(ctx context.Context, archived []sessions.Message) (string, error)
+type CompactorFunc func(ctx context.Context, archived []message.Message) (string, error)
 
 // Compact calls f.
-func (f CompactorFunc) Compact(ctx context.Context, archived []sessions.Message) (string, error) {
+func (f CompactorFunc) Compact(ctx context.Context, archived []message.Message) (string, error) {
 	return f(ctx, archived)
 }
 
@@ -112,7 +112,7 @@ var ErrNoSummary = errors.New("no summary")
 // the default masking of that message, a string replaces the message's
 // masked text (the entry still starts with the message's label, see the
 // package doc). Any other length is an error.
-type MaskFunc func(archived []sessions.Message) ([]*string, error)
+type MaskFunc func(archived []message.Message) ([]*string, error)
 
 // Validate checks the options: non-negative counts, known strategy names,
 // and what the chosen strategies need (a Compactor for custom, a Provider

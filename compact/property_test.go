@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // chooser drives the transcript generator: math/rand for the property
@@ -47,10 +48,10 @@ var genTexts = []string{
 // genTranscript returns a valid transcript: system, user and assistant
 // messages, block content, thinking, images, parallel tool calls answered
 // in any order, failed tools, earlier summary messages.
-func genTranscript(c chooser) []sessions.Message {
-	var msgs []sessions.Message
+func genTranscript(c chooser) []message.Message {
+	var msgs []message.Message
 	text := func() string { return genTexts[c.Intn(len(genTexts))] }
-	// A user message needs content (sessions.CheckShape).
+	// A user message needs content (message.CheckShape).
 	userText := func() string { return cmp.Or(text(), "go on") }
 	calls := 0
 	if c.Intn(3) == 0 {
@@ -62,24 +63,24 @@ func genTranscript(c chooser) []sessions.Message {
 		case 0, 1, 2:
 			m := user(userText())
 			if c.Intn(4) == 0 {
-				m = sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: text()}}}
+				m = message.Message{Role: message.RoleUser, Blocks: []message.Block{{Type: message.BlockText, Text: text()}}}
 				if c.Intn(2) == 0 {
-					m.Blocks = append(m.Blocks, sessions.Block{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="})
+					m.Blocks = append(m.Blocks, message.Block{Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="})
 				}
 			}
 			msgs = append(msgs, m)
 		case 3, 4:
 			m := asst(text())
 			if c.Intn(4) == 0 {
-				m = sessions.Message{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
-					{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "sig"},
-					{Type: sessions.BlockText, Text: text()},
+				m = message.Message{Role: message.RoleAssistant, Blocks: []message.Block{
+					{Type: message.BlockThinking, Thinking: "hmm", Signature: "sig"},
+					{Type: message.BlockText, Text: text()},
 				}}
 			}
 			msgs = append(msgs, m)
 		case 5, 6, 7, 8:
 			n := 1 + c.Intn(4)
-			var cs []sessions.ToolCall
+			var cs []message.ToolCall
 			for range n {
 				calls++
 				cs = append(cs, call(fmt.Sprintf("call_%d", calls), []string{"read_file", "run", "grep"}[c.Intn(3)],
@@ -98,7 +99,7 @@ func genTranscript(c chooser) []sessions.Message {
 				r := result(cs[i].ID, cs[i].Name, text())
 				r.IsError = c.Intn(5) == 0
 				if c.Intn(6) == 0 {
-					r.Text, r.Blocks = "", []sessions.Block{{Type: sessions.BlockText, Text: text()}}
+					r.Text, r.Blocks = "", []message.Block{{Type: message.BlockText, Text: text()}}
 				}
 				msgs = append(msgs, r)
 			}
@@ -114,7 +115,7 @@ func genTranscript(c chooser) []sessions.Message {
 }
 
 // genOptions picks compaction options for strategy.
-func genOptions(c chooser, strategy string, msgs []sessions.Message) Options {
+func genOptions(c chooser, strategy string, msgs []message.Message) Options {
 	o := DefaultOptions()
 	o.Strategy = strategy
 	o.KeepFirst = c.Intn(4)
@@ -129,14 +130,14 @@ func genOptions(c chooser, strategy string, msgs []sessions.Message) Options {
 	o.ToolOutputMaxChars = []int{0, 50, 1000}[c.Intn(3)]
 	o.Provider = &fakeProvider{text: "model summary"}
 	decline := c.Intn(4) == 0
-	o.Custom = CompactorFunc(func(_ context.Context, archived []sessions.Message) (string, error) {
+	o.Custom = CompactorFunc(func(_ context.Context, archived []message.Message) (string, error) {
 		if decline {
 			return "", ErrNoSummary
 		}
 		return fmt.Sprintf("custom summary of %d", len(archived)), nil
 	})
 	if c.Intn(2) == 0 {
-		o.Mask = func(archived []sessions.Message) ([]*string, error) {
+		o.Mask = func(archived []message.Message) ([]*string, error) {
 			out := make([]*string, len(archived))
 			for i := range out {
 				if i%3 == 0 {
@@ -152,9 +153,9 @@ func genOptions(c chooser, strategy string, msgs []sessions.Message) Options {
 // checkCompaction runs every strategy, trim and the viewport over msgs and
 // checks the invariant: valid provider input, kept messages unchanged and
 // in order, input untouched.
-func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats) {
+func checkCompaction(t *testing.T, c chooser, msgs []message.Message, st *stats) {
 	t.Helper()
-	if err := sessions.Validate(msgs); err != nil {
+	if err := message.Validate(msgs); err != nil {
 		t.Fatalf("generator made an invalid transcript: %v", err)
 	}
 	before := slices.Clone(msgs)
@@ -168,7 +169,7 @@ func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats
 		if err != nil {
 			fail("%s: Compact: %v", strategy, err)
 		}
-		if err := sessions.Validate(res.Messages); err != nil {
+		if err := message.Validate(res.Messages); err != nil {
 			fail("%s (keep_first %d, keep_last %d, tier2 %v): invalid output: %v\noutput: %s",
 				strategy, o.KeepFirst, o.KeepLast, res.Tier2, err, shape(res.Messages, -1, -1))
 		}
@@ -214,7 +215,7 @@ func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats
 			// everything instead, rule 3).
 			latest := -1
 			for j := min(len(msgs)-o.KeepLast, len(msgs)-1); j > lo; j-- {
-				if msgs[j].Role == sessions.RoleUser {
+				if msgs[j].Role == message.RoleUser {
 					latest = j
 					break
 				}
@@ -226,15 +227,15 @@ func checkCompaction(t *testing.T, c chooser, msgs []sessions.Message, st *stats
 	}
 
 	for keep := range len(msgs) + 2 {
-		drop := sessions.TrimDrop(sessions.NewTranscript(msgs), keep)
-		if err := sessions.Validate(msgs[drop:]); err != nil {
+		drop := sessions.TrimDrop(message.NewTranscript(msgs), keep)
+		if err := message.Validate(msgs[drop:]); err != nil {
 			fail("trim to %d: %v", keep, err)
 		}
 	}
 
 	budget := c.Intn(EstimateTokens(msgs) + 100)
 	view := Viewport(msgs, budget)
-	if err := sessions.Validate(view); err != nil {
+	if err := message.Validate(view); err != nil {
 		fail("viewport %d: %v", budget, err)
 	}
 	if len(view) > 0 && len(view) < len(msgs) {
@@ -290,7 +291,7 @@ func FuzzCompactValid(f *testing.F) {
 
 // sameMessages reports whether a and b hold equal messages (nil and empty
 // are the same).
-func sameMessages(a, b []sessions.Message) bool {
+func sameMessages(a, b []message.Message) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -2,12 +2,13 @@ package compact
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // argMaxChars caps the rendering of one tool-call argument value.
@@ -17,13 +18,13 @@ const argMaxChars = 200
 // rendering: "[system]", "[user]", "[assistant]", "[tool NAME]" ("[tool]"
 // without a name; "[tool NAME error]" for a failed call), or "[summary]" for
 // an earlier summary message.
-func appendLabel(buf []byte, m *sessions.Message, isSummary bool) []byte {
+func appendLabel(buf []byte, m *message.Message, isSummary bool) []byte {
 	if isSummary {
 		return append(buf, "[summary]"...)
 	}
 	buf = append(buf, '[')
 	buf = append(buf, m.Role...)
-	if m.Role == sessions.RoleTool {
+	if m.Role == message.RoleTool {
 		if m.Name != "" {
 			buf = append(buf, ' ')
 			buf = append(buf, m.Name...)
@@ -38,19 +39,19 @@ func appendLabel(buf []byte, m *sessions.Message, isSummary bool) []byte {
 // messageText returns the message's content as one text: the string
 // content, or the text blocks joined by newlines with each image block as
 // "[image MEDIA_TYPE]". Thinking blocks are left out.
-func messageText(m *sessions.Message) string {
+func messageText(m *message.Message) string {
 	if m.Blocks == nil {
 		return m.Text
 	}
 	var b strings.Builder
 	for i, bl := range m.Blocks {
-		if i > 0 && b.Len() > 0 && bl.Type != sessions.BlockThinking {
+		if i > 0 && b.Len() > 0 && bl.Type != message.BlockThinking {
 			b.WriteByte('\n')
 		}
 		switch bl.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			b.WriteString(bl.Text)
-		case sessions.BlockImage:
+		case message.BlockImage:
 			b.WriteString("[image " + bl.MediaType + "]")
 		}
 	}
@@ -60,13 +61,13 @@ func messageText(m *sessions.Message) string {
 // appendBody appends the message's text followed, for an assistant message
 // that calls tools, by "called NAME(ARGS), NAME(ARGS)" (separated from the
 // text by a space).
-func appendBody(buf []byte, m *sessions.Message) []byte {
+func appendBody(buf []byte, m *message.Message) []byte {
 	buf = append(buf, messageText(m)...)
 	return appendCalls(buf, m)
 }
 
 // appendCalls appends the " called ..." part of appendBody.
-func appendCalls(buf []byte, m *sessions.Message) []byte {
+func appendCalls(buf []byte, m *message.Message) []byte {
 	if !m.HasToolCalls() {
 		return buf
 	}
@@ -85,7 +86,7 @@ func appendCalls(buf []byte, m *sessions.Message) []byte {
 
 // appendCall appends NAME(k=v, ...) with the arguments in sorted key
 // order, each value as compact JSON cut to argMaxChars ("..." marks a cut).
-func appendCall(buf []byte, c *sessions.ToolCall) []byte {
+func appendCall(buf []byte, c *message.ToolCall) []byte {
 	buf = append(buf, c.Name...)
 	buf = append(buf, '(')
 	var arr [8]string
@@ -142,7 +143,7 @@ func appendJSON(buf []byte, v any, stop int) []byte {
 		return append(buf, ']')
 	case map[string]any:
 		buf = append(buf, '{')
-		for i, k := range sessions.SortedKeys(v) {
+		for i, k := range slices.Sorted(maps.Keys(v)) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}

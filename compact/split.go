@@ -1,6 +1,8 @@
 package compact
 
-import "github.com/skein-dev/skein/sessions"
+import (
+	"github.com/skein-dev/skein/sessions/message"
+)
 
 // split decides which messages a compaction archives: msgs[lo:cut], keeping
 // msgs[:lo] and msgs[cut:]. ok is false when nothing can be archived. The
@@ -16,10 +18,10 @@ import "github.com/skein-dev/skein/sessions"
 //     user message there) to the latest turn start in that range; failing
 //     that, forward to the first turn start after the plain cut;
 //   - nothing is archived when the plain cut is not after the prefix.
-func split(msgs []sessions.Message, keepFirst, keepLast int, preferUser bool) (lo, cut int, ok bool) {
+func split(msgs []message.Message, keepFirst, keepLast int, preferUser bool) (lo, cut int, ok bool) {
 	n := len(msgs)
 	lo = keepFirst
-	for lo < n && msgs[lo].Role == sessions.RoleTool {
+	for lo < n && msgs[lo].Role == message.RoleTool {
 		lo++
 	}
 	hi := n - keepLast
@@ -36,18 +38,18 @@ func split(msgs []sessions.Message, keepFirst, keepLast int, preferUser bool) (l
 	}
 	if preferUser {
 		for c := hi; c > lo; c-- {
-			if msgs[c].Role == sessions.RoleUser {
+			if msgs[c].Role == message.RoleUser {
 				return lo, c, true
 			}
 		}
 	}
 	for c := hi; c > lo; c-- {
-		if msgs[c].Role != sessions.RoleTool {
+		if msgs[c].Role != message.RoleTool {
 			return lo, c, true
 		}
 	}
 	for c := hi + 1; c < n; c++ {
-		if msgs[c].Role != sessions.RoleTool {
+		if msgs[c].Role != message.RoleTool {
 			return lo, c, true
 		}
 	}
@@ -59,12 +61,12 @@ func split(msgs []sessions.Message, keepFirst, keepLast int, preferUser bool) (l
 
 // endIsBoundary reports whether a summary message could follow msgs: no
 // tool call is left open at the end.
-func endIsBoundary(msgs []sessions.Message) bool {
-	return len(sessions.OpenToolCalls(sliceView(msgs))) == 0
+func endIsBoundary(msgs []message.Message) bool {
+	return len(message.OpenToolCalls(sliceView(msgs))) == 0
 }
 
-// sliceView adapts a message slice to sessions.View.
-type sliceView []sessions.Message
+// sliceView adapts a message slice to message.View.
+type sliceView []message.Message
 
-func (v sliceView) Len() int                   { return len(v) }
-func (v sliceView) At(i int) *sessions.Message { return &v[i] }
+func (v sliceView) Len() int                  { return len(v) }
+func (v sliceView) At(i int) *message.Message { return &v[i] }

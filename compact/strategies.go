@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // summarize runs the named strategy over archived and returns the text of
@@ -13,7 +13,7 @@ import (
 // the summary body. declined is set when a custom Compactor returned
 // ErrNoSummary. Errors of the Compactor and the MaskFunc are returned
 // unchanged, so a Starlark error keeps its traceback.
-func summarize(ctx context.Context, strategy string, archived []sessions.Message, opts *Options, head string) (text string, declined bool, err error) {
+func summarize(ctx context.Context, strategy string, archived []message.Message, opts *Options, head string) (text string, declined bool, err error) {
 	switch strategy {
 	case StrategyTruncate:
 		buf := append(make([]byte, 0, len(head)+truncateMaxEntries*(truncateMaxChars+40)), head...)
@@ -56,19 +56,19 @@ func summarize(ctx context.Context, strategy string, archived []sessions.Message
 // opts.Compress, else Microcompact. It returns archived itself when the
 // limit is 0 or nothing needs shortening, else a copy (archived is never
 // modified). An error of Compress is returned unchanged.
-func shortenToolOutputs(archived []sessions.Message, opts *Options) ([]sessions.Message, error) {
+func shortenToolOutputs(archived []message.Message, opts *Options) ([]message.Message, error) {
 	maxChars := opts.ToolOutputMaxChars
 	if maxChars <= 0 {
 		return archived, nil
 	}
-	var out []sessions.Message
+	var out []message.Message
 	for i := range archived {
 		m := &archived[i]
-		if m.Role != sessions.RoleTool || m.Blocks != nil || len(m.Text) <= maxChars {
+		if m.Role != message.RoleTool || m.Blocks != nil || len(m.Text) <= maxChars {
 			continue
 		}
 		if out == nil {
-			out = append([]sessions.Message(nil), archived...)
+			out = append([]message.Message(nil), archived...)
 		}
 		if opts.Compress == nil {
 			out[i].Text = Microcompact(m.Text, maxChars)

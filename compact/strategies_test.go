@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 const testOutput = `--- FAIL: TestParse (0.00s)
@@ -31,8 +31,8 @@ func Parse(s string) []string {
 
 // session is the transcript the golden tests compact with KeepLast 2: the
 // cut snaps back to the user message at index 7, archiving 0..6.
-func session() []sessions.Message {
-	return []sessions.Message{
+func session() []message.Message {
+	return []message.Message{
 		user("Fix the failing test in parser.go"),
 		asst("I'll look at the test output first.", call("c1", "run", map[string]any{"cmd": "go test ./..."})),
 		result("c1", "run", testOutput),
@@ -48,13 +48,13 @@ func session() []sessions.Message {
 	}
 }
 
-func compactWith(t *testing.T, msgs []sessions.Message, opts Options) *Result {
+func compactWith(t *testing.T, msgs []message.Message, opts Options) *Result {
 	t.Helper()
 	res, err := Compact(context.Background(), msgs, opts)
 	if err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
-	if err := sessions.Validate(res.Messages); err != nil {
+	if err := message.Validate(res.Messages); err != nil {
 		t.Fatalf("Compact output is invalid: %v", err)
 	}
 	return res
@@ -111,7 +111,7 @@ func TestTruncateGolden(t *testing.T) {
 }
 
 func TestTruncateLimits(t *testing.T) {
-	var msgs []sessions.Message
+	var msgs []message.Message
 	for i := range 10 {
 		msgs = append(msgs, user(fmt.Sprintf("question %d", i)), asst(fmt.Sprintf("answer %d", i)))
 	}
@@ -146,9 +146,9 @@ func TestTruncateLimits(t *testing.T) {
 
 func TestMaskOverrides(t *testing.T) {
 	msgs := session()
-	var seen []sessions.Message
+	var seen []message.Message
 	o := opts(StrategyObservationMask, 2)
-	o.Mask = func(archived []sessions.Message) ([]*string, error) {
+	o.Mask = func(archived []message.Message) ([]*string, error) {
 		seen = archived
 		out := make([]*string, len(archived))
 		out[1] = ptr("asked to run the tests")
@@ -167,13 +167,13 @@ func TestMaskOverrides(t *testing.T) {
 		t.Errorf("nil entry did not keep the default mask: %q", lines[3])
 	}
 
-	o.Mask = func(archived []sessions.Message) ([]*string, error) { return make([]*string, 2), nil }
+	o.Mask = func(archived []message.Message) ([]*string, error) { return make([]*string, 2), nil }
 	_, err := Compact(context.Background(), msgs, o)
 	if err == nil || err.Error() != "mask_callback: got 2 entries for 7 messages, want one per message" {
 		t.Errorf("wrong length: err = %v", err)
 	}
 	boom := errors.New("boom")
-	o.Mask = func([]sessions.Message) ([]*string, error) { return nil, boom }
+	o.Mask = func([]message.Message) ([]*string, error) { return nil, boom }
 	if _, err := Compact(context.Background(), msgs, o); err != boom {
 		t.Errorf("callback error = %v, want it unchanged", err)
 	}
@@ -207,7 +207,7 @@ func TestLLMStrategy(t *testing.T) {
 [tool grep] parser.go:12: // TODO handle unicode
 
 [assistant] The bug is an off-by-one in Parse.`
-	if len(req.Messages) != 1 || req.Messages[0].Role != sessions.RoleUser || req.Messages[0].Text != wantUser {
+	if len(req.Messages) != 1 || req.Messages[0].Role != message.RoleUser || req.Messages[0].Text != wantUser {
 		t.Errorf("request messages = %+v\nwant one user message:\n%s", req.Messages, wantUser)
 	}
 	wantSummary := "[auto-compacted 7 older messages via llm]\nThe user wants parser.go fixed; Parse has an off-by-one."
@@ -233,9 +233,9 @@ func TestLLMStrategy(t *testing.T) {
 
 func TestCustomStrategy(t *testing.T) {
 	msgs := session()
-	var seen []sessions.Message
+	var seen []message.Message
 	o := opts(StrategyCustom, 2)
-	o.Custom = CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
+	o.Custom = CompactorFunc(func(ctx context.Context, archived []message.Message) (string, error) {
 		seen = archived
 		return "custom summary", nil
 	})
@@ -248,14 +248,14 @@ func TestCustomStrategy(t *testing.T) {
 	}
 
 	// None: the transcript stays as it is.
-	o.Custom = CompactorFunc(func(context.Context, []sessions.Message) (string, error) { return "", ErrNoSummary })
+	o.Custom = CompactorFunc(func(context.Context, []message.Message) (string, error) { return "", ErrNoSummary })
 	res, err := Compact(context.Background(), msgs, o)
 	if err != nil || res.Compacted || &res.Messages[0] != &msgs[0] || res.Summary != "" || res.Strategy != "" {
 		t.Errorf("declined: err %v, result %+v", err, res)
 	}
 
 	boom := errors.New("boom")
-	o.Custom = CompactorFunc(func(context.Context, []sessions.Message) (string, error) { return "", boom })
+	o.Custom = CompactorFunc(func(context.Context, []message.Message) (string, error) { return "", boom })
 	if _, err := Compact(context.Background(), msgs, o); err != boom {
 		t.Errorf("compactor error = %v, want it unchanged", err)
 	}
@@ -263,7 +263,7 @@ func TestCustomStrategy(t *testing.T) {
 	// ToolOutputMaxChars shortens the long tool outputs the compactor sees,
 	// without touching the input.
 	o.ToolOutputMaxChars = 100
-	o.Custom = CompactorFunc(func(ctx context.Context, archived []sessions.Message) (string, error) {
+	o.Custom = CompactorFunc(func(ctx context.Context, archived []message.Message) (string, error) {
 		seen = archived
 		return "s", nil
 	})

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // DefaultSummarizePrompt is the system prompt of the llm strategy's model
@@ -31,7 +31,7 @@ An entry labelled [summary] summarises even older messages: fold it into your su
 // renderForLLM. The reply's text, trimmed, is the summary; an empty reply
 // is an error, as is a failed call (wrap the provider for retries: this
 // makes exactly one call).
-func llmSummary(ctx context.Context, archived []sessions.Message, opts *Options) (string, error) {
+func llmSummary(ctx context.Context, archived []message.Message, opts *Options) (string, error) {
 	system := opts.SummarizePrompt
 	if system == "" {
 		system = DefaultSummarizePrompt
@@ -39,7 +39,7 @@ func llmSummary(ctx context.Context, archived []sessions.Message, opts *Options)
 	req := &llm.Request{
 		Model:    opts.Model,
 		System:   system,
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: renderForLLM(archived)}},
+		Messages: []message.Message{{Role: message.RoleUser, Text: renderForLLM(archived)}},
 	}
 	resp, err := opts.Provider.Complete(ctx, req)
 	if err != nil {
@@ -56,7 +56,7 @@ func llmSummary(ctx context.Context, archived []sessions.Message, opts *Options)
 // "Summarize these N archived messages." and then, after a blank line, one
 // entry per message separated by blank lines: "LABEL BODY" with the body in
 // full (see appendBody); an earlier summary message is "[summary] BODY".
-func renderForLLM(archived []sessions.Message) string {
+func renderForLLM(archived []message.Message) string {
 	buf := []byte("Summarize these ")
 	buf = strconv.AppendInt(buf, int64(len(archived)), 10)
 	buf = append(buf, " archived messages."...)

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 const (
@@ -20,8 +20,8 @@ func header(n int, strategy string) string {
 // SummaryMessage returns the user message that stands for n older messages:
 // its text is the header line "[auto-compacted N older messages via
 // <strategy>]", a newline, and body.
-func SummaryMessage(n int, strategy, body string) sessions.Message {
-	return sessions.Message{Role: sessions.RoleUser, Text: header(n, strategy) + "\n" + body}
+func SummaryMessage(n int, strategy, body string) message.Message {
+	return message.Message{Role: message.RoleUser, Text: header(n, strategy) + "\n" + body}
 }
 
 // SummaryInfo is what ParseSummary reads back from a summary message.
@@ -34,8 +34,8 @@ type SummaryInfo struct {
 // ParseSummary reports whether m is a summary message (a user message with
 // string content whose first line is a well-formed header, as
 // SummaryMessage writes it) and returns its parts.
-func ParseSummary(m *sessions.Message) (SummaryInfo, bool) {
-	if m.Role != sessions.RoleUser || m.Blocks != nil || !strings.HasPrefix(m.Text, headerStart) {
+func ParseSummary(m *message.Message) (SummaryInfo, bool) {
+	if m.Role != message.RoleUser || m.Blocks != nil || !strings.HasPrefix(m.Text, headerStart) {
 		return SummaryInfo{}, false
 	}
 	first, body, _ := strings.Cut(m.Text[len(headerStart):], "\n")
@@ -56,7 +56,7 @@ func ParseSummary(m *sessions.Message) (SummaryInfo, bool) {
 
 // standsFor returns how many original messages msgs stand for: one each,
 // except a summary message, which counts as the N of its header.
-func standsFor(msgs []sessions.Message) int {
+func standsFor(msgs []message.Message) int {
 	n := 0
 	for i := range msgs {
 		if s, ok := ParseSummary(&msgs[i]); ok {

@@ -3,7 +3,7 @@ package compact
 import (
 	"strconv"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Limits of the truncate strategy.
@@ -19,7 +19,7 @@ const (
 // its body under the label "[summary]") with every run of whitespace
 // turned into one space; when longer than truncateMaxChars it is cut there
 // and ends with "...".
-func truncateSummary(buf []byte, archived []sessions.Message) []byte {
+func truncateSummary(buf []byte, archived []message.Message) []byte {
 	var body []byte
 	for i := range archived[:min(len(archived), truncateMaxEntries)] {
 		if i > 0 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // ViewportStrategy is the strategy named in the header of the summary
@@ -33,7 +33,7 @@ const ViewportStrategy = "viewport"
 //
 // Without a summary message first the result shares msgs' storage
 // (clipped, so appending to it copies); callers must not modify it.
-func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
+func Viewport(msgs []message.Message, budget int) []message.Message {
 	full := turnStart(msgs, window(msgs, budget))
 	sums := indexSummaries(msgs)
 	if len(sums) == 0 || sums[0].pos >= full {
@@ -41,7 +41,7 @@ func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
 	}
 	// Reserve for the largest summary message the window could need: every
 	// summary body and the count of every message.
-	reserve := EstimateMessage(&sessions.Message{Role: sessions.RoleUser,
+	reserve := EstimateMessage(&message.Message{Role: message.RoleUser,
 		Text: header(sums.standsFor(len(msgs)), ViewportStrategy) + "\n" + sums.running(len(msgs))})
 	if reserve > budget {
 		return msgs[full:len(msgs):len(msgs)]
@@ -50,7 +50,7 @@ func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
 	if start == len(msgs) && full < len(msgs) {
 		return msgs[full:len(msgs):len(msgs)]
 	}
-	out := make([]sessions.Message, 0, 1+len(msgs)-start)
+	out := make([]message.Message, 0, 1+len(msgs)-start)
 	out = append(out, SummaryMessage(sums.standsFor(start), ViewportStrategy, sums.running(start)))
 	return append(out, msgs[start:]...)
 }
@@ -66,7 +66,7 @@ func Viewport(msgs []sessions.Message, budget int) []sessions.Message {
 // them all. When the pinned prefix alone needs more than budget it is an
 // error (a *PinnedError): the prefix is never cut and never sent over
 // budget.
-func PinnedViewport(msgs []sessions.Message, keepFirst, budget int) ([]sessions.Message, error) {
+func PinnedViewport(msgs []message.Message, keepFirst, budget int) ([]message.Message, error) {
 	if keepFirst < 0 {
 		return nil, fmt.Errorf("'keep_first' must be >= 0")
 	}
@@ -74,7 +74,7 @@ func PinnedViewport(msgs []sessions.Message, keepFirst, budget int) ([]sessions.
 		return Viewport(msgs, budget), nil
 	}
 	lo := min(keepFirst, len(msgs))
-	for lo < len(msgs) && msgs[lo].Role == sessions.RoleTool {
+	for lo < len(msgs) && msgs[lo].Role == message.RoleTool {
 		lo++
 	}
 	cost := EstimateTokens(msgs[:lo])
@@ -86,7 +86,7 @@ func PinnedViewport(msgs []sessions.Message, keepFirst, budget int) ([]sessions.
 		// a gap after the prefix: the window is a viewport of its own
 		rest = Viewport(rest, budget-cost)
 	}
-	out := make([]sessions.Message, 0, lo+len(rest))
+	out := make([]message.Message, 0, lo+len(rest))
 	return append(append(out, msgs[:lo]...), rest...), nil
 }
 
@@ -108,7 +108,7 @@ type summaryIndex []struct {
 	info SummaryInfo
 }
 
-func indexSummaries(msgs []sessions.Message) summaryIndex {
+func indexSummaries(msgs []message.Message) summaryIndex {
 	var idx summaryIndex
 	for i := range msgs {
 		if s, ok := ParseSummary(&msgs[i]); ok {
@@ -146,9 +146,9 @@ func (idx summaryIndex) running(n int) string {
 // turnStart moves start forward past assistant messages (and their tool
 // results) to the first user or system message of msgs[start:], when
 // there is one.
-func turnStart(msgs []sessions.Message, start int) int {
+func turnStart(msgs []message.Message, start int) int {
 	for i := start; i < len(msgs); i++ {
-		if r := msgs[i].Role; r == sessions.RoleUser || r == sessions.RoleSystem {
+		if r := msgs[i].Role; r == message.RoleUser || r == message.RoleSystem {
 			return i
 		}
 	}
@@ -157,14 +157,14 @@ func turnStart(msgs []sessions.Message, start int) int {
 
 // window returns the start of the newest whole units of msgs whose
 // estimate fits in budget.
-func window(msgs []sessions.Message, budget int) int {
+func window(msgs []message.Message, budget int) int {
 	start, used := len(msgs), 0
 	for start > 0 {
 		u := start - 1
-		for u > 0 && msgs[u].Role == sessions.RoleTool {
+		for u > 0 && msgs[u].Role == message.RoleTool {
 			u--
 		}
-		if msgs[u].Role == sessions.RoleTool || (u < start-1 && !msgs[u].HasToolCalls()) {
+		if msgs[u].Role == message.RoleTool || (u < start-1 && !msgs[u].HasToolCalls()) {
 			return start // tool results without their call: invalid input, stop here
 		}
 		cost := EstimateTokens(msgs[u:start])

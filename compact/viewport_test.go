@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func TestViewport(t *testing.T) {
@@ -36,7 +36,7 @@ func TestViewport(t *testing.T) {
 			if !reflect.DeepEqual(msgs, before) {
 				t.Errorf("input changed")
 			}
-			if err := sessions.Validate(got); err != nil {
+			if err := message.Validate(got); err != nil {
 				t.Errorf("invalid viewport: %v", err)
 			}
 			if EstimateTokens(got) > max(tt.budget, 0) {
@@ -47,9 +47,9 @@ func TestViewport(t *testing.T) {
 }
 
 func TestViewportSummary(t *testing.T) {
-	msgs := append([]sessions.Message{SummaryMessage(9, StrategyLLM, "the user asked twice")}, build("U A U A*2 T T A")...)
+	msgs := append([]message.Message{SummaryMessage(9, StrategyLLM, "the user asked twice")}, build("U A U A*2 T T A")...)
 	want := func(n int, body string) string { return header(n, ViewportStrategy) + "\n" + body }
-	reserve := EstimateMessage(&sessions.Message{Role: sessions.RoleUser, Text: want(16, "the user asked twice")})
+	reserve := EstimateMessage(&message.Message{Role: message.RoleUser, Text: want(16, "the user asked twice")})
 	tail := EstimateTokens(msgs[4:])
 
 	// The summary message and three more are left out: 12 messages.
@@ -57,7 +57,7 @@ func TestViewportSummary(t *testing.T) {
 	if len(got) != 5 || got[0].Text != want(12, "the user asked twice") || !reflect.DeepEqual(got[1:], msgs[4:]) {
 		t.Errorf("with room for the summary: %s", shape(got, -1, -1))
 	}
-	if err := sessions.Validate(got); err != nil {
+	if err := message.Validate(got); err != nil {
 		t.Errorf("invalid viewport: %v", err)
 	}
 
@@ -78,9 +78,9 @@ func TestViewportSummary(t *testing.T) {
 	}
 
 	// Two summaries left out: both bodies, counts added up.
-	two := append([]sessions.Message{SummaryMessage(3, StrategyTruncate, "first")}, msgs...)
+	two := append([]message.Message{SummaryMessage(3, StrategyTruncate, "first")}, msgs...)
 	both := want(3+9+7, "first\n\nthe user asked twice")
-	got = Viewport(two, EstimateMessage(&sessions.Message{Role: sessions.RoleUser, Text: both})+tail)
+	got = Viewport(two, EstimateMessage(&message.Message{Role: message.RoleUser, Text: both})+tail)
 	if got[0].Text != want(3+9+3, "first\n\nthe user asked twice") || len(got) != 5 {
 		t.Errorf("two summaries: %q", got[0].Text)
 	}
@@ -126,7 +126,7 @@ func TestPinnedViewport(t *testing.T) {
 			if !reflect.DeepEqual(msgs, before) {
 				t.Errorf("input changed")
 			}
-			if err := sessions.Validate(got); err != nil {
+			if err := message.Validate(got); err != nil {
 				t.Errorf("invalid viewport: %v", err)
 			}
 			if EstimateTokens(got) > tt.budget {

@@ -15,6 +15,7 @@ import (
 	"github.com/skein-dev/skein/eval/evalfile"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -207,7 +208,7 @@ func TestCache(t *testing.T) {
 	real := &countingProvider{}
 	p := cache.Wrap(real)
 	req := func(text string, temp float64) *llm.Request {
-		return &llm.Request{Model: "m", Temperature: &temp, Messages: []sessions.Message{{Role: "user", Text: text}}}
+		return &llm.Request{Model: "m", Temperature: &temp, Messages: []message.Message{{Role: "user", Text: text}}}
 	}
 	r0, r1 := eval.WithJob(ctx, 0), eval.WithJob(ctx, 1)
 	for _, c := range []struct {

@@ -17,7 +17,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // ToolSpec describes one tool offered to the model.
@@ -32,7 +32,7 @@ type ToolSpec struct {
 type Request struct {
 	Model    string
 	System   string
-	Messages []sessions.Message // must not be modified by providers
+	Messages []message.Message // must not be modified by providers
 	Tools    []ToolSpec
 	// ToolChoice is "" (provider default), "auto", "none", "required", or
 	// the name of one tool the model must call.
@@ -179,8 +179,8 @@ type Response struct {
 	Text string
 	// Thinking holds thinking blocks (with their signatures) to be sent
 	// back unchanged on the next request.
-	Thinking   []sessions.Block
-	ToolCalls  []sessions.ToolCall
+	Thinking   []message.Block
+	ToolCalls  []message.ToolCall
 	Usage      Usage
 	StopReason string
 	Model      string // the model that answered

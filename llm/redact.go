@@ -3,7 +3,7 @@ package llm
 import (
 	"context"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // redacting is a provider whose replies have the known secrets (its API
@@ -12,13 +12,13 @@ import (
 // echoes the key back in a reply does not get it stored.
 type redacting struct {
 	Provider
-	r *sessions.Redactor
+	r *message.Redactor
 }
 
 // Redacting wraps p so that the text, tool calls (names, ids and
 // arguments) and model of its replies are redacted by r. Thinking blocks are left as they are:
 // providers sign them and refuse a changed one sent back.
-func Redacting(p Provider, r *sessions.Redactor) Provider {
+func Redacting(p Provider, r *message.Redactor) Provider {
 	if r == nil {
 		return p
 	}
@@ -31,7 +31,7 @@ func (p *redacting) Complete(ctx context.Context, req *Request) (*Response, erro
 	if resp == nil {
 		return resp, err
 	}
-	m := p.r.RedactMessage(sessions.Message{Role: sessions.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model})
+	m := p.r.RedactMessage(message.Message{Role: message.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Model: resp.Model})
 	out := *resp
 	out.Text, out.ToolCalls, out.Model = m.Text, m.ToolCalls, m.Model
 	return &out, err

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Provider names with a meaning of their own. Presets lists every named
@@ -61,7 +61,7 @@ type Settings struct {
 	// Redactor, if set, learns the API key of every provider Build makes
 	// (named by its environment variable) and redacts every secret it
 	// knows from their replies, before Middleware sees them.
-	Redactor *sessions.Redactor
+	Redactor *message.Redactor
 	// Prices prices the calls (DefaultPrices, or --prices FILE over it).
 	Prices *Prices
 	// Budget counts what every call of the run costs; its cap is

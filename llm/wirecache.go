@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // WireCache keeps the wire forms of a conversation's messages between its
@@ -15,7 +15,7 @@ import (
 // Request it sends (Request.Cache); a nil cache caches nothing.
 //
 // Messages are immutable, and a message keeps its address while it stays
-// in its transcript (sessions.Transcript appends past it, and a reset,
+// in its transcript (message.Transcript appends past it, and a reset,
 // rewind or reallocation makes new messages at new addresses). So a
 // message at the same position and address as in the previous call of the
 // same protocol is the same message, and its wire form is reused; the
@@ -36,7 +36,7 @@ type WireCache struct {
 // wireForms are the messages of the previous call of one protocol, by
 // address, and their forms.
 type wireForms[T any] struct {
-	msgs  []*sessions.Message
+	msgs  []*message.Message
 	forms []T
 }
 
@@ -48,7 +48,7 @@ type wireForms[T any] struct {
 // calls (which never overwrite a form they return). With
 // a nil cache every message is encoded. An error of encode is returned
 // with the message's index (a *MessageError).
-func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, encode func(msgs []sessions.Message, i int) (T, error)) ([]T, error) {
+func WireForms[T any](c *WireCache, protocol string, msgs []message.Message, encode func(msgs []message.Message, i int) (T, error)) ([]T, error) {
 	cached := &wireForms[T]{}
 	if c != nil {
 		c.mu.Lock()
@@ -82,7 +82,7 @@ func WireForms[T any](c *WireCache, protocol string, msgs []sessions.Message, en
 
 // commonPrefix returns how many of msgs are at the addresses of cached, in
 // order from the first.
-func commonPrefix(cached []*sessions.Message, msgs []sessions.Message) int {
+func commonPrefix(cached []*message.Message, msgs []message.Message) int {
 	i := 0
 	for i < len(msgs) && i < len(cached) && cached[i] == &msgs[i] {
 		i++
@@ -91,7 +91,7 @@ func commonPrefix(cached []*sessions.Message, msgs []sessions.Message) int {
 }
 
 // appendAddrs appends the addresses of msgs to addrs.
-func appendAddrs(addrs []*sessions.Message, msgs []sessions.Message) []*sessions.Message {
+func appendAddrs(addrs []*message.Message, msgs []message.Message) []*message.Message {
 	for j := range msgs {
 		addrs = append(addrs, &msgs[j])
 	}
@@ -114,7 +114,7 @@ func (c *WireCache) keep(protocol string, forms any) {
 // address, and their forms joined by commas in one buffer: ends[i] is the
 // length of buf up to the end of message i's form.
 type joinedForms struct {
-	msgs []*sessions.Message
+	msgs []*message.Message
 	ends []int
 	buf  []byte
 }
@@ -132,7 +132,7 @@ type joinedForms struct {
 // valid after later calls, which never write over the bytes of a slice
 // they returned. An error of encode is returned with the message's index
 // (a *MessageError).
-func WireJoined(c *WireCache, protocol string, msgs []sessions.Message, encode func(msgs []sessions.Message, i int) ([]byte, error)) ([]byte, error) {
+func WireJoined(c *WireCache, protocol string, msgs []message.Message, encode func(msgs []message.Message, i int) ([]byte, error)) ([]byte, error) {
 	cached := &joinedForms{}
 	if c != nil {
 		c.mu.Lock()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // wireStep is a call of TestWireForms and TestWireJoined: protocol's
@@ -14,7 +14,7 @@ import (
 type wireStep struct {
 	name     string
 	protocol string
-	msgs     func() []sessions.Message
+	msgs     func() []message.Message
 	cache    *WireCache
 	encodes  int
 }
@@ -23,24 +23,24 @@ type wireStep struct {
 // order: the same position and address reuse a form, anything else (a
 // new array, another protocol, no cache) encodes.
 func wireSteps(c *WireCache) []wireStep {
-	msgs := make([]sessions.Message, 0, 10)
+	msgs := make([]message.Message, 0, 10)
 	for i := range 3 {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+		msgs = append(msgs, message.Message{Role: message.RoleUser, Text: fmt.Sprint(i)})
 	}
 	return []wireStep{
-		{"first call", "p", func() []sessions.Message { return msgs }, c, 3},
-		{"same messages", "p", func() []sessions.Message { return msgs }, c, 0},
-		{"two appended, one without text", "p", func() []sessions.Message {
-			msgs = append(msgs, sessions.Message{}, sessions.Message{Text: "4"})
+		{"first call", "p", func() []message.Message { return msgs }, c, 3},
+		{"same messages", "p", func() []message.Message { return msgs }, c, 0},
+		{"two appended, one without text", "p", func() []message.Message {
+			msgs = append(msgs, message.Message{}, message.Message{Text: "4"})
 			return msgs
 		}, c, 2},
-		{"fewer messages", "p", func() []sessions.Message { return msgs[:2] }, c, 0},
-		{"grown again", "p", func() []sessions.Message { return msgs }, c, 3},
-		{"another protocol", "q", func() []sessions.Message { return msgs }, c, 5},
-		{"back to the first", "p", func() []sessions.Message { return msgs }, c, 0},
-		{"a copy (new addresses)", "p", func() []sessions.Message { return append([]sessions.Message(nil), msgs...) }, c, 5},
-		{"no cache", "p", func() []sessions.Message { return msgs }, nil, 5},
-		{"none", "r", func() []sessions.Message { return nil }, c, 0},
+		{"fewer messages", "p", func() []message.Message { return msgs[:2] }, c, 0},
+		{"grown again", "p", func() []message.Message { return msgs }, c, 3},
+		{"another protocol", "q", func() []message.Message { return msgs }, c, 5},
+		{"back to the first", "p", func() []message.Message { return msgs }, c, 0},
+		{"a copy (new addresses)", "p", func() []message.Message { return append([]message.Message(nil), msgs...) }, c, 5},
+		{"no cache", "p", func() []message.Message { return msgs }, nil, 5},
+		{"none", "r", func() []message.Message { return nil }, c, 0},
 	}
 }
 
@@ -48,7 +48,7 @@ func wireSteps(c *WireCache) []wireStep {
 // a protocol are encoded (wireSteps) and that every form is the message's.
 func TestWireForms(t *testing.T) {
 	encoded := 0
-	enc := func(ms []sessions.Message, i int) (string, error) {
+	enc := func(ms []message.Message, i int) (string, error) {
 		encoded++
 		return ms[i].Text, nil
 	}
@@ -71,7 +71,7 @@ func TestWireForms(t *testing.T) {
 		}
 	}
 	bad := errors.New("bad")
-	_, err := WireForms(c, "p", []sessions.Message{{Text: "new"}}, func([]sessions.Message, int) (string, error) { return "", bad })
+	_, err := WireForms(c, "p", []message.Message{{Text: "new"}}, func([]message.Message, int) (string, error) { return "", bad })
 	var me *MessageError
 	if !errors.As(err, &me) || me.Index != 0 || !errors.Is(err, bad) || err.Error() != "message 0: bad" {
 		t.Fatalf("encode error: %v", err)
@@ -83,10 +83,10 @@ func TestWireForms(t *testing.T) {
 // a shorter one and grows again: a request body built from them may still
 // be sending.
 func TestWireFormsKeepsReturnedForms(t *testing.T) {
-	enc := func(msgs []sessions.Message, i int) (string, error) { return msgs[i].Text, nil }
-	msgs := make([]sessions.Message, 0, 10)
+	enc := func(msgs []message.Message, i int) (string, error) { return msgs[i].Text, nil }
+	msgs := make([]message.Message, 0, 10)
 	for i := range 4 {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+		msgs = append(msgs, message.Message{Role: message.RoleUser, Text: fmt.Sprint(i)})
 	}
 	c := &WireCache{}
 	first, err := WireForms(c, "p", msgs, enc)
@@ -94,7 +94,7 @@ func TestWireFormsKeepsReturnedForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rewound to two messages, then two new ones at new addresses.
-	reset := append(append([]sessions.Message(nil), msgs[:2]...), sessions.Message{Text: "x"}, sessions.Message{Text: "y"})
+	reset := append(append([]message.Message(nil), msgs[:2]...), message.Message{Text: "x"}, message.Message{Text: "y"})
 	if _, err := WireForms(c, "p", reset[:2], enc); err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +113,11 @@ func TestWireFormsKeepsReturnedForms(t *testing.T) {
 // result is the non-empty forms joined by commas, whatever was cached.
 func TestWireJoined(t *testing.T) {
 	encoded := 0
-	enc := func(ms []sessions.Message, i int) ([]byte, error) {
+	enc := func(ms []message.Message, i int) ([]byte, error) {
 		encoded++
 		return []byte(ms[i].Text), nil
 	}
-	joined := func(ms []sessions.Message) string {
+	joined := func(ms []message.Message) string {
 		var parts []string
 		for _, m := range ms {
 			if m.Text != "" {
@@ -142,13 +142,13 @@ func TestWireJoined(t *testing.T) {
 			t.Fatalf("%s: joined forms %q, want %q", s.name, got, want)
 		}
 	}
-	msgs := make([]sessions.Message, 5, 10)
+	msgs := make([]message.Message, 5, 10)
 	if _, err := WireJoined(c, "p", msgs, enc); err != nil {
 		t.Fatal(err)
 	}
-	more := append(msgs, sessions.Message{Text: "5"}) // in place: the first five keep their addresses
+	more := append(msgs, message.Message{Text: "5"}) // in place: the first five keep their addresses
 	bad := errors.New("bad")
-	_, err := WireJoined(c, "p", more, func(ms []sessions.Message, i int) ([]byte, error) { return nil, bad })
+	_, err := WireJoined(c, "p", more, func(ms []message.Message, i int) ([]byte, error) { return nil, bad })
 	var me *MessageError
 	if !errors.As(err, &me) || me.Index != 5 || !errors.Is(err, bad) {
 		t.Fatalf("encode error: %v", err)
@@ -165,10 +165,10 @@ func TestWireJoined(t *testing.T) {
 // place or was reset to a shorter one that grows again: a request body
 // built from them may still be sending.
 func TestWireJoinedKeepsReturnedForms(t *testing.T) {
-	enc := func(msgs []sessions.Message, i int) ([]byte, error) { return []byte(msgs[i].Text), nil }
-	msgs := make([]sessions.Message, 0, 100)
+	enc := func(msgs []message.Message, i int) ([]byte, error) { return []byte(msgs[i].Text), nil }
+	msgs := make([]message.Message, 0, 100)
 	for i := range 4 {
-		msgs = append(msgs, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)})
+		msgs = append(msgs, message.Message{Role: message.RoleUser, Text: fmt.Sprint(i)})
 	}
 	c := &WireCache{}
 	first, err := WireJoined(c, "p", msgs, enc)
@@ -177,7 +177,7 @@ func TestWireJoinedKeepsReturnedForms(t *testing.T) {
 	}
 	want := string(first)
 	// Rewound to two messages, then two new ones at new addresses.
-	reset := append(append([]sessions.Message(nil), msgs[:2]...), sessions.Message{Text: "x"}, sessions.Message{Text: "y"})
+	reset := append(append([]message.Message(nil), msgs[:2]...), message.Message{Text: "x"}, message.Message{Text: "y"})
 	if _, err := WireJoined(c, "p", reset[:2], enc); err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestWireJoinedKeepsReturnedForms(t *testing.T) {
 	}
 	// Grown in place, past the buffer's capacity more than once.
 	for i := range 90 {
-		reset = append(reset, sessions.Message{Text: fmt.Sprint("m", i)})
+		reset = append(reset, message.Message{Text: fmt.Sprint("m", i)})
 		if _, err := WireJoined(c, "p", reset, enc); err != nil {
 			t.Fatal(err)
 		}

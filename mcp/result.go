@@ -9,7 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Result is a tool's result, mapped to skein's content model.
@@ -18,7 +18,7 @@ type Result struct {
 	// (text content, and text naming audio, resource links and embedded
 	// resources) and image blocks. A result with structured content and
 	// no text has that content's JSON as its one text block.
-	Content []sessions.Block
+	Content []message.Block
 	// Data is the structured content, as a JSON value (nil: none).
 	Data any
 	// IsError reports the server's isError.
@@ -29,7 +29,7 @@ type Result struct {
 func (r *Result) Text() string {
 	var parts []string
 	for _, b := range r.Content {
-		if b.Type == sessions.BlockText {
+		if b.Type == message.BlockText {
 			parts = append(parts, b.Text)
 		}
 	}
@@ -37,10 +37,10 @@ func (r *Result) Text() string {
 }
 
 // Images returns the result's image blocks.
-func (r *Result) Images() []sessions.Block {
-	var out []sessions.Block
+func (r *Result) Images() []message.Block {
+	var out []message.Block
 	for _, b := range r.Content {
-		if b.Type == sessions.BlockImage {
+		if b.Type == message.BlockImage {
 			out = append(out, b)
 		}
 	}
@@ -52,7 +52,7 @@ func mapResult(res *sdk.CallToolResult) (*Result, error) {
 	r := &Result{IsError: res.IsError}
 	hasText := false
 	for _, c := range res.Content {
-		var b sessions.Block
+		var b message.Block
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			b = text(c.Text)
@@ -62,7 +62,7 @@ func mapResult(res *sdk.CallToolResult) (*Result, error) {
 				b = text(fmt.Sprintf("[image of type %q, %d bytes, not shown]", c.MIMEType, len(c.Data)))
 				break
 			}
-			b = sessions.Block{Type: sessions.BlockImage, MediaType: c.MIMEType, Data: base64.StdEncoding.EncodeToString(c.Data)}
+			b = message.Block{Type: message.BlockImage, MediaType: c.MIMEType, Data: base64.StdEncoding.EncodeToString(c.Data)}
 		case *sdk.AudioContent:
 			b = text(fmt.Sprintf("[audio %s, %d bytes]", c.MIMEType, len(c.Data)))
 		case *sdk.ResourceLink:
@@ -84,13 +84,13 @@ func mapResult(res *sdk.CallToolResult) (*Result, error) {
 			return nil, fmt.Errorf("structured content: %v", err)
 		}
 		if !hasText {
-			r.Content = append([]sessions.Block{text(string(data))}, r.Content...)
+			r.Content = append([]message.Block{text(string(data))}, r.Content...)
 		}
 	}
 	return r, nil
 }
 
-func text(s string) sessions.Block { return sessions.Block{Type: sessions.BlockText, Text: s} }
+func text(s string) message.Block { return message.Block{Type: message.BlockText, Text: s} }
 
 // describeLink names a resource link: "[resource link: NAME <URI> (TYPE)]
 // DESCRIPTION".

@@ -11,7 +11,7 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/schema"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Tool is one tool of a server. It is an agent tool: Spec, ArgsSchema,
@@ -92,7 +92,7 @@ func (t *Tool) ArgsSchema() *schema.Schema { return t.args }
 
 // Run calls the tool with arguments already validated against its
 // schema and returns the result's text.
-func (t *Tool) Run(ctx context.Context, call sessions.ToolCall) (string, error) {
+func (t *Tool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	r, err := t.call(ctx, call.Arguments, nil)
 	if err != nil {
 		return "", err
@@ -103,7 +103,7 @@ func (t *Tool) Run(ctx context.Context, call sessions.ToolCall) (string, error) 
 // RunContent calls the tool with arguments already validated against its
 // schema and returns the result's content blocks; progress receives the
 // server's progress notifications (total 0: unknown).
-func (t *Tool) RunContent(ctx context.Context, call sessions.ToolCall, progress func(done, total float64, message string)) ([]sessions.Block, error) {
+func (t *Tool) RunContent(ctx context.Context, call message.ToolCall, progress func(done, total float64, message string)) ([]message.Block, error) {
 	var onProgress func(Progress)
 	if progress != nil {
 		onProgress = func(p Progress) { progress(p.Progress, p.Total, p.Message) }

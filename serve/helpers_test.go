@@ -15,6 +15,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 const testToken = "test-token-0123456789"
@@ -37,7 +38,7 @@ func (a *fakeAgent) Handle(ctx context.Context, id, text string) error {
 	if a.skip {
 		return a.fail
 	}
-	if _, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+	if _, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 		return err
 	}
 	if a.fail != nil {
@@ -52,7 +53,7 @@ func (a *fakeAgent) Handle(ctx context.Context, id, text string) error {
 	}
 	a.store.Publish(sessions.Event{Type: agent.EventState, SessionID: id, Data: map[string]any{"state": agent.StateLLMGenerating}})
 	a.store.Publish(sessions.Event{Type: "text_delta", SessionID: id, Data: map[string]any{"text": "echo: "}})
-	_, err := a.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "echo: " + text}}})
+	_, err := a.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "echo: " + text}}})
 	return err
 }
 

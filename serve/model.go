@@ -5,6 +5,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Metadata keys the server sets on the sessions it creates.
@@ -40,18 +41,18 @@ type sessionWithMessages struct {
 // messageJSON is the JSON form of a message. Seq is the seq of the
 // event that appended it, CreatedAt that event's time.
 type messageJSON struct {
-	ID         string              `json:"id"`
-	Seq        int64               `json:"seq"`
-	Role       string              `json:"role"`
-	Content    any                 `json:"content"`
-	ToolCalls  []sessions.ToolCall `json:"toolCalls,omitempty"`
-	ToolCallID string              `json:"toolCallId,omitempty"`
-	Name       string              `json:"name,omitempty"`
-	IsError    bool                `json:"isError,omitempty"`
-	Model      string              `json:"model,omitempty"`
-	Usage      map[string]any      `json:"usage,omitempty"`
-	Metadata   map[string]any      `json:"metadata,omitempty"`
-	CreatedAt  string              `json:"createdAt"`
+	ID         string             `json:"id"`
+	Seq        int64              `json:"seq"`
+	Role       string             `json:"role"`
+	Content    any                `json:"content"`
+	ToolCalls  []message.ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string             `json:"toolCallId,omitempty"`
+	Name       string             `json:"name,omitempty"`
+	IsError    bool               `json:"isError,omitempty"`
+	Model      string             `json:"model,omitempty"`
+	Usage      map[string]any     `json:"usage,omitempty"`
+	Metadata   map[string]any     `json:"metadata,omitempty"`
+	CreatedAt  string             `json:"createdAt"`
 }
 
 // formatTime writes a time as RFC 3339 in UTC.
@@ -111,7 +112,7 @@ func toMessagesJSON(rec *sessions.Record) []messageJSON {
 
 // createdAt is a message's own time; a message without one (none is,
 // since the store gives every message its time) gets its stamp's.
-func createdAt(m *sessions.Message, st stamp) time.Time {
+func createdAt(m *message.Message, st stamp) time.Time {
 	if m.CreatedAt.IsZero() {
 		return st.at
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/serve"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // promptAgent is an agent whose prompts steer the mock: "slow ..." waits
@@ -179,7 +180,7 @@ func TestDeleteDuringTurnRecordsCancellation(t *testing.T) {
 		}
 		notes, statuses := 0, 0
 		for _, m := range rec.Messages {
-			if m.Role == sessions.RoleSystem && m.Text == "Session cancelled by request." {
+			if m.Role == message.RoleSystem && m.Text == "Session cancelled by request." {
 				notes++
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/telemetry"
 )
 
@@ -244,7 +245,7 @@ func (s *Server) observe(e sessions.Event) {
 // committed and acknowledged without waiting for the agent's first
 // commit (which follows the model call).
 func (s *Server) observeLogged(e sessions.Event) {
-	if e.Type != sessions.EventMessage || e.Data["role"] != sessions.RoleUser {
+	if e.Type != sessions.EventMessage || e.Data["role"] != message.RoleUser {
 		return
 	}
 	s.mu.Lock()

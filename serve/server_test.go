@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func TestCreateGetList(t *testing.T) {
@@ -300,8 +301,8 @@ func TestDeleteCancelsAndHeals(t *testing.T) {
 	id := ts.create(nil)
 	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
 	// Leave a tool call open, as a turn killed mid-tool would.
-	if _, err := store.Apply(t.Context(), id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant,
-		ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "read", Arguments: map[string]any{}}}}}}); err != nil {
+	if _, err := store.Apply(t.Context(), id, &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant,
+		ToolCalls: []message.ToolCall{{ID: "c1", Name: "read", Arguments: map[string]any{}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	r := ts.do("DELETE", "/api/sessions/"+id, nil)
@@ -318,7 +319,7 @@ func TestDeleteCancelsAndHeals(t *testing.T) {
 	if strings.Join(roles, ",") != "user,assistant,tool,system" {
 		t.Fatalf("roles after delete: %v", roles)
 	}
-	if sessions.OpenToolCalls(sessionsTranscript(t, store, id)) != nil {
+	if message.OpenToolCalls(sessionsTranscript(t, store, id)) != nil {
 		t.Fatal("open tool calls after delete")
 	}
 	// Deleting again is harmless; purge deletes.
@@ -329,12 +330,12 @@ func TestDeleteCancelsAndHeals(t *testing.T) {
 	ts.expect(ts.do("DELETE", "/api/sessions/"+id+"?purge=true", nil), http.StatusNotFound, "not_found")
 }
 
-func sessionsTranscript(t *testing.T, store *sessions.Store, id string) sessions.Transcript {
+func sessionsTranscript(t *testing.T, store *sessions.Store, id string) message.Transcript {
 	rec, err := store.Snapshot(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sessions.NewTranscript(rec.Messages)
+	return message.NewTranscript(rec.Messages)
 }
 
 func TestTurnErrorEndsSession(t *testing.T) {
@@ -467,14 +468,14 @@ func TestMessageIDsAndTimes(t *testing.T) {
 	ctx := t.Context()
 	for i, text := range []string{"one", "two", "three"} {
 		now = now.Add(time.Minute)
-		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 			t.Fatalf("message %d: %v", i, err)
 		}
 	}
 	stored, _ := store.Snapshot(ctx, id)
 	now = now.Add(time.Hour) // the compaction keeps "three"
-	if _, err := store.Update(ctx, id, func(v sessions.View) (*sessions.Change, error) {
-		return &sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary]"}, *v.At(2)},
+	if _, err := store.Update(ctx, id, func(v message.View) (*sessions.Change, error) {
+		return &sessions.Change{Replace: true, ReplaceWith: []message.Message{{Role: message.RoleUser, Text: "[summary]"}, *v.At(2)},
 			Events: []sessions.Event{sessions.NewEvent(sessions.EventContextCompacted, map[string]any{"messages_after": int64(2)})}}, nil
 	}); err != nil {
 		t.Fatal(err)

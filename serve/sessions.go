@@ -11,6 +11,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // createRequest is the body of POST /api/sessions.
@@ -401,7 +402,7 @@ func (s *Server) end(ctx context.Context, id string, status sessions.Status, rea
 		Events: []sessions.Event{sessions.NewEvent(sessions.EventStatus,
 			map[string]any{"status": string(status), "previous": string(previous), metaReason: reason})}}
 	if note != "" {
-		ch.Append = []sessions.Message{{Role: sessions.RoleSystem, Text: note, Metadata: map[string]any{metaReason: reason}}}
+		ch.Append = []message.Message{{Role: message.RoleSystem, Text: note, Metadata: map[string]any{metaReason: reason}}}
 	}
 	if _, err := s.store.Apply(ctx, id, ch); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/telemetry"
 	"github.com/skein-dev/skein/telemetry/telemetrytest"
 )
@@ -18,7 +19,7 @@ type tracedAgent struct{ store *sessions.Store }
 func (a *tracedAgent) Handle(ctx context.Context, id, text string) error {
 	_, span := telemetry.Agent(ctx, "", id, "", "")
 	defer span.End(nil, "")
-	_, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}, {Role: sessions.RoleAssistant, Text: "ok"}}})
+	_, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: text}, {Role: message.RoleAssistant, Text: "ok"}}})
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/telemetry"
 )
 
@@ -256,7 +257,7 @@ func (s *Server) userTurns(ctx context.Context, id string, index int) (int, erro
 	}
 	n := 0
 	for i := 0; i <= index && i < len(msgs); i++ {
-		if msgs[i].Role == sessions.RoleUser {
+		if msgs[i].Role == message.RoleUser {
 			n++
 		}
 	}
@@ -367,7 +368,7 @@ func (s *Server) runTurn(id, name string, ag Agent, text string, t *turn) {
 		// The agent ended without storing the prompt (it failed first, or
 		// does not call agent_loop): store it, so that what is
 		// acknowledged is kept.
-		if _, serr := s.store.Apply(bg, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); serr != nil {
+		if _, serr := s.store.Apply(bg, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); serr != nil {
 			s.log.Error("storing a prompt failed", "id", id, "err", serr)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/workflow"
 )
 
@@ -22,8 +23,8 @@ type stageExec struct{ store *sessions.Store }
 
 func (x *stageExec) RunStage(ctx context.Context, s *workflow.Stage) (*workflow.StageResult, error) {
 	if s.SessionID != "" {
-		if _, err := x.store.Apply(ctx, s.SessionID, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: s.Prompt},
-			{Role: sessions.RoleAssistant, Text: "done with " + s.Node.Name, Usage: map[string]any{"input_tokens": int64(20), "output_tokens": int64(4)}}}}); err != nil {
+		if _, err := x.store.Apply(ctx, s.SessionID, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: s.Prompt},
+			{Role: message.RoleAssistant, Text: "done with " + s.Node.Name, Usage: map[string]any{"input_tokens": int64(20), "output_tokens": int64(4)}}}}); err != nil {
 			return nil, err
 		}
 	}
@@ -63,15 +64,15 @@ func viewerFixture(t *testing.T, store *sessions.Store) string {
 		e.CorrID = id
 		return e
 	}
-	must(store.Apply(ctx, "planner", &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: "Plan a day in Lisbon."}},
+	must(store.Apply(ctx, "planner", &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: "Plan a day in Lisbon."}},
 		Events: []sessions.Event{ev("turn_start", map[string]any{"iteration": int64(1), "system": "You plan trips.\nBe brief.", "estimated_tokens": int64(412),
 			"tools": []any{map[string]any{"name": "weather", "description": "Weather in a city.", "parameters": map[string]any{"type": "object"}}}}),
 			ev("llm_call", map[string]any{"provider": "openai", "model": "gpt-test", "latency_ms": int64(840), "input_tokens": int64(120), "output_tokens": int64(18), "cost_usd": cost1, "stop_reason": "tool_use"})}}))
-	must(store.Apply(ctx, "planner", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Model: "gpt-test",
-		ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon"}}},
+	must(store.Apply(ctx, "planner", &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Model: "gpt-test",
+		ToolCalls: []message.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon"}}},
 		Usage:     map[string]any{"input_tokens": int64(120), "output_tokens": int64(18)}}},
 		Events: []sessions.Event{call("c1")}}))
-	must(store.Apply(ctx, "planner", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleTool, ToolCallID: "c1", Name: "weather", Text: strings.Join(long, "\n")}},
+	must(store.Apply(ctx, "planner", &sessions.Change{Append: []message.Message{{Role: message.RoleTool, ToolCallID: "c1", Name: "weather", Text: strings.Join(long, "\n")}},
 		Events: []sessions.Event{result("c1"), ev("turn_end", map[string]any{"iteration": int64(1), "tool_calls": int64(1)})}}))
 	if _, err := store.Fork(ctx, "planner", "planner-fork", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
@@ -79,14 +80,14 @@ func viewerFixture(t *testing.T, store *sessions.Store) string {
 	must(store.Apply(ctx, "planner", &sessions.Change{
 		Events: []sessions.Event{ev("turn_start", map[string]any{"iteration": int64(2), "system": "You plan trips.\nBe brief.", "estimated_tokens": int64(1630)}),
 			ev("llm_call", map[string]any{"provider": "openai", "model": "gpt-test", "latency_ms": int64(1210), "input_tokens": int64(1502), "output_tokens": int64(40), "cost_usd": cost2, "stop_reason": "end_turn"})}}))
-	must(store.Apply(ctx, "planner", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Model: "gpt-test", Text: "Sunny: walk to Belém, then lunch in Alfama.",
+	must(store.Apply(ctx, "planner", &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Model: "gpt-test", Text: "Sunny: walk to Belém, then lunch in Alfama.",
 		Usage: map[string]any{"input_tokens": int64(1502), "output_tokens": int64(40)}}},
 		Events: []sessions.Event{ev("turn_end", map[string]any{"iteration": int64(2), "tool_calls": int64(0)})}}))
 
 	if _, err := store.Open(ctx, "broken", 0); err != nil {
 		t.Fatal(err)
 	}
-	must(store.Apply(ctx, "broken", &sessions.Change{AddTurns: 1, Status: sessions.StatusError, Append: []sessions.Message{{Role: sessions.RoleUser, Text: "Hello?"}},
+	must(store.Apply(ctx, "broken", &sessions.Change{AddTurns: 1, Status: sessions.StatusError, Append: []message.Message{{Role: message.RoleUser, Text: "Hello?"}},
 		Events: []sessions.Event{ev("error", map[string]any{"message": "openai: auth: incorrect API key provided", "category": "auth", "provider": "openai"})}}))
 
 	g, err := workflow.Decode(map[string]any{"name": "trip", "entry": "research", "nodes": map[string]any{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // requireBrowserEnv, when set (CI sets it), turns the viewer test's skip
@@ -40,13 +41,13 @@ type gatedAgent struct {
 }
 
 func (a *gatedAgent) Handle(ctx context.Context, id, text string) error {
-	if _, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+	if _, err := a.store.Apply(ctx, id, &sessions.Change{AddTurns: 1, Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 		return err
 	}
 	if strings.HasPrefix(text, "use a tool") {
-		if _, err := a.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{
-			{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{"q": "x"}}}},
-			{Role: sessions.RoleTool, ToolCallID: "c1", Name: "lookup", Text: "tool output here"}}}); err != nil {
+		if _, err := a.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{
+			{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{"q": "x"}}}},
+			{Role: message.RoleTool, ToolCallID: "c1", Name: "lookup", Text: "tool output here"}}}); err != nil {
 			return err
 		}
 	}
@@ -57,7 +58,7 @@ func (a *gatedAgent) Handle(ctx context.Context, id, text string) error {
 		return ctx.Err()
 	}
 	a.store.Publish(sessions.Event{Type: "text_delta", SessionID: id, Data: map[string]any{"text": "echo: "}})
-	_, err := a.store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "echo: " + text}},
+	_, err := a.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "echo: " + text}},
 		Events: []sessions.Event{sessions.NewEvent("turn_end", map[string]any{"iteration": int64(1)})}})
 	return err
 }

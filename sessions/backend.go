@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"github.com/skein-dev/skein/sessions/message"
 	"time"
 )
 
@@ -56,7 +57,7 @@ type Record struct {
 	UpdatedAt time.Time
 	// Title is the session's title, "" when it has none.
 	Title    string
-	Messages []Message
+	Messages []message.Message
 	Events   []Event
 	Summary  *string
 	// Metadata is the session's free-form JSON object (repo, user,
@@ -86,7 +87,7 @@ type Change struct {
 	// (reset, compaction). The previous messages stay in history only
 	// through the event log.
 	Replace     bool
-	ReplaceWith []Message
+	ReplaceWith []message.Message
 	// DropFirst removes that many messages from the front of the current
 	// message list (trim).
 	DropFirst int
@@ -95,7 +96,7 @@ type Change struct {
 	// It is ignored when Replace is set and may not be combined with
 	// DropFirst.
 	DropLast int
-	Append   []Message
+	Append   []message.Message
 	// Events are appended to the log; they arrive sequenced and stamped.
 	Events []Event
 	// SetSummary, when true, sets the running summary to Summary (nil clears).
@@ -231,10 +232,10 @@ type HistoryBackend interface {
 	// LoadAppended returns the messages the session's "message" events
 	// appended, by the events' seq. An event whose message the backend
 	// did not record (see above) has no entry (ErrNotFound).
-	LoadAppended(ctx context.Context, id string) (map[int64]Message, error)
+	LoadAppended(ctx context.Context, id string) (map[int64]message.Message, error)
 	// CreateWithHistory is Create that also records appended, messages
 	// by the seq of a "message" event of rec.Events, as LoadAppended
 	// returns them; an import restores an exported history with it. A
 	// seq that names no "message" event of rec is an error.
-	CreateWithHistory(ctx context.Context, rec *Record, appended map[int64]Message) error
+	CreateWithHistory(ctx context.Context, rec *Record, appended map[int64]message.Message) error
 }

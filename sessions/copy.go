@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skein-dev/skein/sessions/message"
 	"slices"
 	"strings"
 )
@@ -74,7 +75,7 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 		if err != nil {
 			return stats, err
 		}
-		var appended map[int64]Message
+		var appended map[int64]message.Message
 		if fromHistory != nil {
 			if appended, err = fromHistory.LoadAppended(ctx, id); err != nil {
 				return stats, err

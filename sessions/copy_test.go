@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 	"github.com/skein-dev/skein/sessions/sqlite"
@@ -30,7 +31,7 @@ func fillForCopy(t *testing.T, b sessions.Backend) {
 	}
 	defer st.Shutdown()
 	user := func(s string) *sessions.Change {
-		return &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: s}}}
+		return &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: s}}}
 	}
 	title := "Root"
 	if _, err := st.OpenWith(ctx, "root", sessions.OpenOptions{Info: sessions.Info{Title: &title, Metadata: map[string]any{"repo": "api", "n": int64(3)}}}); err != nil {
@@ -53,7 +54,7 @@ func fillForCopy(t *testing.T, b sessions.Backend) {
 	if _, err := st.Fork(ctx, "child", "grandchild", sessions.ForkOptions{KeepFirst: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Apply(ctx, "child", &sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "reset"}}}); err != nil {
+	if _, err := st.Apply(ctx, "child", &sessions.Change{Replace: true, ReplaceWith: []message.Message{{Role: message.RoleUser, Text: "reset"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Open(ctx, "other", 0); err != nil {
@@ -156,7 +157,7 @@ func testCopy(t *testing.T, newFrom, newTo func(t *testing.T) func() sessions.Ba
 	more := newFrom(t)()
 	now := time.Now()
 	if err := more.Create(ctx, &sessions.Record{ID: "new", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}}}); err != nil {
+		Messages: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if stats, err := sessions.Copy(ctx, more, to, sessions.CopyOptions{Merge: true}); err != nil || stats.Sessions != 1 {

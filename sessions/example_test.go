@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A Store over a backend: the in-memory one here; sqlite.Open gives a
@@ -18,9 +19,9 @@ func ExampleNewStore() {
 	if _, err := store.Open(ctx, "trip", 0); err != nil {
 		panic(err)
 	}
-	events, err := store.Apply(ctx, "trip", &sessions.Change{Append: []sessions.Message{
-		{Role: sessions.RoleUser, Text: "Where to?"},
-		{Role: sessions.RoleAssistant, Text: "Lisbon."},
+	events, err := store.Apply(ctx, "trip", &sessions.Change{Append: []message.Message{
+		{Role: message.RoleUser, Text: "Where to?"},
+		{Role: message.RoleAssistant, Text: "Lisbon."},
 	}})
 	if err != nil {
 		panic(err)

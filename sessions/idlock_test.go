@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"fmt"
+	"github.com/skein-dev/skein/sessions/message"
 	"sync"
 	"testing"
 	"time"
@@ -144,7 +145,7 @@ func TestEvictCommitDoesNotBlockOthers(t *testing.T) {
 	s := newTestStore(t, b, 1)
 	mustOpen(t, s, "cold")
 	mustOpen(t, s, "slow") // "cold" leaves the LRU (nothing staged)
-	if _, err := s.Stage(ctx, "slow", &Change{Append: []Message{{Role: RoleUser, Text: "staged"}}}); err != nil {
+	if _, err := s.Stage(ctx, "slow", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "staged"}}}); err != nil {
 		t.Fatal(err)
 	}
 	evicted := make(chan error, 1)
@@ -203,14 +204,14 @@ func TestOpenEvictSameID(t *testing.T) {
 		for r := range rounds {
 			switch w % 3 {
 			case 0:
-				if _, err := s.Stage(ctx, "x", &Change{Append: []Message{{Role: RoleUser, Text: fmt.Sprint(w, "/", r)}}}); err != nil {
+				if _, err := s.Stage(ctx, "x", &Change{Append: []message.Message{{Role: message.RoleUser, Text: fmt.Sprint(w, "/", r)}}}); err != nil {
 					return err
 				}
 				if err := s.Commit(ctx, "x"); err != nil {
 					return err
 				}
 			case 1:
-				if _, err := s.Apply(ctx, "x", &Change{Append: []Message{{Role: RoleUser, Text: fmt.Sprint(w, "/", r)}}}); err != nil {
+				if _, err := s.Apply(ctx, "x", &Change{Append: []message.Message{{Role: message.RoleUser, Text: fmt.Sprint(w, "/", r)}}}); err != nil {
 					return err
 				}
 				s.Unload("x")

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"github.com/skein-dev/skein/sessions/message"
 	"maps"
 	"slices"
 )
@@ -62,16 +63,16 @@ func (s *Session) firstPromptAfter(ch *Change) string {
 	if s.promptChecked && s.rec.FirstPrompt != "" && !ch.Replace && ch.DropFirst == 0 && ch.DropLast == 0 {
 		return s.rec.FirstPrompt
 	}
-	var base View = s.transcript
+	var base message.View = s.transcript
 	switch {
 	case ch.Replace:
-		base = NewTranscript(ch.ReplaceWith)
+		base = message.NewTranscript(ch.ReplaceWith)
 	case ch.DropFirst > 0:
 		base = &dropped{base: s.transcript, drop: ch.DropFirst}
 	case ch.DropLast > 0:
 		base = s.transcript.Head(s.transcript.Len() - ch.DropLast)
 	case s.promptChecked:
-		base = Transcript{} // no user message so far: only the appended ones can have one
+		base = message.Transcript{} // no user message so far: only the appended ones can have one
 	}
 	return FirstPrompt(&extended{base: base, extra: ch.Append})
 }

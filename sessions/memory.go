@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // MemoryBackend is a Backend that keeps sessions in process memory. It is
@@ -23,7 +24,7 @@ type MemoryBackend struct {
 
 type memRecord struct {
 	rec        Record // Messages unused; see transcript
-	transcript Transcript
+	transcript message.Transcript
 }
 
 var (
@@ -55,7 +56,7 @@ func (b *MemoryBackend) Create(_ context.Context, rec *Record) error {
 	}); err != nil {
 		return err
 	}
-	r := &memRecord{rec: cloneRecordFields(rec), transcript: NewTranscript(slices.Clone(rec.Messages))}
+	r := &memRecord{rec: cloneRecordFields(rec), transcript: message.NewTranscript(slices.Clone(rec.Messages))}
 	b.sessions[rec.ID] = r
 	return nil
 }
@@ -180,10 +181,10 @@ func checkDropFirst(ch *Change, n int) error {
 // ApplyToTranscript returns t after the message edits of ch (Replace or
 // DropFirst or DropLast, then Append). It is shared by the store and the in-memory
 // backend so both apply a Change the same way.
-func ApplyToTranscript(t Transcript, ch *Change) Transcript {
+func ApplyToTranscript(t message.Transcript, ch *Change) message.Transcript {
 	switch {
 	case ch.Replace:
-		t = NewTranscript(slices.Clone(ch.ReplaceWith))
+		t = message.NewTranscript(slices.Clone(ch.ReplaceWith))
 	case ch.DropFirst > 0:
 		t = t.Tail(t.Len() - ch.DropFirst)
 	case ch.DropLast > 0:
@@ -401,4 +402,16 @@ func cloneString(s *string) *string {
 	}
 	v := *s
 	return &v
+}
+
+// appendDoubling is append that doubles the storage when it grows, as a
+// message.Transcript grows: Go's append grows large slices by only a
+// quarter, which copies a long event log about five times over.
+func appendDoubling[T any](s []T, more ...T) []T {
+	if need := len(s) + len(more); need > cap(s) {
+		grown := make([]T, len(s), max(2*cap(s), need, 16))
+		copy(grown, s)
+		s = grown
+	}
+	return append(s, more...)
 }

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"github.com/skein-dev/skein/sessions/message"
 	"slices"
 	"sync"
 	"time"
@@ -16,7 +17,7 @@ import (
 type Session struct {
 	mu         sync.Mutex
 	rec        Record // Messages unused (see transcript); Events only when logLoaded
-	transcript Transcript
+	transcript message.Transcript
 	// lastSeq is the seq of the newest logged event.
 	lastSeq int64
 	// logLoaded reports whether rec.Events holds the whole event log. A
@@ -25,7 +26,7 @@ type Session struct {
 	// on its first snapshot.
 	logLoaded bool
 	subs      []Subscriber
-	pending   []Message
+	pending   []message.Message
 	evicted   bool
 	// promptChecked reports whether rec.FirstPrompt is known to match the
 	// transcript (it is checked on the session's first write).
@@ -44,7 +45,7 @@ func (s *Session) storedVersion() int64 {
 // newSession returns a live session holding rec, whose Events are its
 // whole event log.
 func newSession(rec *Record) *Session {
-	s := &Session{rec: cloneRecordFields(rec), transcript: NewTranscript(rec.Messages), logLoaded: true}
+	s := &Session{rec: cloneRecordFields(rec), transcript: message.NewTranscript(rec.Messages), logLoaded: true}
 	if n := len(rec.Events); n > 0 {
 		s.lastSeq = rec.Events[n-1].Seq
 	}
@@ -54,7 +55,7 @@ func newSession(rec *Record) *Session {
 // resumedSession returns a live session holding rec, loaded without its
 // event log; lastSeq is the seq of the log's newest event.
 func resumedSession(rec *Record, lastSeq int64) *Session {
-	s := &Session{rec: cloneRecordMeta(rec), transcript: NewTranscript(rec.Messages), lastSeq: lastSeq}
+	s := &Session{rec: cloneRecordMeta(rec), transcript: message.NewTranscript(rec.Messages), lastSeq: lastSeq}
 	return s
 }
 
@@ -97,7 +98,7 @@ func (s *Session) record() *Record {
 
 // messages returns the current message list without copying (the caller
 // must not modify it).
-func (s *Session) messages() []Message {
+func (s *Session) messages() []message.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.transcript = s.transcript.Flat()

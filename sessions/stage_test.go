@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"github.com/skein-dev/skein/sessions/message"
 	"testing"
 )
 
@@ -46,7 +47,7 @@ func TestStageCommit(t *testing.T) {
 	mustOpen(t, s, "a")
 	var seqs []int64
 	for _, text := range []string{"one", "two"} {
-		events, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: text}}})
+		events, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,16 +78,16 @@ func TestStageCommit(t *testing.T) {
 	}
 
 	// A direct write carries the staged changes with it, in one Write.
-	if _, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleAssistant, Text: "three"}}}); err != nil {
+	if _, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "three"}}}); err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "four"})
+	mustAppend(t, s, "a", message.Message{Role: message.RoleUser, Text: "four"})
 	if rec := b.stored(t, "a"); len(rec.Messages) != 4 || rec.Version != 4 || b.writes != 2 {
 		t.Fatalf("after Apply: %d messages, version %d, %d writes; want 4, 4, 2", len(rec.Messages), rec.Version, b.writes)
 	}
 
 	// So does a fork of the session, before the backend forks it.
-	if _, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleAssistant, Text: "five"}}}); err != nil {
+	if _, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "five"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Fork(ctx, "a", "f", ForkOptions{KeepFirst: -1}); err != nil {
@@ -103,7 +104,7 @@ func TestStageSurvivesEviction(t *testing.T) {
 	b := &countingBackend{MemoryBackend: NewMemoryBackend(), durable: true}
 	s := newTestStore(t, b, 1)
 	mustOpen(t, s, "a")
-	if _, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "hi"}}}); err != nil {
+	if _, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	mustOpen(t, s, "b") // evicts a
@@ -113,7 +114,7 @@ func TestStageSurvivesEviction(t *testing.T) {
 	if err := s.Commit(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Stage(ctx, "b", &Change{Append: []Message{{Role: RoleUser, Text: "bye"}}}); err != nil {
+	if _, err := s.Stage(ctx, "b", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "bye"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Shutdown(); err != nil {
@@ -131,7 +132,7 @@ func TestStageCommitFailure(t *testing.T) {
 	b := &countingBackend{MemoryBackend: NewMemoryBackend(), durable: true}
 	s := newTestStore(t, b, 1)
 	mustOpen(t, s, "a")
-	if _, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "hi"}}}); err != nil {
+	if _, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	disk := errors.New("disk full")
@@ -147,7 +148,7 @@ func TestStageCommitFailure(t *testing.T) {
 		t.Fatalf("after a failed and a good Commit: %d messages stored, want 1", len(rec.Messages))
 	}
 
-	if _, err := s.Stage(ctx, "a", &Change{Append: []Message{{Role: RoleAssistant, Text: "lost"}}}); err != nil {
+	if _, err := s.Stage(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "lost"}}}); err != nil {
 		t.Fatal(err)
 	}
 	b.fail = disk

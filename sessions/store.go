@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // DefaultCap is the default number of live sessions a Store holds.
@@ -30,7 +33,7 @@ type Store struct {
 	clock    func() time.Time
 	newID    func() string
 	cap      int
-	redactor *Redactor
+	redactor *message.Redactor
 
 	// ids are the per-session locks held for a session's backend I/O
 	// (see idlock.go).
@@ -86,12 +89,12 @@ type EventSink interface {
 	// appended[k]). Calls for one session come in the order of its log,
 	// while the store holds the session's lock: Logged must not call the
 	// store back about that session.
-	Logged(rec *Record, events []Event, appended []Message)
+	Logged(rec *Record, events []Event, appended []message.Message)
 }
 
 // logged hands a write's events to the sink, if any. The caller holds
 // sess.mu.
-func (s *Store) logged(sess *Session, events []Event, appended []Message) {
+func (s *Store) logged(sess *Session, events []Event, appended []message.Message) {
 	if s.sink == nil || len(events) == 0 {
 		return
 	}
@@ -99,9 +102,9 @@ func (s *Store) logged(sess *Session, events []Event, appended []Message) {
 	s.sink.Logged(&meta, events, appended)
 }
 
-// WithRedactor sets the Redactor applied to every message appended and
+// WithRedactor sets the message.Redactor applied to every message appended and
 // every event logged (default: a fresh one, see Store.Redactor).
-func WithRedactor(r *Redactor) Option { return func(s *Store) { s.redactor = r } }
+func WithRedactor(r *message.Redactor) Option { return func(s *Store) { s.redactor = r } }
 
 // Forgetter is implemented by non-durable backends that can drop a session
 // without touching its forks, which is what eviction from the LRU needs.
@@ -116,7 +119,7 @@ func NewStore(backend Backend, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	if s.redactor == nil {
-		s.redactor = NewRedactor()
+		s.redactor = message.NewRedactor()
 	}
 	if s.cap < 1 {
 		return nil, fmt.Errorf("session cap must be >= 1, got %d", s.cap)
@@ -132,7 +135,7 @@ func NewStore(backend Backend, opts ...Option) (*Store, error) {
 // Redactor returns the store's Redactor: the secrets added to it are
 // replaced by "<secret NAME>" in every message appended and every event
 // logged, before they reach the backend, snapshots and exports.
-func (s *Store) Redactor() *Redactor { return s.redactor }
+func (s *Store) Redactor() *message.Redactor { return s.redactor }
 
 // Backend returns the store's backend.
 func (s *Store) Backend() Backend { return s.backend }
@@ -517,7 +520,7 @@ func (s *Store) Metadata(ctx context.Context, id string) (map[string]any, error)
 // ReadMessages returns the session's current messages, without its event
 // log (which a live session does not hold: see shed) and without
 // refreshing recency: a read. The caller must not modify them.
-func (s *Store) ReadMessages(ctx context.Context, id string) ([]Message, error) {
+func (s *Store) ReadMessages(ctx context.Context, id string) ([]message.Message, error) {
 	sess, rec, err := s.peek(ctx, id, false)
 	if err != nil {
 		return nil, err
@@ -530,7 +533,7 @@ func (s *Store) ReadMessages(ctx context.Context, id string) ([]Message, error) 
 
 // Messages returns the current message list for a write (an agent loop
 // about to extend it), refreshing recency. The caller must not modify it.
-func (s *Store) Messages(ctx context.Context, id string) ([]Message, error) {
+func (s *Store) Messages(ctx context.Context, id string) ([]message.Message, error) {
 	sess, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -568,7 +571,7 @@ func (s *Store) write(ctx context.Context, id string, ch *Change, expect int64, 
 // store, run a model or a Starlark callback); if the session changed
 // meanwhile, Update fails instead of applying a stale change. fn may
 // return a nil change to write nothing.
-func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, error)) ([]Event, error) {
+func (s *Store) Update(ctx context.Context, id string, fn func(message.View) (*Change, error)) ([]Event, error) {
 	sess, err := s.get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -589,12 +592,12 @@ func (s *Store) Update(ctx context.Context, id string, fn func(View) (*Change, e
 // messages and its events' data: ch itself when there is nothing to do,
 // else a copy (the caller's slices are not changed).
 func (s *Store) redact(ch *Change) *Change {
-	if s.redactor.empty() || (len(ch.Append) == 0 && len(ch.Events) == 0) {
+	if s.redactor.Empty() || (len(ch.Append) == 0 && len(ch.Events) == 0) {
 		return ch
 	}
 	w := *ch
 	if len(ch.Append) > 0 {
-		w.Append = make([]Message, len(ch.Append))
+		w.Append = make([]message.Message, len(ch.Append))
 		for i, m := range ch.Append {
 			w.Append[i] = s.redactor.RedactMessage(m)
 		}
@@ -706,7 +709,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	for i, m := range ch.Append {
 		data := map[string]any{"index": int64(base + i), "role": m.Role}
 		ev := Event{Type: EventMessage, Data: data}
-		if m.Role == RoleTool {
+		if m.Role == message.RoleTool {
 			ev.CorrID = m.ToolCallID
 		}
 		events = append(events, ev)
@@ -740,13 +743,13 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 }
 
 // checkChange validates the message edits of ch against t.
-func checkChange(t *Transcript, ch *Change) error {
-	var base View = t
+func checkChange(t *message.Transcript, ch *Change) error {
+	var base message.View = t
 	switch {
 	case ch.Replace:
-		view := &extended{base: Transcript{}}
+		view := &extended{base: message.Transcript{}}
 		for i := range ch.ReplaceWith {
-			if err := CheckAppend(view, &ch.ReplaceWith[i]); err != nil {
+			if err := message.CheckAppend(view, &ch.ReplaceWith[i]); err != nil {
 				return fmt.Errorf("replacement message %d: %v", i, err)
 			}
 			view.extra = append(view.extra, ch.ReplaceWith[i])
@@ -758,7 +761,7 @@ func checkChange(t *Transcript, ch *Change) error {
 		if ch.DropFirst > t.Len() {
 			return fmt.Errorf("cannot drop %d of %d messages", ch.DropFirst, t.Len())
 		}
-		if ch.DropFirst < t.Len() && t.At(ch.DropFirst).Role == RoleTool {
+		if ch.DropFirst < t.Len() && t.At(ch.DropFirst).Role == message.RoleTool {
 			return fmt.Errorf("dropping %d messages would separate a tool result from its call", ch.DropFirst)
 		}
 		base = &dropped{base: t, drop: ch.DropFirst}
@@ -778,10 +781,10 @@ func checkChange(t *Transcript, ch *Change) error {
 	view, ext := base, (*extended)(nil)
 	for i := range ch.Append {
 		m := &ch.Append[i]
-		if err := CheckAppend(view, m); err != nil {
+		if err := message.CheckAppend(view, m); err != nil {
 			return err
 		}
-		if err := checkMessageJSON(m); err != nil {
+		if err := message.CheckValues(m); err != nil {
 			return fmt.Errorf("message %d: %w", base.Len()+i, err)
 		}
 		if i < len(ch.Append)-1 {
@@ -801,13 +804,13 @@ func checkChange(t *Transcript, ch *Change) error {
 // extended is base followed by extra: a view of a transcript as it would
 // be after an append, without building it.
 type extended struct {
-	base  View
-	extra []Message
+	base  message.View
+	extra []message.Message
 }
 
 func (v *extended) Len() int { return v.base.Len() + len(v.extra) }
 
-func (v *extended) At(i int) *Message {
+func (v *extended) At(i int) *message.Message {
 	if n := v.base.Len(); i >= n {
 		return &v.extra[i-n]
 	}
@@ -816,27 +819,12 @@ func (v *extended) At(i int) *Message {
 
 // dropped is base without its first drop messages.
 type dropped struct {
-	base View
+	base message.View
 	drop int
 }
 
-func (v *dropped) Len() int          { return v.base.Len() - v.drop }
-func (v *dropped) At(i int) *Message { return v.base.At(i + v.drop) }
-
-func checkMessageJSON(m *Message) error {
-	for _, c := range m.ToolCalls {
-		if err := jsonvalue.Check(map[string]any(c.Arguments)); err != nil {
-			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
-		}
-	}
-	if err := jsonvalue.Check(map[string]any(m.Metadata)); err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	if err := jsonvalue.Check(map[string]any(m.Usage)); err != nil {
-		return fmt.Errorf("usage: %w", err)
-	}
-	return nil
-}
+func (v *dropped) Len() int                  { return v.base.Len() - v.drop }
+func (v *dropped) At(i int) *message.Message { return v.base.At(i + v.drop) }
 
 // forget removes sess from the LRU if it is still the live copy of id.
 func (s *Store) forget(id string, sess *Session) {
@@ -882,7 +870,7 @@ func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
 	sess.mu.Lock()
 	t := sess.transcript
 	sess.mu.Unlock()
-	open := OpenToolCalls(t)
+	open := message.OpenToolCalls(t)
 	if len(open) == 0 {
 		return nil
 	}
@@ -898,7 +886,7 @@ func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
 	ch := &Change{}
 	ids := make([]any, len(open))
 	for i, callID := range open {
-		ch.Append = append(ch.Append, Message{Role: RoleTool, ToolCallID: callID, Name: names[callID], IsError: true, Text: reason})
+		ch.Append = append(ch.Append, message.Message{Role: message.RoleTool, ToolCallID: callID, Name: names[callID], IsError: true, Text: reason})
 		ids[i] = callID
 	}
 	ch.Events = []Event{{Type: EventHealed, Data: map[string]any{"tool_call_ids": ids, "reason": reason}}}
@@ -970,9 +958,12 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 		parent.mu.Unlock()
 		return nil, fmt.Errorf("'keep_first' is %d but session '%s' has only %d messages", keep, src, n)
 	}
-	if open := OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
+	if open := message.OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
 		parent.mu.Unlock()
-		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, quoteList(open))
+		for i := range open {
+			open[i] = strconv.Quote(open[i])
+		}
+		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, strings.Join(open, ", "))
 	}
 	// The backend forks the stored source: its staged changes first.
 	if stale, err = s.commitLocked(ctx, parent); err != nil {
@@ -1125,8 +1116,8 @@ func (s *Store) Subscribers(id string) []Subscriber {
 
 // QueueFeedback adds m to the session's pending queue, delivered by the
 // next turn of an agent loop on the session. m is validated on its own.
-func (s *Store) QueueFeedback(ctx context.Context, id string, m Message) error {
-	if err := CheckShape(&m); err != nil {
+func (s *Store) QueueFeedback(ctx context.Context, id string, m message.Message) error {
+	if err := message.CheckShape(&m); err != nil {
 		return err
 	}
 	sess, err := s.get(ctx, id)
@@ -1140,7 +1131,7 @@ func (s *Store) QueueFeedback(ctx context.Context, id string, m Message) error {
 }
 
 // TakeFeedback removes and returns the session's pending messages.
-func (s *Store) TakeFeedback(id string) []Message {
+func (s *Store) TakeFeedback(id string) []message.Message {
 	sess, ok := s.live(id)
 	if !ok {
 		return nil

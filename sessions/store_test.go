@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/skein-dev/skein/sessions/message"
 	"strings"
 	"sync"
 	"testing"
@@ -28,7 +29,7 @@ func mustOpen(t *testing.T, s *Store, id string) {
 	}
 }
 
-func mustAppend(t *testing.T, s *Store, id string, ms ...Message) {
+func mustAppend(t *testing.T, s *Store, id string, ms ...message.Message) {
 	t.Helper()
 	if _, err := s.Apply(ctx, id, &Change{Append: ms}); err != nil {
 		t.Fatal(err)
@@ -48,8 +49,8 @@ func TestStoreEvictionOrder(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		mustOpen(t, s, id)
 	}
-	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "x"}) // a is newest
-	if _, err := s.Length(ctx, "b"); err != nil {             // reads do not refresh
+	mustAppend(t, s, "a", message.Message{Role: message.RoleUser, Text: "x"}) // a is newest
+	if _, err := s.Length(ctx, "b"); err != nil {                             // reads do not refresh
 		t.Fatal(err)
 	}
 	mustOpen(t, s, "d")
@@ -64,13 +65,13 @@ func TestStoreEvictionOrder(t *testing.T) {
 func TestStoreForkIsolation(t *testing.T) {
 	s := newTestStore(t, NewMemoryBackend(), 10)
 	mustOpen(t, s, "p")
-	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "0"}, Message{Role: RoleAssistant, Text: "1"})
+	mustAppend(t, s, "p", message.Message{Role: message.RoleUser, Text: "0"}, message.Message{Role: message.RoleAssistant, Text: "1"})
 	if _, err := s.Fork(ctx, "p", "c", ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, s, "p", Message{Role: RoleUser, Text: "p2"})
-	mustAppend(t, s, "c", Message{Role: RoleUser, Text: "c2"})
-	if _, err := s.Update(ctx, "p", func(v View) (*Change, error) { return &Change{DropFirst: 1}, nil }); err != nil {
+	mustAppend(t, s, "p", message.Message{Role: message.RoleUser, Text: "p2"})
+	mustAppend(t, s, "c", message.Message{Role: message.RoleUser, Text: "c2"})
+	if _, err := s.Update(ctx, "p", func(v message.View) (*Change, error) { return &Change{DropFirst: 1}, nil }); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := s.Snapshot(ctx, "p")
@@ -89,7 +90,7 @@ func TestStoreForkIsolation(t *testing.T) {
 func TestStoreApplyIsAtomic(t *testing.T) {
 	s := newTestStore(t, NewMemoryBackend(), 10)
 	mustOpen(t, s, "a")
-	_, err := s.Apply(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "ok"}, {Role: RoleTool, ToolCallID: "x"}}})
+	_, err := s.Apply(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "ok"}, {Role: message.RoleTool, ToolCallID: "x"}}})
 	if err == nil {
 		t.Fatal("invalid append accepted")
 	}
@@ -112,8 +113,8 @@ func TestStoreReloadsAndHealsDurableSessions(t *testing.T) {
 	b := durableMemory{NewMemoryBackend()}
 	s := newTestStore(t, b, 1)
 	mustOpen(t, s, "a")
-	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "q"},
-		Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "slow", Arguments: map[string]any{}}}})
+	mustAppend(t, s, "a", message.Message{Role: message.RoleUser, Text: "q"},
+		message.Message{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "slow", Arguments: map[string]any{}}}})
 	mustOpen(t, s, "b") // evicts a; it stays stored
 	if got := fmt.Sprint(liveIDs(s)); got != "[b]" {
 		t.Fatalf("live = %s", got)
@@ -126,12 +127,12 @@ func TestStoreReloadsAndHealsDurableSessions(t *testing.T) {
 		t.Fatalf("length of stored session = %d", n)
 	}
 	// a write reloads it, healing the open tool call first
-	mustAppend(t, s, "a", Message{Role: RoleUser, Text: "again"})
+	mustAppend(t, s, "a", message.Message{Role: message.RoleUser, Text: "again"})
 	rec, _ := s.Snapshot(ctx, "a")
-	if len(rec.Messages) != 4 || rec.Messages[2].Role != RoleTool || !rec.Messages[2].IsError || rec.Messages[2].Text != "interrupted" {
+	if len(rec.Messages) != 4 || rec.Messages[2].Role != message.RoleTool || !rec.Messages[2].IsError || rec.Messages[2].Text != "interrupted" {
 		t.Fatalf("not healed: %+v", rec.Messages)
 	}
-	if err := Validate(rec.Messages); err != nil {
+	if err := message.Validate(rec.Messages); err != nil {
 		t.Fatal(err)
 	}
 	var healed bool
@@ -162,8 +163,8 @@ func TestStoreConflictLeavesNothingHalfWritten(t *testing.T) {
 	s2 := newTestStore(t, b, 4)
 	mustOpen(t, s1, "a")
 	mustOpen(t, s2, "a")
-	mustAppend(t, s1, "a", Message{Role: RoleUser, Text: "from s1"})
-	_, err := s2.Apply(ctx, "a", &Change{Append: []Message{{Role: RoleUser, Text: "from s2"}}})
+	mustAppend(t, s1, "a", message.Message{Role: message.RoleUser, Text: "from s1"})
+	_, err := s2.Apply(ctx, "a", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "from s2"}}})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("err = %v, want conflict", err)
 	}
@@ -176,7 +177,7 @@ func TestStoreConflictLeavesNothingHalfWritten(t *testing.T) {
 	}
 	// the loser's stale copy was dropped: reopening reloads it and works
 	mustOpen(t, s2, "a")
-	mustAppend(t, s2, "a", Message{Role: RoleUser, Text: "from s2, after reopening"})
+	mustAppend(t, s2, "a", message.Message{Role: message.RoleUser, Text: "from s2, after reopening"})
 	if n, _ := s2.Length(ctx, "a"); n != 2 {
 		t.Fatalf("length after reopen = %d", n)
 	}
@@ -195,7 +196,7 @@ func TestStoreConcurrentUse(t *testing.T) {
 				return
 			}
 			for i := 0; i < 200; i++ {
-				if _, err := s.Apply(ctx, id, &Change{Append: []Message{{Role: RoleUser, Text: "m"}}}); err != nil {
+				if _, err := s.Apply(ctx, id, &Change{Append: []message.Message{{Role: message.RoleUser, Text: "m"}}}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -224,7 +225,7 @@ func TestStoreForkConflictDropsStaleSource(t *testing.T) {
 	s2 := newTestStore(t, b, 4)
 	mustOpen(t, s1, "a")
 	mustOpen(t, s2, "a")
-	mustAppend(t, s1, "a", Message{Role: RoleUser, Text: "from s1"})
+	mustAppend(t, s1, "a", message.Message{Role: message.RoleUser, Text: "from s1"})
 	_, err := s2.Fork(ctx, "a", "b", ForkOptions{KeepFirst: -1})
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "session 'a' was modified by another process") {
 		t.Fatalf("fork of a stale copy: %v", err)
@@ -285,7 +286,7 @@ func (b *conflictingBackend) Write(ctx context.Context, id string, base int64, c
 func TestLoadHealConflict(t *testing.T) {
 	b := &conflictingBackend{MemoryBackend: NewMemoryBackend()}
 	now := time.Unix(1700000000, 0)
-	open := []Message{{Role: RoleUser, Text: "go"}, {Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Name: "work", Arguments: map[string]any{}}}}}
+	open := []message.Message{{Role: message.RoleUser, Text: "go"}, {Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "work", Arguments: map[string]any{}}}}}
 	if err := b.Create(ctx, &Record{ID: "s", Status: StatusActive, CreatedAt: now, UpdatedAt: now, Messages: open}); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestLoadHealConflict(t *testing.T) {
 		t.Fatal("the store hangs when the heal of a loaded session conflicts")
 	}
 	msgs, err := s.Messages(ctx, "s")
-	if err != nil || len(msgs) != 3 || msgs[2].Role != RoleTool {
+	if err != nil || len(msgs) != 3 || msgs[2].Role != message.RoleTool {
 		t.Fatalf("the next use: %d messages, %v (want the open call healed)", len(msgs), err)
 	}
 }
@@ -332,7 +333,7 @@ func TestRefreshKeepsNewerCopy(t *testing.T) {
 	if err := s.Create(ctx, "s", Info{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, "s", &Change{Append: []Message{{Role: RoleUser, Text: "hi"}}}); err != nil {
+	if _, err := s.Apply(ctx, "s", &Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
 	live, _ := s.lru.Peek("s")
@@ -342,4 +343,12 @@ func TestRefreshKeepsNewerCopy(t *testing.T) {
 	if cur, ok := s.lru.Peek("s"); !ok || cur != live {
 		t.Fatal("Refresh dropped a live copy newer than the backend's answer")
 	}
+}
+
+func textsOf(ms []message.Message) []string {
+	out := make([]string, len(ms))
+	for i := range ms {
+		out[i] = ms[i].Text
+	}
+	return out
 }

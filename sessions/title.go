@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // FirstPromptLen is the most characters a derived first prompt (and a
@@ -16,9 +17,9 @@ const FirstPromptLen = 60
 // listings: the first line of the first user message's text in v,
 // trimmed and cut to FirstPromptLen characters (the last one an ellipsis
 // when cut); "" when v has no user message with text.
-func FirstPrompt(v View) string {
+func FirstPrompt(v message.View) string {
 	for i := 0; i < v.Len(); i++ {
-		if m := v.At(i); m.Role == RoleUser {
+		if m := v.At(i); m.Role == message.RoleUser {
 			if p := Label(m.TextContent()); p != "" {
 				return p
 			}

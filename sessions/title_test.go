@@ -1,6 +1,9 @@
 package sessions
 
-import "testing"
+import (
+	"github.com/skein-dev/skein/sessions/message"
+	"testing"
+)
 
 // TestFirstPromptKept follows a session's FirstPrompt through the writes
 // that change which user message comes first.
@@ -22,18 +25,18 @@ func TestFirstPromptKept(t *testing.T) {
 			t.Fatalf("%s: FirstPrompt live %q, stored %q; want %q", step, meta.FirstPrompt, stored.FirstPrompt, prompt)
 		}
 	}
-	user := func(text string) Message { return Message{Role: RoleUser, Text: text} }
-	mustAppend(t, s, "a", Message{Role: RoleSystem, Text: "be brief"})
+	user := func(text string) message.Message { return message.Message{Role: message.RoleUser, Text: text} }
+	mustAppend(t, s, "a", message.Message{Role: message.RoleSystem, Text: "be brief"})
 	want("system only", "")
 	mustAppend(t, s, "a", user("  \n  first question  \nmore"))
 	want("first user message", "first question")
-	mustAppend(t, s, "a", Message{Role: RoleAssistant, Text: "ok"}, user("second"))
+	mustAppend(t, s, "a", message.Message{Role: message.RoleAssistant, Text: "ok"}, user("second"))
 	want("later messages", "first question")
 	if _, err := s.Apply(ctx, "a", &Change{DropFirst: 3}); err != nil {
 		t.Fatal(err)
 	}
 	want("trimmed", "second")
-	mustAppend(t, s, "a", Message{Role: RoleAssistant, Text: "ok"}, user("third"))
+	mustAppend(t, s, "a", message.Message{Role: message.RoleAssistant, Text: "ok"}, user("third"))
 	if _, err := s.Fork(ctx, "a", "child", ForkOptions{KeepFirst: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +49,7 @@ func TestFirstPromptKept(t *testing.T) {
 	want("rewound to nothing", "")
 	mustAppend(t, s, "a", user("again"))
 	want("after the rewind", "again")
-	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: []Message{user("summary: x")}}); err != nil {
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: []message.Message{user("summary: x")}}); err != nil {
 		t.Fatal(err)
 	}
 	want("replaced", "summary: x")

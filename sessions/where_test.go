@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"errors"
+	"github.com/skein-dev/skein/sessions/message"
 	"strings"
 	"testing"
 	"time"
@@ -39,16 +40,16 @@ func TestListWhere(t *testing.T) {
 	ctx := context.Background()
 	b := NewMemoryBackend()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	mk := func(id string, created int, title string, meta map[string]any, turns int, msgs ...Message) {
+	mk := func(id string, created int, title string, meta map[string]any, turns int, msgs ...message.Message) {
 		rec := &Record{ID: id, Status: StatusActive, CreatedAt: t0.Add(time.Duration(created) * time.Hour),
 			UpdatedAt: t0, Title: title, Metadata: meta, Turns: turns, Messages: msgs}
-		rec.FirstPrompt = FirstPrompt(NewTranscript(msgs))
+		rec.FirstPrompt = FirstPrompt(message.NewTranscript(msgs))
 		if err := b.Create(ctx, rec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mk("a", 1, "Fix the parser", map[string]any{"repo": "api", "n": int64(5)}, 4)
-	mk("b", 2, "", map[string]any{"repo": "web"}, 1, Message{Role: RoleUser, Text: "\n  hello there  \nsecond line"})
+	mk("b", 2, "", map[string]any{"repo": "web"}, 1, message.Message{Role: message.RoleUser, Text: "\n  hello there  \nsecond line"})
 	mk("c", 3, "", map[string]any{"repo": "api", "n": int64(1)}, 7)
 	mk("d", 4, "", nil, 0)
 	ids := func(rows []Summary) string {

@@ -3,7 +3,7 @@ package telemetry
 import (
 	"encoding/json"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Message content in the GenAI semantic conventions' JSON shapes:
@@ -22,7 +22,7 @@ type part struct {
 	Response  *string        `json:"response,omitempty"`
 }
 
-type message struct {
+type genaiMessage struct {
 	Role         string `json:"role"`
 	Parts        []part `json:"parts"`
 	FinishReason string `json:"finish_reason,omitempty"`
@@ -46,12 +46,12 @@ func SystemInstructions(system string) string {
 }
 
 // InputMessages is gen_ai.input.messages of the messages sent.
-func InputMessages(msgs []sessions.Message) string {
-	out := make([]message, 0, len(msgs))
+func InputMessages(msgs []message.Message) string {
+	out := make([]genaiMessage, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
-		msg := message{Role: m.Role, Parts: []part{}}
-		if m.Role == sessions.RoleTool {
+		msg := genaiMessage{Role: m.Role, Parts: []part{}}
+		if m.Role == message.RoleTool {
 			text := m.TextContent()
 			msg.Parts = append(msg.Parts, part{Type: "tool_call_response", ID: m.ToolCallID, Response: &text})
 		} else if text := m.TextContent(); text != "" {
@@ -64,16 +64,16 @@ func InputMessages(msgs []sessions.Message) string {
 }
 
 // OutputMessages is gen_ai.output.messages of a reply.
-func OutputMessages(text string, calls []sessions.ToolCall, finish string) string {
-	msg := message{Role: sessions.RoleAssistant, Parts: []part{}, FinishReason: finish}
+func OutputMessages(text string, calls []message.ToolCall, finish string) string {
+	msg := genaiMessage{Role: message.RoleAssistant, Parts: []part{}, FinishReason: finish}
 	if text != "" {
 		msg.Parts = append(msg.Parts, part{Type: "text", Content: text})
 	}
 	msg.Parts = appendCalls(msg.Parts, calls)
-	return JSON([]message{msg})
+	return JSON([]genaiMessage{msg})
 }
 
-func appendCalls(parts []part, calls []sessions.ToolCall) []part {
+func appendCalls(parts []part, calls []message.ToolCall) []part {
 	for _, c := range calls {
 		args := c.Arguments
 		if args == nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func clearEnv(t *testing.T) {
@@ -96,10 +96,10 @@ func TestExtractInject(t *testing.T) {
 }
 
 func TestContentShapes(t *testing.T) {
-	msgs := []sessions.Message{
-		{Role: sessions.RoleUser, Text: "weather?"},
-		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon"}}}},
-		{Role: sessions.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"},
+	msgs := []message.Message{
+		{Role: message.RoleUser, Text: "weather?"},
+		{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon"}}}},
+		{Role: message.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"},
 	}
 	want := `[{"role":"user","parts":[{"type":"text","content":"weather?"}]},` +
 		`{"role":"assistant","parts":[{"type":"tool_call","id":"c1","name":"weather","arguments":{"city":"Lisbon"}}]},` +

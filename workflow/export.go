@@ -8,6 +8,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // ExportKey is the metadata key under which an exported session keeps its
@@ -42,7 +43,7 @@ func FromSession(rec *sessions.Record) (*Graph, error) {
 	name := sessions.Slug(rec.Title)
 	msgs := rec.Messages
 	system := systemPrompt(msgs)
-	starts := append(sessions.UserTurns(sessions.NewTranscript(msgs)), len(msgs))
+	starts := append(sessions.UserTurns(message.NewTranscript(msgs)), len(msgs))
 	nodes := map[string]any{"input": map[string]any{"mode": string(ModeInput)}, "output": map[string]any{"mode": string(ModeOutput)}}
 	var edges []any
 	prev := "input"
@@ -110,10 +111,10 @@ func agentSlug(rec *sessions.Record) any {
 
 // systemPrompt is the text of a transcript's leading system messages,
 // joined by blank lines: the system prompt its turns ran with.
-func systemPrompt(msgs []sessions.Message) string {
+func systemPrompt(msgs []message.Message) string {
 	var texts []string
 	for i := range msgs {
-		if msgs[i].Role != sessions.RoleSystem {
+		if msgs[i].Role != message.RoleSystem {
 			break
 		}
 		if t := msgs[i].TextContent(); strings.TrimSpace(t) != "" {
@@ -126,9 +127,9 @@ func systemPrompt(msgs []sessions.Message) string {
 // exportTurn returns a turn's prompt and the tools its replies called,
 // and whether it is completed: its last message is an assistant reply
 // with text and no tool calls, and it has user text.
-func exportTurn(turn []sessions.Message) (string, []any, bool) {
+func exportTurn(turn []message.Message) (string, []any, bool) {
 	last := &turn[len(turn)-1]
-	if last.Role != sessions.RoleAssistant || last.HasToolCalls() || strings.TrimSpace(last.TextContent()) == "" {
+	if last.Role != message.RoleAssistant || last.HasToolCalls() || strings.TrimSpace(last.TextContent()) == "" {
 		return "", nil, false
 	}
 	var texts []string
@@ -136,7 +137,7 @@ func exportTurn(turn []sessions.Message) (string, []any, bool) {
 	seen := map[string]bool{}
 	for i := range turn {
 		m := &turn[i]
-		if m.Role == sessions.RoleUser {
+		if m.Role == message.RoleUser {
 			if t := m.TextContent(); strings.TrimSpace(t) != "" {
 				texts = append(texts, t)
 			}
@@ -173,7 +174,7 @@ func escapeTemplate(s string) string {
 //
 // A message without a stored id gets "<sessionId>:<sequenceNumber>"; one
 // without a time gets none.
-func exportMessages(sessionID string, msgs []sessions.Message) ([]any, error) {
+func exportMessages(sessionID string, msgs []message.Message) ([]any, error) {
 	out := make([]any, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
@@ -183,7 +184,7 @@ func exportMessages(sessionID string, msgs []sessions.Message) ([]any, error) {
 			id = fmt.Sprintf("%s:%d", sessionID, seq)
 		}
 		var content []any
-		if m.Role == sessions.RoleTool {
+		if m.Role == message.RoleTool {
 			content = append(content, map[string]any{"type": "tool_result", "toolCallId": m.ToolCallID, "toolName": m.Name,
 				"output": m.TextContent(), "isError": m.IsError})
 		} else {
@@ -216,7 +217,7 @@ func exportMessages(sessionID string, msgs []sessions.Message) ([]any, error) {
 }
 
 // contentParts returns the parts of a user, assistant or system message.
-func contentParts(m *sessions.Message) []any {
+func contentParts(m *message.Message) []any {
 	if m.Blocks == nil {
 		if m.Text == "" {
 			return nil
@@ -226,11 +227,11 @@ func contentParts(m *sessions.Message) []any {
 	var parts []any
 	for _, b := range m.Blocks {
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			parts = append(parts, map[string]any{"type": "text", "text": b.Text})
-		case sessions.BlockImage:
+		case message.BlockImage:
 			parts = append(parts, map[string]any{"type": "image", "mediaType": b.MediaType, "data": b.Data})
-		case sessions.BlockThinking:
+		case message.BlockThinking:
 			if b.Thinking != "" {
 				parts = append(parts, map[string]any{"type": "reasoning", "text": b.Thinking})
 			}

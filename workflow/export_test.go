@@ -8,27 +8,28 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func exportRecord() *sessions.Record {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	user := func(s string) sessions.Message { return sessions.Message{Role: sessions.RoleUser, Text: s} }
-	reply := func(s string) sessions.Message {
-		return sessions.Message{Role: sessions.RoleAssistant, Text: s, Model: "m"}
+	user := func(s string) message.Message { return message.Message{Role: message.RoleUser, Text: s} }
+	reply := func(s string) message.Message {
+		return message.Message{Role: message.RoleAssistant, Text: s, Model: "m"}
 	}
-	call := func(id, name string) sessions.Message {
-		return sessions.Message{Role: sessions.RoleAssistant, Model: "m",
-			ToolCalls: []sessions.ToolCall{{ID: id, Name: name, Arguments: map[string]any{"x": int64(1), "f": 0.5}}}}
+	call := func(id, name string) message.Message {
+		return message.Message{Role: message.RoleAssistant, Model: "m",
+			ToolCalls: []message.ToolCall{{ID: id, Name: name, Arguments: map[string]any{"x": int64(1), "f": 0.5}}}}
 	}
-	result := func(id, name string) sessions.Message {
-		return sessions.Message{Role: sessions.RoleTool, ToolCallID: id, Name: name, Text: "ok"}
+	result := func(id, name string) message.Message {
+		return message.Message{Role: message.RoleTool, ToolCallID: id, Name: name, Text: "ok"}
 	}
 	return &sessions.Record{ID: "0190-abc", Title: "Fix: the {parser}!", Status: sessions.StatusActive, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour),
-		Messages: []sessions.Message{
-			{Role: sessions.RoleSystem, Text: "be brief"},
+		Messages: []message.Message{
+			{Role: message.RoleSystem, Text: "be brief"},
 			user("Why does {task} break?"), call("c1", "read"), result("c1", "read"), call("c2", "grep"), result("c2", "grep"),
 			call("c3", "read"), result("c3", "read"),
-			{Role: sessions.RoleAssistant, Model: "m", Blocks: []sessions.Block{{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "SIG-secret-ish", Origin: "gemini", Data: "provider-raw"}, {Type: sessions.BlockText, Text: "Because."}}},
+			{Role: message.RoleAssistant, Model: "m", Blocks: []message.Block{{Type: message.BlockThinking, Thinking: "hmm", Signature: "SIG-secret-ish", Origin: "gemini", Data: "provider-raw"}, {Type: message.BlockText, Text: "Because."}}},
 			user("Try it."), call("c4", "run"), result("c4", "run"), // cut short: left out
 			user("Thanks."), user("One more:\nwhy?"), reply("Done."),
 		}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // fakeExec answers stages from per-node functions and records the calls.
@@ -76,7 +77,7 @@ func TestExecuteTriage(t *testing.T) {
 		"review": func(s *Stage) (*StageResult, error) {
 			reviews++
 			// review shares the session "work" with fix
-			store.Apply(context.Background(), s.SessionID, &sessions.Change{Append: []sessions.Message{{Role: "user", Text: "x"}}})
+			store.Apply(context.Background(), s.SessionID, &sessions.Change{Append: []message.Message{{Role: "user", Text: "x"}}})
 			if reviews < 2 {
 				return &StageResult{Output: "needs work"}, nil
 			}
@@ -89,7 +90,7 @@ func TestExecuteTriage(t *testing.T) {
 	g := mustGraph(t, triage())
 	// review requires a transcript in "work": give it one
 	store.Open(context.Background(), "work", 0)
-	store.Apply(context.Background(), "work", &sessions.Change{Append: []sessions.Message{{Role: "user", Text: "hi"}}})
+	store.Apply(context.Background(), "work", &sessions.Change{Append: []message.Message{{Role: "user", Text: "hi"}}})
 	var events []string
 	r, err := Execute(context.Background(), Options{Graph: g, Task: "crash on start", Executor: ex, Store: store, Clock: fixedClock(), NewID: ids(),
 		Vars:    map[string]any{"team": "core"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/vm"
 )
 
@@ -58,7 +59,7 @@ agent_loop("tell me a story", session_id = s, model = "stall")
 	if len(rec.Messages) != 1 || rec.Messages[0].Text != "tell me a story" || rec.Status != sessions.StatusCancelled {
 		t.Fatalf("after cancellation: status %s, messages %+v", rec.Status, rec.Messages)
 	}
-	if err := sessions.Validate(rec.Messages); err != nil {
+	if err := message.Validate(rec.Messages); err != nil {
 		t.Fatal(err)
 	}
 	end = st.Begin(context.Background())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // crashScript runs a long agent loop on session "crash" and prints a line
@@ -96,7 +97,7 @@ func crashLoop(t *testing.T, durability sessions.Durability, store durableStore)
 	}
 	rng := rand.New(rand.NewPCG(6, 2026))
 	var all []reported // every message reported by any run
-	var stored []sessions.Message
+	var stored []message.Message
 	healed := 0
 	for run := range runs {
 		// Kill after a random number of reported messages, plus up to
@@ -122,7 +123,7 @@ func crashLoop(t *testing.T, durability sessions.Durability, store durableStore)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sessions.Validate(rec.Messages); err != nil {
+		if err := message.Validate(rec.Messages); err != nil {
 			t.Fatalf("run %d (killed after %d messages + %s): the healed transcript is not valid: %v", run, after, extra, err)
 		}
 		if err := checkLoopPrefix(rec.Messages); err != nil {
@@ -169,17 +170,17 @@ func crashLoop(t *testing.T, durability sessions.Durability, store durableStore)
 // text reply, or until a result healed as "interrupted" (the run was
 // killed before the result was stored), after which the next run's
 // prompt follows. No call is left open: the store heals on open.
-func checkLoopPrefix(msgs []sessions.Message) error {
+func checkLoopPrefix(msgs []message.Message) error {
 	const prompt = "Work for a long time."
 	next := -1 // n of the next call; -1 while a prompt must come next
 	for i := 0; i < len(msgs); i++ {
 		m := &msgs[i]
 		switch {
-		case m.Role == sessions.RoleUser && m.Text == prompt:
+		case m.Role == message.RoleUser && m.Text == prompt:
 			next = 0
-		case m.Role == sessions.RoleAssistant && next >= 0 && len(m.ToolCalls) == 0:
+		case m.Role == message.RoleAssistant && next >= 0 && len(m.ToolCalls) == 0:
 			next = -1 // the run's loop finished
-		case m.Role == sessions.RoleAssistant && next >= 0:
+		case m.Role == message.RoleAssistant && next >= 0:
 			c := m.ToolCalls[0]
 			if len(m.ToolCalls) != 1 || c.Name != "work" || fmt.Sprint(c.Arguments["n"]) != fmt.Sprint(next) {
 				return fmt.Errorf("message %d: calls %+v, want one call of work with n = %d", i, m.ToolCalls, next)
@@ -190,7 +191,7 @@ func checkLoopPrefix(msgs []sessions.Message) error {
 			i++
 			r := &msgs[i]
 			switch {
-			case r.Role != sessions.RoleTool || r.ToolCallID != c.ID:
+			case r.Role != message.RoleTool || r.ToolCallID != c.ID:
 				return fmt.Errorf("message %d: %s message for call %q, want the result of call %q", i, r.Role, r.ToolCallID, c.ID)
 			case r.IsError && r.Text == "interrupted":
 				next = -1

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
@@ -28,10 +29,10 @@ func TestStoredValuesAreEscaped(t *testing.T) {
 	ctx := context.Background()
 	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	parent := &sessions.Record{ID: evil, Status: sessions.StatusActive, CreatedAt: old, UpdatedAt: old, Title: evil,
-		Messages: []sessions.Message{
-			{Role: sessions.RoleUser, Text: "hi " + evil},
-			{Role: sessions.RoleAssistant, Text: "ok", Model: evil, ToolCalls: []sessions.ToolCall{{ID: evil, Name: evil, Arguments: map[string]any{"a": "\u009b2J"}}}},
-			{Role: sessions.RoleTool, ToolCallID: evil, Name: evil, Text: evil},
+		Messages: []message.Message{
+			{Role: message.RoleUser, Text: "hi " + evil},
+			{Role: message.RoleAssistant, Text: "ok", Model: evil, ToolCalls: []message.ToolCall{{ID: evil, Name: evil, Arguments: map[string]any{"a": "\u009b2J"}}}},
+			{Role: message.RoleTool, ToolCallID: evil, Name: evil, Text: evil},
 		}}
 	child := &sessions.Record{ID: evil + "-fork", Status: sessions.StatusActive, CreatedAt: old, UpdatedAt: old, ParentID: evil}
 	for _, rec := range []*sessions.Record{parent, child} {

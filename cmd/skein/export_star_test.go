@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sqlite"
 	"github.com/skein-dev/skein/workflow"
 )
@@ -125,7 +126,7 @@ func TestExportStarReplay(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a.Messages, b.Messages) {
 		for i := range max(len(a.Messages), len(b.Messages)) {
-			var x, y *sessions.Message
+			var x, y *message.Message
 			if i < len(a.Messages) {
 				x = &a.Messages[i]
 			}

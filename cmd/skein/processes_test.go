@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // raceScript opens session argv[0], says so, waits until session argv[1]
@@ -75,7 +76,7 @@ func processesAppend(t *testing.T, store durableStore) {
 		id, goID := fmt.Sprint("shared-", round), fmt.Sprint("go-", round)
 		now := time.Now()
 		if err := b.Create(ctx, &sessions.Record{ID: id, Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-			Messages: []sessions.Message{{Role: sessions.RoleSystem, Text: "shared"}}}); err != nil {
+			Messages: []message.Message{{Role: message.RoleSystem, Text: "shared"}}}); err != nil {
 			t.Fatal(err)
 		}
 		type child struct {
@@ -141,7 +142,7 @@ func processesAppend(t *testing.T, store durableStore) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sessions.Validate(rec.Messages); err != nil {
+		if err := message.Validate(rec.Messages); err != nil {
 			t.Fatalf("round %d (%s): the transcript is not valid: %v", round, mode, err)
 		}
 		want := 2 // the system message and one injected message

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sqlite"
 )
 
@@ -42,7 +43,7 @@ func TestReadOnlyStore(t *testing.T) {
 			}
 			now := time.Now().UTC()
 			rec := &sessions.Record{ID: "kept", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-				Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "stored before the store went read-only"}}}
+				Messages: []message.Message{{Role: message.RoleUser, Text: "stored before the store went read-only"}}}
 			if err := b.Create(context.Background(), rec); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/export"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/workflow"
 )
 
@@ -57,7 +58,7 @@ func sessionsExport(args []string, std stdio) int {
 	if *format == formatStar {
 		return exportStar(std, fs.Name(), rec, *output, *withTest)
 	}
-	var appended map[int64]sessions.Message
+	var appended map[int64]message.Message
 	if hb, ok := b.(sessions.HistoryBackend); ok && *format != formatJSON {
 		if appended, err = hb.LoadAppended(ctx, id); err != nil {
 			return fail(std, fs.Name(), sessionError(&store, id, err))

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Views of `skein sessions show`.
@@ -86,7 +89,7 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 	hidden := 0
 	for i := range rec.Messages {
 		printMessage(w, i, &rec.Messages[i], view)
-		if view == viewBasic && rec.Messages[i].Role == sessions.RoleTool {
+		if view == viewBasic && rec.Messages[i].Role == message.RoleTool {
 			hidden++
 		}
 	}
@@ -110,13 +113,13 @@ func printSession(w io.Writer, rec *sessions.Record, view string) {
 
 // printMessage writes message i in a view: nothing at all for a message
 // the view leaves out (tool calls and results in basic).
-func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
+func printMessage(w io.Writer, i int, m *message.Message, view string) {
 	prefix := fmt.Sprintf("[%d] %s", i, m.Role)
 	width := len(prefix) + 2
 	line := func(label, text string) {
 		fmt.Fprintf(w, "%s%s: %s\n", prefix, label, indentLines(printableText(text), width))
 	}
-	if m.Role == sessions.RoleTool {
+	if m.Role == message.RoleTool {
 		if view == viewBasic {
 			return
 		}
@@ -130,11 +133,11 @@ func printMessage(w io.Writer, i int, m *sessions.Message, view string) {
 		if view != viewBasic {
 			for _, b := range m.Blocks {
 				switch b.Type {
-				case sessions.BlockThinking:
+				case message.BlockThinking:
 					line(" thinking", b.Thinking)
-				case sessions.BlockRedactedThinking:
+				case message.BlockRedactedThinking:
 					line(" thinking", fmt.Sprintf("[redacted, %d bytes]", len(b.Data)))
-				case sessions.BlockImage:
+				case message.BlockImage:
 					line("", fmt.Sprintf("[image %s, %d bytes of base64]", printable(b.MediaType), len(b.Data)))
 				}
 			}
@@ -180,7 +183,7 @@ func printEvent(w io.Writer, e *sessions.Event) {
 	if e.CorrID != "" {
 		fmt.Fprintf(&b, " corr_id=%s", printable(e.CorrID))
 	}
-	for _, k := range sessions.SortedKeys(e.Data) {
+	for _, k := range slices.Sorted(maps.Keys(e.Data)) {
 		fmt.Fprintf(&b, " %s=%s", printable(k), compactJSON(e.Data[k]))
 	}
 	fmt.Fprintln(w, b.String())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/workflow"
 )
 
@@ -231,7 +232,7 @@ func checkStageSessions(t *testing.T, db durableStore, run *workflow.Run) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sessions.Validate(rec.Messages); err != nil {
+		if err := message.Validate(rec.Messages); err != nil {
 			t.Fatalf("session %s: %v", id, err)
 		}
 	}

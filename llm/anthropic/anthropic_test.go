@@ -12,7 +12,7 @@ import (
 	"github.com/skein-dev/skein/llm/anthropic"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
 	"github.com/skein-dev/skein/llm/openai"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // testKey is an obviously fake key; tests check it never leaks.
@@ -35,11 +35,11 @@ func file(t *testing.T, name string) string { return wiretest.Read(t, "testdata/
 
 func TestToolWithoutArguments(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "no_args_tool.sse")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-haiku-4-5", Messages: []sessions.Message{wiretest.User("list files")}, Tools: []llm.ToolSpec{{Name: "list_files"}}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-haiku-4-5", Messages: []message.Message{wiretest.User("list files")}, Tools: []llm.ToolSpec{{Name: "list_files"}}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.ToolCall{{ID: "toolu_01NoArgs", Name: "list_files", Arguments: map[string]any{}}}
+	want := []message.ToolCall{{ID: "toolu_01NoArgs", Name: "list_files", Arguments: map[string]any{}}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopToolUse {
 		t.Errorf("got %+v", resp)
 	}
@@ -48,14 +48,14 @@ func TestToolWithoutArguments(t *testing.T) {
 // TestCompleteToolUse reads thinking, text and tool calls from one JSON body.
 func TestCompleteToolUse(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "tool_use_response.json")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{wiretest.User("go")}})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []message.Message{wiretest.User("go")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &llm.Response{
 		Text:     "Checking both.",
-		Thinking: []sessions.Block{{Type: "thinking", Thinking: "Two cities, two calls.", Signature: "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve/op91XWHOEBLLqIOMfFG/UvLEczmEsUjavL=="}},
-		ToolCalls: []sessions.ToolCall{
+		Thinking: []message.Block{{Type: "thinking", Thinking: "Two cities, two calls.", Signature: "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve/op91XWHOEBLLqIOMfFG/UvLEczmEsUjavL=="}},
+		ToolCalls: []message.ToolCall{
 			{ID: "toolu_paris", Name: "get_weather", Arguments: map[string]any{"location": "Paris", "days": int64(2)}},
 			{ID: "toolu_ping", Name: "ping", Arguments: map[string]any{}},
 		},
@@ -71,7 +71,7 @@ func TestCompleteToolUse(t *testing.T) {
 
 func TestUnknownEventsIgnored(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "unknown_events.sse")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{wiretest.User("search")}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []message.Message{wiretest.User("search")}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,20 +89,20 @@ func TestRequestMapping(t *testing.T) {
 	_, err := p.Complete(context.Background(), &llm.Request{
 		Model:  "claude-sonnet-4-5",
 		System: "You are terse.",
-		Messages: []sessions.Message{
-			{Role: sessions.RoleUser, Blocks: []sessions.Block{
-				{Type: sessions.BlockText, Text: "What is in this picture?"},
-				{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
+		Messages: []message.Message{
+			{Role: message.RoleUser, Blocks: []message.Block{
+				{Type: message.BlockText, Text: "What is in this picture?"},
+				{Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
 			}},
 			wiretest.User("Answer in one word."),
-			{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
-				{Type: sessions.BlockThinking, Thinking: "from another provider, unsigned"},
-				{Type: sessions.BlockText, Text: ""},
-				{Type: sessions.BlockText, Text: "Square."},
+			{Role: message.RoleAssistant, Blocks: []message.Block{
+				{Type: message.BlockThinking, Thinking: "from another provider, unsigned"},
+				{Type: message.BlockText, Text: ""},
+				{Type: message.BlockText, Text: "Square."},
 			}},
-			{Role: sessions.RoleSystem, Text: "Answer in French from now on."},
+			{Role: message.RoleSystem, Text: "Answer in French from now on."},
 			wiretest.User("And now?"),
-			{Role: sessions.RoleAssistant, Text: ""},
+			{Role: message.RoleAssistant, Text: ""},
 			wiretest.User("Well?"),
 		},
 		Tools:       []llm.ToolSpec{wiretest.WeatherTool, {Name: "ping", Description: "Checks the connection."}},
@@ -131,7 +131,7 @@ func TestToolChoice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
-		if _, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{wiretest.User("hi")}, Tools: tt.tools, ToolChoice: tt.choice, MaxTokens: 64}); err != nil {
+		if _, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []message.Message{wiretest.User("hi")}, Tools: tt.tools, ToolChoice: tt.choice, MaxTokens: 64}); err != nil {
 			t.Fatal(err)
 		}
 		var body map[string]any
@@ -179,7 +179,7 @@ func TestOverloadedThenFallback(t *testing.T) {
 	var sleeper wiretest.Sleeper
 	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	chain := []llm.Target{{Provider: newProvider(t, ant)}, {Provider: second, Model: "gpt-4.1"}}
-	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{wiretest.User("hi")}})
+	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "claude-sonnet-4-5", Messages: []message.Message{wiretest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestNew(t *testing.T) {
 
 func TestStreamAskedJSONAnswered(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []sessions.Message{wiretest.User("hi")}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "claude-sonnet-4-5", Messages: []message.Message{wiretest.User("hi")}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func TestToolInputCutShort(t *testing.T) {
 		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":64}}\n\n" +
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 	srv := wiretest.NewServer(t, wiretest.SSE(stream))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{wiretest.User("write")}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []message.Message{wiretest.User("write")}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.ToolCall{{ID: "toolu_cut", Name: "write_file", Arguments: map[string]any{anthropic.RawArgumentsKey: `{"text": "a long te`}}}
+	want := []message.ToolCall{{ID: "toolu_cut", Name: "write_file", Arguments: map[string]any{anthropic.RawArgumentsKey: `{"text": "a long te`}}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopMaxTokens {
 		t.Errorf("got %+v", resp)
 	}
@@ -250,15 +250,15 @@ func TestToolInputCutShort(t *testing.T) {
 func TestRedactedThinkingRoundTrip(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "redacted_thinking_stream.sse")), wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv)
-	req := &llm.Request{Model: "claude-3-7-sonnet-latest", System: "Be careful.", Messages: []sessions.Message{wiretest.User("hi")}, MaxTokens: 1000,
+	req := &llm.Request{Model: "claude-3-7-sonnet-latest", System: "Be careful.", Messages: []message.Message{wiretest.User("hi")}, MaxTokens: 1000,
 		Thinking: &llm.Thinking{Effort: "low"}, Stream: true}
 	first, err := p.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.Block{
-		{Type: sessions.BlockThinking, Thinking: "Let me think.", Signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
-		{Type: sessions.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2d8cYRg6JE6sdL+Q0n4Tr0QIcBqL"},
+	want := []message.Block{
+		{Type: message.BlockThinking, Thinking: "Let me think.", Signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"},
+		{Type: message.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2d8cYRg6JE6sdL+Q0n4Tr0QIcBqL"},
 	}
 	if !reflect.DeepEqual(first.Thinking, want) || first.Text != "Done." {
 		t.Fatalf("got %+v", first)
@@ -266,10 +266,10 @@ func TestRedactedThinkingRoundTrip(t *testing.T) {
 	if first.Usage != (llm.Usage{InputTokens: 12 + 2048 + 4096, OutputTokens: 57, CacheWriteTokens: 2048, CacheReadTokens: 4096}) {
 		t.Errorf("usage %+v", first.Usage)
 	}
-	blocks := append(append([]sessions.Block{}, first.Thinking...),
-		sessions.Block{Type: sessions.BlockThinking, Origin: "gemini", Signature: "c2ln", Data: "[]"},
-		sessions.Block{Type: sessions.BlockText, Text: first.Text})
-	req.Messages = append(req.Messages, sessions.Message{Role: sessions.RoleAssistant, Blocks: blocks}, wiretest.User("again"))
+	blocks := append(append([]message.Block{}, first.Thinking...),
+		message.Block{Type: message.BlockThinking, Origin: "gemini", Signature: "c2ln", Data: "[]"},
+		message.Block{Type: message.BlockText, Text: first.Text})
+	req.Messages = append(req.Messages, message.Message{Role: message.RoleAssistant, Blocks: blocks}, wiretest.User("again"))
 	req.Stream, req.NoCache = false, true
 	if _, err := p.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/anthropic"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A streamed call (to a stand-in server on the loopback interface).
@@ -33,7 +33,7 @@ func Example() {
 	}
 	resp, err := p.Complete(context.Background(), &llm.Request{
 		Model:    "claude-haiku-4-5",
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "Greet the world."}},
+		Messages: []message.Message{{Role: message.RoleUser, Text: "Greet the world."}},
 		Stream:   true,
 		OnDelta:  func(d llm.Delta) { fmt.Print(d.Text) },
 	})

@@ -5,7 +5,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The request body of POST /v1/messages.
@@ -15,7 +15,7 @@ type messagesRequest struct {
 	// System is a string, or a list of text blocks when it carries a
 	// cache breakpoint.
 	System        any           `json:"system,omitempty"`
-	Messages      []message     `json:"messages,omitempty"` // not set when encoding (see encodeRequest)
+	Messages      []wireMessage `json:"messages,omitempty"` // not set when encoding (see encodeRequest)
 	Tools         []tool        `json:"tools,omitempty"`
 	ToolChoice    *toolChoice   `json:"tool_choice,omitempty"`
 	Temperature   *float64      `json:"temperature,omitempty"`
@@ -52,7 +52,7 @@ var ephemeral = &cacheControl{Type: "ephemeral"}
 // minThinkingBudget is the smallest budget_tokens the API accepts.
 const minThinkingBudget = 1024
 
-type message struct {
+type wireMessage struct {
 	Role    string `json:"role"`
 	Content []any  `json:"content"`
 }
@@ -200,7 +200,7 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	items := [][]byte{turns.Bytes()}
 	if blocks != nil {
 		markLast(blocks)
-		data, err := wire.Marshal(message{Role: role, Content: blocks})
+		data, err := wire.Marshal(wireMessage{Role: role, Content: blocks})
 		if err != nil {
 			return nil, err
 		}
@@ -259,9 +259,9 @@ type form struct {
 	blocks []byte
 }
 
-func encodeForm(msgs []sessions.Message, i int) (form, error) {
+func encodeForm(msgs []message.Message, i int) (form, error) {
 	m := &msgs[i]
-	if m.Role == sessions.RoleSystem {
+	if m.Role == message.RoleSystem {
 		return form{system: true, text: m.TextContent()}, nil
 	}
 	role, blocks := encodeMessage(m)
@@ -292,8 +292,8 @@ func lastTurn(forms []form) int {
 
 // encodeMessage returns the role and the content blocks of a user,
 // assistant or tool message.
-func encodeMessage(m *sessions.Message) (role string, blocks []any) {
-	if m.Role == sessions.RoleTool {
+func encodeMessage(m *message.Message) (role string, blocks []any) {
+	if m.Role == message.RoleTool {
 		r := toolResultBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
 		if m.Blocks == nil {
 			if m.Text != "" {
@@ -302,9 +302,9 @@ func encodeMessage(m *sessions.Message) (role string, blocks []any) {
 		} else if c := contentBlocks(m.Blocks, false); len(c) > 0 {
 			r.Content = c
 		}
-		return sessions.RoleUser, []any{r}
+		return message.RoleUser, []any{r}
 	}
-	assistant := m.Role == sessions.RoleAssistant
+	assistant := m.Role == message.RoleAssistant
 	if m.Blocks == nil {
 		if m.Text != "" {
 			blocks = append(blocks, textBlock{Type: "text", Text: m.Text})
@@ -351,23 +351,23 @@ func markLast(blocks []any) {
 // contentBlocks maps blocks: text (when not empty), images except in an
 // assistant's content, Anthropic's thinking (with a signature) and
 // redacted thinking in an assistant's content only.
-func contentBlocks(blocks []sessions.Block, assistant bool) []any {
+func contentBlocks(blocks []message.Block, assistant bool) []any {
 	var out []any
 	for _, b := range blocks {
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			if b.Text != "" {
 				out = append(out, textBlock{Type: "text", Text: b.Text})
 			}
-		case sessions.BlockImage:
+		case message.BlockImage:
 			if !assistant {
 				out = append(out, imageBlock{Type: "image", Source: imageSource{Type: "base64", MediaType: b.MediaType, Data: b.Data}})
 			}
-		case sessions.BlockThinking:
+		case message.BlockThinking:
 			if assistant && b.Signature != "" && b.Origin == "" {
 				out = append(out, thinkingBlock{Type: "thinking", Thinking: b.Thinking, Signature: b.Signature})
 			}
-		case sessions.BlockRedactedThinking:
+		case message.BlockRedactedThinking:
 			if assistant {
 				out = append(out, redactedThinkingBlock{Type: "redacted_thinking", Data: b.Data})
 			}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A reply message: the non-streamed body, or the message of a stream's
@@ -261,11 +261,11 @@ func (r *reply) response() *llm.Response {
 		case "text":
 			text.WriteString(b.text.String())
 		case "thinking":
-			resp.Thinking = append(resp.Thinking, sessions.Block{Type: sessions.BlockThinking, Thinking: b.text.String(), Signature: b.signature})
+			resp.Thinking = append(resp.Thinking, message.Block{Type: message.BlockThinking, Thinking: b.text.String(), Signature: b.signature})
 		case "redacted_thinking":
-			resp.Thinking = append(resp.Thinking, sessions.Block{Type: sessions.BlockRedactedThinking, Data: b.data})
+			resp.Thinking = append(resp.Thinking, message.Block{Type: message.BlockRedactedThinking, Data: b.data})
 		case "tool_use":
-			resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: b.id, Name: b.name, Arguments: wire.DecodeArguments(b.input.String())})
+			resp.ToolCalls = append(resp.ToolCalls, message.ToolCall{ID: b.id, Name: b.name, Arguments: wire.DecodeArguments(b.input.String())})
 		}
 	}
 	resp.Text = text.String()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestGemini3FunctionCallIDs replays Gemini 3 tool-calling exchanges,
@@ -28,7 +28,7 @@ func TestGemini3FunctionCallIDs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := wiretest.NewServer(t, tc.reply, wiretest.JSON(200, file(t, "text_response.json")))
 			p := newProvider(t, srv)
-			req := &llm.Request{Model: "gemini-3-pro-preview", Messages: []sessions.Message{wiretest.User("Weather in Paris and Tokyo?")},
+			req := &llm.Request{Model: "gemini-3-pro-preview", Messages: []message.Message{wiretest.User("Weather in Paris and Tokyo?")},
 				Tools: []llm.ToolSpec{wiretest.WeatherTool}, Stream: tc.stream}
 			first, err := p.Complete(context.Background(), req)
 			if err != nil {
@@ -42,18 +42,18 @@ func TestGemini3FunctionCallIDs(t *testing.T) {
 					t.Errorf("tool call %d has id %q, want the provider's %q", i, first.ToolCalls[i].ID, id)
 				}
 			}
-			msg := sessions.Message{Role: sessions.RoleAssistant, ToolCalls: first.ToolCalls, Blocks: first.Thinking}
+			msg := message.Message{Role: message.RoleAssistant, ToolCalls: first.ToolCalls, Blocks: first.Thinking}
 			data, err := msg.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)
 			}
-			var stored sessions.Message
+			var stored message.Message
 			if err := stored.UnmarshalJSON(data); err != nil {
 				t.Fatal(err)
 			}
 			req.Messages = append(req.Messages, stored)
 			for _, call := range first.ToolCalls {
-				req.Messages = append(req.Messages, sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Text: "sunny"})
+				req.Messages = append(req.Messages, message.Message{Role: message.RoleTool, ToolCallID: call.ID, Text: "sunny"})
 			}
 			req.Stream = false
 			if _, err := p.Complete(context.Background(), req); err != nil {
@@ -70,10 +70,10 @@ func TestGemini3FunctionCallIDs(t *testing.T) {
 func TestFunctionCallIDsWithoutSignature(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")), wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv)
-	history := func(id string) []sessions.Message {
-		return []sessions.Message{wiretest.User("Weather?"),
-			{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: id, Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}},
-			{Role: sessions.RoleTool, ToolCallID: id, Text: "cold"}}
+	history := func(id string) []message.Message {
+		return []message.Message{wiretest.User("Weather?"),
+			{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: id, Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}},
+			{Role: message.RoleTool, ToolCallID: id, Text: "cold"}}
 	}
 	if _, err := p.Complete(context.Background(), &llm.Request{Model: "gemini-3-pro-preview", Messages: history("8kq3rj1v")}); err != nil {
 		t.Fatal(err)

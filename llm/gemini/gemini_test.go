@@ -9,7 +9,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/gemini"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // testKey is an obviously fake key; tests check it never leaks.
@@ -34,13 +34,13 @@ func file(t *testing.T, name string) string { return wiretest.Read(t, "testdata/
 // part; the part is kept exactly, the cached and thought counts read.
 func TestComplete(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "models/gemini-2.5-pro", Messages: []sessions.Message{wiretest.User("hi")}})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "models/gemini-2.5-pro", Messages: []message.Message{wiretest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &llm.Response{
 		Text:       "Hello! How can I help you today?",
-		Thinking:   []sessions.Block{{Type: sessions.BlockThinking, Origin: "gemini", Data: `[{"text":"Hello! How can I help you today?","thoughtSignature":"EsoBCscBAdHtim9"}]`}},
+		Thinking:   []message.Block{{Type: message.BlockThinking, Origin: "gemini", Data: `[{"text":"Hello! How can I help you today?","thoughtSignature":"EsoBCscBAdHtim9"}]`}},
 		Usage:      llm.Usage{InputTokens: 2006, OutputTokens: 274, CacheReadTokens: 1920, ReasoningTokens: 256},
 		StopReason: llm.StopEnd,
 		Model:      "gemini-2.5-pro",
@@ -58,11 +58,11 @@ func TestComplete(t *testing.T) {
 // chunk belongs to the text before it, which is sent back whole.
 func TestSignatureInLastChunk(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "signature_last_stream.sse")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gemini-3-pro-preview", Messages: []sessions.Message{wiretest.User("weather?")}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gemini-3-pro-preview", Messages: []message.Message{wiretest.User("weather?")}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.Block{{Type: sessions.BlockThinking, Origin: "gemini", Data: `[{"text":"It is sunny in Paris.","thoughtSignature":"Q2lRQjBlMkt="}]`}}
+	want := []message.Block{{Type: message.BlockThinking, Origin: "gemini", Data: `[{"text":"It is sunny in Paris.","thoughtSignature":"Q2lRQjBlMkt="}]`}}
 	if resp.Text != "It is sunny in Paris." || !reflect.DeepEqual(resp.Thinking, want) || resp.Usage.OutputTokens != 28 {
 		t.Errorf("got %+v", resp)
 	}
@@ -75,11 +75,11 @@ func TestPlainHistory(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "max_tokens_response.json")))
 	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{
 		Model: "gemini-2.5-flash",
-		Messages: []sessions.Message{
-			{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: "What is this?"}, {Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
-			{Role: sessions.RoleAssistant, Blocks: []sessions.Block{{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "anthropic-sig"}, {Type: sessions.BlockText, Text: "Let me check."}},
-				ToolCalls: []sessions.ToolCall{{ID: "toolu_1", Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}},
-			{Role: sessions.RoleTool, ToolCallID: "toolu_1", Text: "cold"},
+		Messages: []message.Message{
+			{Role: message.RoleUser, Blocks: []message.Block{{Type: message.BlockText, Text: "What is this?"}, {Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
+			{Role: message.RoleAssistant, Blocks: []message.Block{{Type: message.BlockThinking, Thinking: "hmm", Signature: "anthropic-sig"}, {Type: message.BlockText, Text: "Let me check."}},
+				ToolCalls: []message.ToolCall{{ID: "toolu_1", Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}},
+			{Role: message.RoleTool, ToolCallID: "toolu_1", Text: "cold"},
 			wiretest.User("Thanks."),
 		},
 		Tools:      []llm.ToolSpec{wiretest.WeatherTool},
@@ -117,7 +117,7 @@ func TestRetryAfterThenSuccess(t *testing.T) {
 	var sleeper wiretest.Sleeper
 	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) {
-		return p.Complete(context.Background(), &llm.Request{Model: "gemini-2.5-pro", Messages: []sessions.Message{wiretest.User("hi")}})
+		return p.Complete(context.Background(), &llm.Request{Model: "gemini-2.5-pro", Messages: []message.Message{wiretest.User("hi")}})
 	})
 	if err != nil || resp.Text == "" {
 		t.Fatal(resp, err)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The request body of generateContent and streamGenerateContent.
@@ -208,9 +208,9 @@ type form struct {
 	parts  []byte
 }
 
-func encodeForm(msgs []sessions.Message, i int) (form, error) {
+func encodeForm(msgs []message.Message, i int) (form, error) {
 	m := &msgs[i]
-	if m.Role == sessions.RoleSystem {
+	if m.Role == message.RoleSystem {
 		f := form{system: true}
 		if text := m.TextContent(); text != "" {
 			data, err := wire.Marshal(textPart(text))
@@ -235,10 +235,10 @@ func encodeForm(msgs []sessions.Message, i int) (form, error) {
 // encodeMessage returns the content of message i, a user, assistant or
 // tool message. A tool result without a name is named after the call it
 // answers, found in the messages before it.
-func encodeMessage(msgs []sessions.Message, i int) (content, error) {
+func encodeMessage(msgs []message.Message, i int) (content, error) {
 	m := &msgs[i]
 	switch m.Role {
-	case sessions.RoleTool:
+	case message.RoleTool:
 		name := m.Name
 		if name == "" {
 			name = callName(msgs[:i], m.ToolCallID)
@@ -248,7 +248,7 @@ func encodeMessage(msgs []sessions.Message, i int) (content, error) {
 			key = "error"
 		}
 		return content{Role: "user", Parts: []part{{FunctionResponse: &functionResponse{ID: providerID(m.ToolCallID), Name: name, Response: map[string]any{key: m.TextContent()}}}}}, nil
-	case sessions.RoleAssistant:
+	case message.RoleAssistant:
 		return encodeAssistant(m)
 	}
 	c := content{Role: "user"}
@@ -260,11 +260,11 @@ func encodeMessage(msgs []sessions.Message, i int) (content, error) {
 	}
 	for _, b := range m.Blocks {
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			if b.Text != "" {
 				c.Parts = append(c.Parts, textPart(b.Text))
 			}
-		case sessions.BlockImage:
+		case message.BlockImage:
 			c.Parts = append(c.Parts, part{InlineData: &inlineData{MimeType: b.MediaType, Data: b.Data}})
 		}
 	}
@@ -284,7 +284,7 @@ func providerID(id string) string {
 
 // callName returns the name of the last tool call with id in msgs ("" if
 // none): the tool a result without a name answers.
-func callName(msgs []sessions.Message, id string) string {
+func callName(msgs []message.Message, id string) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		calls := msgs[i].ToolCalls
 		for j := len(calls) - 1; j >= 0; j-- {
@@ -296,10 +296,10 @@ func callName(msgs []sessions.Message, id string) string {
 	return ""
 }
 
-func encodeAssistant(m *sessions.Message) (content, error) {
+func encodeAssistant(m *message.Message) (content, error) {
 	c := content{Role: "model"}
 	for _, b := range m.Blocks {
-		if b.Type != sessions.BlockThinking || b.Origin != Name || b.Data == "" {
+		if b.Type != message.BlockThinking || b.Origin != Name || b.Data == "" {
 			continue
 		}
 		var kept []json.RawMessage

@@ -9,7 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A GenerateContentResponse: the non-streamed body, or one event of a
@@ -231,7 +231,7 @@ func (r *reply) response() (*llm.Response, error) {
 			if id == "" {
 				id = makeID(len(resp.ToolCalls) + 1)
 			}
-			resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
+			resp.ToolCalls = append(resp.ToolCalls, message.ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: args})
 		case p.Text != nil && p.Thought:
 			thought.WriteString(*p.Text)
 		case p.Text != nil:
@@ -240,7 +240,7 @@ func (r *reply) response() (*llm.Response, error) {
 	}
 	resp.Text = text.String()
 	if r.signed || thought.Len() > 0 {
-		b := sessions.Block{Type: sessions.BlockThinking, Thinking: thought.String()}
+		b := message.Block{Type: message.BlockThinking, Thinking: thought.String()}
 		if r.signed {
 			raws := make([][]byte, 0, len(r.parts))
 			for _, p := range r.parts {
@@ -252,7 +252,7 @@ func (r *reply) response() (*llm.Response, error) {
 			}
 			b.Origin, b.Data = Name, "["+string(bytes.Join(raws, []byte(",")))+"]"
 		}
-		resp.Thinking = []sessions.Block{b}
+		resp.Thinking = []message.Block{b}
 	}
 	resp.StopReason = stopReason(r.finish, len(resp.ToolCalls) > 0)
 	return resp, nil

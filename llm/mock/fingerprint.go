@@ -9,7 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Strict replay. A recorded fixture line keeps, under its `request` key,
@@ -253,7 +253,7 @@ func changed(what, old, new string) string {
 // Thinking is left out (a replay cannot reproduce a provider's thinking,
 // nor its signatures), so content that is only text, once thinking is
 // left out, is its text, whether it was written as a string or as blocks.
-func contentShape(m *sessions.Message) any {
+func contentShape(m *message.Message) any {
 	if m.Blocks == nil {
 		return m.Text
 	}
@@ -261,9 +261,9 @@ func contentShape(m *sessions.Message) any {
 	onlyText := true
 	for _, b := range m.Blocks {
 		switch b.Type {
-		case sessions.BlockThinking, sessions.BlockRedactedThinking:
+		case message.BlockThinking, message.BlockRedactedThinking:
 			continue
-		case sessions.BlockImage:
+		case message.BlockImage:
 			sum := sha256.Sum256([]byte(b.Data))
 			blocks = append(blocks, map[string]any{"type": b.Type, "media_type": b.MediaType, "sha256": hex.EncodeToString(sum[:8])})
 			onlyText = false

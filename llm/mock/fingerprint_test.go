@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func conversation(callID, thinking, answer string) *llm.Request {
-	return &llm.Request{Model: "m", System: "sys", Messages: []sessions.Message{
-		{Role: sessions.RoleUser, Text: "weather?"},
-		{Role: sessions.RoleAssistant, Blocks: []sessions.Block{{Type: sessions.BlockThinking, Thinking: thinking, Signature: "sig-" + thinking}},
-			ToolCalls: []sessions.ToolCall{{ID: callID, Name: "weather", Arguments: map[string]any{"city": "Paris"}}}},
-		{Role: sessions.RoleTool, ToolCallID: callID, Name: "weather", Text: answer},
+	return &llm.Request{Model: "m", System: "sys", Messages: []message.Message{
+		{Role: message.RoleUser, Text: "weather?"},
+		{Role: message.RoleAssistant, Blocks: []message.Block{{Type: message.BlockThinking, Thinking: thinking, Signature: "sig-" + thinking}},
+			ToolCalls: []message.ToolCall{{ID: callID, Name: "weather", Arguments: map[string]any{"city": "Paris"}}}},
+		{Role: message.RoleTool, ToolCallID: callID, Name: "weather", Text: answer},
 	}, Tools: []llm.ToolSpec{{Name: "weather", Parameters: map[string]any{"type": "object"}}}}
 }
 

@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Keys lists the keys of a response (llm_mock's parameters and a fixture
@@ -26,7 +28,7 @@ const RequestKey = "request"
 // llm_mock. Unknown keys and wrong types are errors.
 func ParseResponse(m map[string]any) (Response, error) {
 	r := Response{InputTokens: -1, OutputTokens: -1}
-	for _, k := range sessions.SortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		if v == nil {
 			continue
@@ -74,8 +76,8 @@ func ParseResponse(m map[string]any) (Response, error) {
 	if r.Error == nil {
 		// The reply becomes an assistant message: the message validator
 		// of inject and import checks it here, not when a call serves it.
-		m := sessions.Message{Role: sessions.RoleAssistant, Text: r.Text, ToolCalls: r.calls()}
-		if err := sessions.CheckShape(&m); err != nil {
+		m := message.Message{Role: message.RoleAssistant, Text: r.Text, ToolCalls: r.calls()}
+		if err := message.CheckShape(&m); err != nil {
 			return Response{}, err
 		}
 	}
@@ -114,7 +116,7 @@ func parseCalls(v any) ([]Call, error) {
 			return nil, fmt.Errorf("tool_calls[%d] must be a dict, got %s", i, jsonvalue.TypeName(x))
 		}
 		var c Call
-		for _, k := range sessions.SortedKeys(d) {
+		for _, k := range slices.Sorted(maps.Keys(d)) {
 			switch k {
 			case "name":
 				s, ok := d[k].(string)
@@ -149,7 +151,7 @@ func parseFailure(v any) (*Failure, error) {
 		return nil, fmt.Errorf("'error' must be a dict {category, message, retry_after_ms?}, got %s", jsonvalue.TypeName(v))
 	}
 	f := &Failure{}
-	for _, k := range sessions.SortedKeys(d) {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		switch k {
 		case "category":
 			s, _ := d[k].(string)

@@ -23,7 +23,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Name is the provider name of the mock.
@@ -294,17 +294,17 @@ func (w *wrapped) Complete(ctx context.Context, req *llm.Request) (*llm.Response
 
 // calls returns r's tool calls as a reply's, with their ids
 // (mock_call_1, ...); nil when r has none, empty when r's list is empty.
-func (r *Response) calls() []sessions.ToolCall {
+func (r *Response) calls() []message.ToolCall {
 	if r.ToolCalls == nil {
 		return nil
 	}
-	out := make([]sessions.ToolCall, len(r.ToolCalls))
+	out := make([]message.ToolCall, len(r.ToolCalls))
 	for i, c := range r.ToolCalls {
 		args := c.Arguments
 		if args == nil {
 			args = map[string]any{}
 		}
-		out[i] = sessions.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: jsonvalue.CloneObject(args)}
+		out[i] = message.ToolCall{ID: fmt.Sprintf("mock_call_%d", i+1), Name: c.Name, Arguments: jsonvalue.CloneObject(args)}
 	}
 	return out
 }
@@ -328,7 +328,7 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 		resp.StopReason = llm.StopToolUse
 	}
 	if r.Thinking != "" {
-		resp.Thinking = []sessions.Block{{Type: sessions.BlockThinking, Thinking: r.Thinking, Signature: "mock-signature"}}
+		resp.Thinking = []message.Block{{Type: message.BlockThinking, Thinking: r.Thinking, Signature: "mock-signature"}}
 	}
 	if req.Stream && req.OnDelta != nil && r.Text != "" {
 		req.OnDelta(llm.Delta{Text: r.Text}) // like a real provider streaming, in one piece
@@ -350,7 +350,7 @@ func serve(ctx context.Context, provider string, req *llm.Request, r Response) (
 func defaultReply(req *llm.Request) *llm.Response {
 	last := ""
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == sessions.RoleUser {
+		if req.Messages[i].Role == message.RoleUser {
 			last = req.Messages[i].TextContent()
 			break
 		}
@@ -417,7 +417,7 @@ func RequestText(req *llm.Request) string {
 // promptStart is the start of the last user message, for errors.
 func promptStart(req *llm.Request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == sessions.RoleUser {
+		if req.Messages[i].Role == message.RoleUser {
 			s := req.Messages[i].TextContent()
 			if r := []rune(s); len(r) > 60 {
 				s = string(r[:60]) + "..."

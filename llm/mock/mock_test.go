@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func TestGlob(t *testing.T) {
@@ -63,8 +63,8 @@ func TestLoadFixture(t *testing.T) {
 }
 
 func TestFixtureLineRoundTrips(t *testing.T) {
-	resp := &llm.Response{Text: "t", Model: "m", ToolCalls: []sessions.ToolCall{{ID: "x", Name: "f", Arguments: map[string]any{"k": "v"}}},
-		Thinking: []sessions.Block{{Type: sessions.BlockThinking, Thinking: "hmm", Signature: "s"}}, Usage: llm.Usage{InputTokens: 5, OutputTokens: 2}}
+	resp := &llm.Response{Text: "t", Model: "m", ToolCalls: []message.ToolCall{{ID: "x", Name: "f", Arguments: map[string]any{"k": "v"}}},
+		Thinking: []message.Block{{Type: message.BlockThinking, Thinking: "hmm", Signature: "s"}}, Usage: llm.Usage{InputTokens: 5, OutputTokens: 2}}
 	line, err := FixtureLine(resp)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func TestFixtureLineRoundTrips(t *testing.T) {
 func TestReplayFailsWhenEmpty(t *testing.T) {
 	m := New()
 	m.SetReplay(Replay{Fixture: "rec.jsonl"})
-	_, err := m.Wrap("openai", nil, nil).Complete(context.Background(), &llm.Request{Messages: []sessions.Message{{Role: "user", Text: "plan my week please"}}})
+	_, err := m.Wrap("openai", nil, nil).Complete(context.Background(), &llm.Request{Messages: []message.Message{{Role: "user", Text: "plan my week please"}}})
 	if err == nil || err.Error() != `llm replay: no fixture left in rec.jsonl for the request starting "plan my week please"` {
 		t.Fatalf("err = %v", err)
 	}

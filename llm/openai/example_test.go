@@ -9,7 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/openai"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A streamed call to an OpenAI-compatible server (here a stand-in on the
@@ -31,7 +31,7 @@ func Example() {
 	}
 	resp, err := p.Complete(context.Background(), &llm.Request{
 		Model:    "local-model",
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "Greet the world."}},
+		Messages: []message.Message{{Role: message.RoleUser, Text: "Greet the world."}},
 		Stream:   true,
 		OnDelta:  func(d llm.Delta) { fmt.Print(d.Text) },
 	})

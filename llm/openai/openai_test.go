@@ -13,7 +13,7 @@ import (
 	"github.com/skein-dev/skein/llm/anthropic"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
 	"github.com/skein-dev/skein/llm/openai"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // testKey is an obviously fake key; tests check it never leaks.
@@ -40,11 +40,11 @@ func file(t *testing.T, name string) string { return wiretest.Read(t, "testdata/
 func TestToolWithoutArguments(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "no_args_tool.sse")))
 	p := newProvider(t, srv, func(c *openai.Config) { c.Name = "ollama"; c.APIKey = "" })
-	resp, err := p.Complete(context.Background(), &llm.Request{Model: "llama3.2", Messages: []sessions.Message{wiretest.User("list files")}, Tools: []llm.ToolSpec{{Name: "list_files"}}, Stream: true})
+	resp, err := p.Complete(context.Background(), &llm.Request{Model: "llama3.2", Messages: []message.Message{wiretest.User("list files")}, Tools: []llm.ToolSpec{{Name: "list_files"}}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.ToolCall{{ID: "call_9zq3", Name: "list_files", Arguments: map[string]any{}}}
+	want := []message.ToolCall{{ID: "call_9zq3", Name: "list_files", Arguments: map[string]any{}}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopToolUse || resp.Provider != "ollama" {
 		t.Errorf("got %+v", resp)
 	}
@@ -57,11 +57,11 @@ func TestToolWithoutArguments(t *testing.T) {
 // kept under RawArgumentsKey; the model call itself succeeds.
 func TestInvalidToolArguments(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "invalid_args.sse")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{wiretest.User("write")}, Stream: true})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []message.Message{wiretest.User("write")}, Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sessions.ToolCall{{ID: "call_cut", Name: "write_file", Arguments: map[string]any{openai.RawArgumentsKey: `{"path": "notes.txt", "text": "a long te`}}}
+	want := []message.ToolCall{{ID: "call_cut", Name: "write_file", Arguments: map[string]any{openai.RawArgumentsKey: `{"path": "notes.txt", "text": "a long te`}}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) || resp.StopReason != llm.StopMaxTokens {
 		t.Errorf("got %+v", resp)
 	}
@@ -74,16 +74,16 @@ func TestRequestMapping(t *testing.T) {
 	temp := 0.25
 	_, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{
 		Model: "gpt-4.1",
-		Messages: []sessions.Message{
-			{Role: sessions.RoleUser, Blocks: []sessions.Block{
-				{Type: sessions.BlockText, Text: "What is in this picture?"},
-				{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
+		Messages: []message.Message{
+			{Role: message.RoleUser, Blocks: []message.Block{
+				{Type: message.BlockText, Text: "What is in this picture?"},
+				{Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="},
 			}},
-			{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
-				{Type: sessions.BlockThinking, Thinking: "A small image.", Signature: "sig"},
-				{Type: sessions.BlockText, Text: "A red square."},
+			{Role: message.RoleAssistant, Blocks: []message.Block{
+				{Type: message.BlockThinking, Thinking: "A small image.", Signature: "sig"},
+				{Type: message.BlockText, Text: "A red square."},
 			}},
-			{Role: sessions.RoleSystem, Text: "Answer in French from now on."},
+			{Role: message.RoleSystem, Text: "Answer in French from now on."},
 			wiretest.User("And now?"),
 		},
 		Tools:       []llm.ToolSpec{wiretest.WeatherTool, {Name: "ping", Description: "Checks the connection."}},
@@ -106,7 +106,7 @@ func TestMaxTokensField(t *testing.T) {
 	} {
 		srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
 		p := newProvider(t, srv, func(c *openai.Config) { c.Name = tt.name })
-		if _, err := p.Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{wiretest.User("hi")}, MaxTokens: 50, ToolChoice: "required"}); err != nil {
+		if _, err := p.Complete(context.Background(), &llm.Request{Model: "m", Messages: []message.Message{wiretest.User("hi")}, MaxTokens: 50, ToolChoice: "required"}); err != nil {
 			t.Fatal(err)
 		}
 		var body map[string]any
@@ -145,7 +145,7 @@ func TestQuotaIsNotRetried(t *testing.T) {
 	var sleeper wiretest.Sleeper
 	policy := llm.RetryPolicy{Retries: 3, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	_, err := policy.Call(context.Background(), func() (*llm.Response, error) {
-		return p.Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{wiretest.User("hi")}})
+		return p.Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []message.Message{wiretest.User("hi")}})
 	})
 	if e, ok := llm.AsError(err); !ok || e.Category != llm.Auth {
 		t.Fatalf("got %v", err)
@@ -168,7 +168,7 @@ func TestOverloadedThenFallback(t *testing.T) {
 	var sleeper wiretest.Sleeper
 	policy := llm.RetryPolicy{Retries: 1, Backoff: 200 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: wiretest.NoJitter}
 	chain := []llm.Target{{Provider: newProvider(t, oai)}, {Provider: second, Model: "claude-sonnet-4-5"}}
-	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{wiretest.User("hi")}})
+	resp, err := llm.Fallback(context.Background(), chain, policy, &llm.Request{Model: "gpt-4.1", Messages: []message.Message{wiretest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestReplyShapes(t *testing.T) {
 		{
 			name:  "arguments as an object, no call id",
 			reply: wiretest.JSON(200, `{"model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"type":"function","function":{"name":"get_weather","arguments":{"location":"Oslo"}}}]},"finish_reason":"stop"}]}`),
-			want:  &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
+			want:  &llm.Response{ToolCalls: []message.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: map[string]any{"location": "Oslo"}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
 		},
 		{
 			name:  "refusal",
@@ -257,13 +257,13 @@ func TestReplyShapes(t *testing.T) {
 			name:   "calls sent whole at index 0",
 			reply:  wiretest.SSE("data: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}}]}\n\ndata: {\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",\"function\":{\"name\":\"g\",\"arguments\":\"{\\\"x\\\":1}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n"),
 			stream: true,
-			want:   &llm.Response{ToolCalls: []sessions.ToolCall{{ID: "a", Name: "f", Arguments: map[string]any{}}, {ID: "b", Name: "g", Arguments: map[string]any{"x": int64(1)}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
+			want:   &llm.Response{ToolCalls: []message.ToolCall{{ID: "a", Name: "f", Arguments: map[string]any{}}, {ID: "b", Name: "g", Arguments: map[string]any{"x": int64(1)}}}, StopReason: llm.StopToolUse, Model: "m", Provider: "openai"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := wiretest.NewServer(t, tt.reply)
-			resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []sessions.Message{wiretest.User("hi")}, Stream: tt.stream})
+			resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "m", Messages: []message.Message{wiretest.User("hi")}, Stream: tt.stream})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -281,7 +281,7 @@ func TestCancelAfterWholeReplyArrived(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.SSE(file(t, "text_stream.sse")))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := newProvider(t, srv).Complete(ctx, &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{wiretest.User("hi")}, Stream: true,
+	resp, err := newProvider(t, srv).Complete(ctx, &llm.Request{Model: "gpt-4.1", Messages: []message.Message{wiretest.User("hi")}, Stream: true,
 		OnDelta: func(llm.Delta) { cancel() }})
 	if resp != nil || !errors.Is(err, context.Canceled) {
 		t.Errorf("got %+v, %v; want context.Canceled", resp, err)
@@ -293,11 +293,11 @@ func TestCancelAfterWholeReplyArrived(t *testing.T) {
 func TestAzure(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")), wiretest.JSON(200, file(t, "text_response.json")))
 	p := newProvider(t, srv, func(c *openai.Config) { c.Name = "azure"; c.BaseURL = srv.URL + "/" })
-	if _, err := p.Complete(context.Background(), &llm.Request{Model: "my gpt-4o", Messages: []sessions.Message{wiretest.User("hi")}, MaxTokens: 20}); err != nil {
+	if _, err := p.Complete(context.Background(), &llm.Request{Model: "my gpt-4o", Messages: []message.Message{wiretest.User("hi")}, MaxTokens: 20}); err != nil {
 		t.Fatal(err)
 	}
 	p = newProvider(t, srv, func(c *openai.Config) { c.Name = "azure"; c.APIVersion = "2025-04-01-preview" })
-	if _, err := p.Complete(context.Background(), &llm.Request{Model: "o4-mini", Messages: []sessions.Message{wiretest.User("hi")}, Thinking: &llm.Thinking{BudgetTokens: 20000}}); err != nil {
+	if _, err := p.Complete(context.Background(), &llm.Request{Model: "o4-mini", Messages: []message.Message{wiretest.User("hi")}, Thinking: &llm.Thinking{BudgetTokens: 20000}}); err != nil {
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()

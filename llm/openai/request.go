@@ -5,7 +5,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The request body of POST /chat/completions.
@@ -131,7 +131,7 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	}
 	var system [][]byte
 	if req.System != "" {
-		data, err := json.Marshal(chatMessage{Role: sessions.RoleSystem, Content: req.System})
+		data, err := json.Marshal(chatMessage{Role: message.RoleSystem, Content: req.System})
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (p *Provider) encodeRequest(req *llm.Request) (*wire.JSON, error) {
 const wireProtocol = "openai-chat"
 
 // encodeMessageJSON returns the JSON of message i on the wire.
-func encodeMessageJSON(msgs []sessions.Message, i int) ([]byte, error) {
+func encodeMessageJSON(msgs []message.Message, i int) ([]byte, error) {
 	out, err := encodeMessage(&msgs[i])
 	if err != nil {
 		return nil, err
@@ -183,17 +183,17 @@ func encodeMessageJSON(msgs []sessions.Message, i int) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-func encodeMessage(m *sessions.Message) (chatMessage, error) {
+func encodeMessage(m *message.Message) (chatMessage, error) {
 	out := chatMessage{Role: m.Role, ToolCallID: m.ToolCallID}
 	switch {
 	case m.Blocks == nil:
 		out.Content = m.Text
-	case m.Role == sessions.RoleAssistant:
+	case m.Role == message.RoleAssistant:
 		out.Content = m.TextContent()
 	default:
 		out.Content = contentParts(m.Blocks)
 	}
-	if m.Role != sessions.RoleAssistant || len(m.ToolCalls) == 0 {
+	if m.Role != message.RoleAssistant || len(m.ToolCalls) == 0 {
 		return out, nil
 	}
 	if out.Content == "" {
@@ -212,13 +212,13 @@ func encodeMessage(m *sessions.Message) (chatMessage, error) {
 
 // contentParts maps blocks onto content parts, dropping thinking blocks.
 // With nothing left the content is the empty string.
-func contentParts(blocks []sessions.Block) any {
+func contentParts(blocks []message.Block) any {
 	var parts []any
 	for _, b := range blocks {
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			parts = append(parts, textPart{Type: "text", Text: b.Text})
-		case sessions.BlockImage:
+		case message.BlockImage:
 			parts = append(parts, imagePart{Type: "image_url", ImageURL: imageURL{URL: "data:" + b.MediaType + ";base64," + b.Data}})
 		}
 	}

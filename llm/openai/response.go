@@ -10,7 +10,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // A non-streamed reply.
@@ -239,14 +239,14 @@ func (r *reply) response() *llm.Response {
 		resp.Text = r.refusal.String()
 	}
 	if r.thinking.Len() > 0 {
-		resp.Thinking = []sessions.Block{{Type: sessions.BlockThinking, Thinking: r.thinking.String()}}
+		resp.Thinking = []message.Block{{Type: message.BlockThinking, Thinking: r.thinking.String()}}
 	}
 	for i, c := range r.calls {
 		id := c.id
 		if id == "" {
 			id = fmt.Sprintf("call_%d", i+1)
 		}
-		resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: id, Name: c.name, Arguments: wire.DecodeArguments(c.args.String())})
+		resp.ToolCalls = append(resp.ToolCalls, message.ToolCall{ID: id, Name: c.name, Arguments: wire.DecodeArguments(c.args.String())})
 	}
 	resp.StopReason = stopReason(r.finish, len(resp.ToolCalls) > 0)
 	return resp

@@ -7,7 +7,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The request body of POST /responses.
@@ -160,7 +160,7 @@ const wireProtocol = "openai-responses"
 // encodeItems returns the input items of message i as JSON, joined by
 // commas (nil when the message has none). Kept items go out exactly as
 // they came (no HTML escaping).
-func encodeItems(msgs []sessions.Message, i int) ([]byte, error) {
+func encodeItems(msgs []message.Message, i int) ([]byte, error) {
 	items, err := encodeMessage(&msgs[i])
 	if err != nil {
 		return nil, err
@@ -168,11 +168,11 @@ func encodeItems(msgs []sessions.Message, i int) ([]byte, error) {
 	return wire.Join(items)
 }
 
-func encodeMessage(m *sessions.Message) ([]any, error) {
+func encodeMessage(m *message.Message) ([]any, error) {
 	switch m.Role {
-	case sessions.RoleTool:
+	case message.RoleTool:
 		return []any{functionCallOutput{Type: "function_call_output", CallID: m.ToolCallID, Output: m.TextContent()}}, nil
-	case sessions.RoleAssistant:
+	case message.RoleAssistant:
 		return encodeAssistant(m)
 	}
 	if m.Blocks == nil {
@@ -181,9 +181,9 @@ func encodeMessage(m *sessions.Message) ([]any, error) {
 	parts := make([]any, 0, len(m.Blocks))
 	for _, b := range m.Blocks {
 		switch b.Type {
-		case sessions.BlockText:
+		case message.BlockText:
 			parts = append(parts, inputText{Type: "input_text", Text: b.Text})
-		case sessions.BlockImage:
+		case message.BlockImage:
 			parts = append(parts, inputImage{Type: "input_image", ImageURL: "data:" + b.MediaType + ";base64," + b.Data})
 		}
 	}
@@ -193,10 +193,10 @@ func encodeMessage(m *sessions.Message) ([]any, error) {
 	return []any{inputMessage{Role: m.Role, Content: parts}}, nil
 }
 
-func encodeAssistant(m *sessions.Message) ([]any, error) {
+func encodeAssistant(m *message.Message) ([]any, error) {
 	var items []any
 	for _, b := range m.Blocks {
-		if b.Type != sessions.BlockThinking || b.Origin != Name || b.Data == "" {
+		if b.Type != message.BlockThinking || b.Origin != Name || b.Data == "" {
 			continue
 		}
 		var kept []json.RawMessage
@@ -211,7 +211,7 @@ func encodeAssistant(m *sessions.Message) ([]any, error) {
 		return items, nil
 	}
 	if text := m.TextContent(); text != "" {
-		items = append(items, inputMessage{Role: sessions.RoleAssistant, Content: text})
+		items = append(items, inputMessage{Role: message.RoleAssistant, Content: text})
 	}
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]

@@ -10,7 +10,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/openaiwire"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // responseObject is a Response: the non-streamed body, or the response of
@@ -272,7 +272,7 @@ func (r *reply) response() (*llm.Response, error) {
 			if b.raw == nil {
 				args = b.args.String()
 			}
-			resp.ToolCalls = append(resp.ToolCalls, sessions.ToolCall{ID: it.CallID, Name: it.Name, Arguments: wire.DecodeArguments(args)})
+			resp.ToolCalls = append(resp.ToolCalls, message.ToolCall{ID: it.CallID, Name: it.Name, Arguments: wire.DecodeArguments(args)})
 		case "reasoning":
 			reasoned = true
 			s := b.summary.String()
@@ -308,7 +308,7 @@ func (r *reply) response() (*llm.Response, error) {
 	if reasoned {
 		// Joined by hand: json.Marshal would HTML-escape the items.
 		data := "[" + string(bytes.Join(kept, []byte(","))) + "]"
-		resp.Thinking = []sessions.Block{{Type: sessions.BlockThinking, Thinking: summary.String(), Origin: Name, Data: data}}
+		resp.Thinking = []message.Block{{Type: message.BlockThinking, Thinking: summary.String(), Origin: Name, Data: data}}
 	}
 	resp.StopReason = stopReason(r.status, r.reason, len(resp.ToolCalls) > 0)
 	return resp, nil

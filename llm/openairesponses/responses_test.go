@@ -8,7 +8,7 @@ import (
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wiretest"
 	"github.com/skein-dev/skein/llm/openairesponses"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // testKey is an obviously fake key; tests check it never leaks.
@@ -33,13 +33,13 @@ func file(t *testing.T, name string) string { return wiretest.Read(t, "testdata/
 // keeps its output items (compacted) in a thinking block.
 func TestCompleteWithReasoning(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "text_response.json")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "o4-mini", Messages: []sessions.Message{wiretest.User("hi")}})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "o4-mini", Messages: []message.Message{wiretest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &llm.Response{
 		Text: "It will be sunny in Paris, 21 °C.",
-		Thinking: []sessions.Block{{Type: sessions.BlockThinking, Origin: "openai_responses",
+		Thinking: []message.Block{{Type: message.BlockThinking, Origin: "openai_responses",
 			Data: `[{"id":"rs_a1","type":"reasoning","summary":[],"encrypted_content":"gAAAAABoQm9yZQ=="},{"id":"msg_a2","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"It will be sunny in Paris, 21 °C."}],"role":"assistant"}]`}},
 		Usage:      llm.Usage{InputTokens: 2006, OutputTokens: 274, CacheReadTokens: 1920, ReasoningTokens: 256},
 		StopReason: llm.StopEnd,
@@ -64,7 +64,7 @@ func TestToolLoop(t *testing.T) {
 	req := &llm.Request{
 		Model:      "gpt-4.1",
 		System:     "Use tools when they help.",
-		Messages:   []sessions.Message{wiretest.User("Weather in Paris for two days?")},
+		Messages:   []message.Message{wiretest.User("Weather in Paris for two days?")},
 		Tools:      []llm.ToolSpec{wiretest.WeatherTool, {Name: "ping"}},
 		ToolChoice: "auto",
 		Stream:     true,
@@ -73,14 +73,14 @@ func TestToolLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCalls := []sessions.ToolCall{{ID: "call_12345xyz", Name: "get_weather", Arguments: map[string]any{"location": "Paris, France", "days": int64(2)}}}
+	wantCalls := []message.ToolCall{{ID: "call_12345xyz", Name: "get_weather", Arguments: map[string]any{"location": "Paris, France", "days": int64(2)}}}
 	if !reflect.DeepEqual(first.ToolCalls, wantCalls) || first.StopReason != llm.StopToolUse || first.Text != "" || first.Thinking != nil {
 		t.Fatalf("first reply %+v", first)
 	}
 	req.Messages = append(req.Messages,
-		sessions.Message{Role: sessions.RoleAssistant, Text: "Checking.", ToolCalls: first.ToolCalls},
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: first.ToolCalls[0].ID, Name: "get_weather", Text: `{"today":"sunny, 21 °C"}`},
-		sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: "And this?"}, {Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
+		message.Message{Role: message.RoleAssistant, Text: "Checking.", ToolCalls: first.ToolCalls},
+		message.Message{Role: message.RoleTool, ToolCallID: first.ToolCalls[0].ID, Name: "get_weather", Text: `{"today":"sunny, 21 °C"}`},
+		message.Message{Role: message.RoleUser, Blocks: []message.Block{{Type: message.BlockText, Text: "And this?"}, {Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
 	)
 	req.ToolChoice = "get_weather"
 	if _, err := p.Complete(context.Background(), req); err != nil {
@@ -91,7 +91,7 @@ func TestToolLoop(t *testing.T) {
 
 func TestIncomplete(t *testing.T) {
 	srv := wiretest.NewServer(t, wiretest.JSON(200, file(t, "incomplete_response.json")))
-	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []sessions.Message{wiretest.User("hi")}, MaxTokens: 16})
+	resp, err := newProvider(t, srv).Complete(context.Background(), &llm.Request{Model: "gpt-4.1", Messages: []message.Message{wiretest.User("hi")}, MaxTokens: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // TestImportRefusesInvalidContent imports the files of testdata/malicious
 // whose messages no provider takes (the message validator of
-// agent_session_inject, sessions.CheckShape, applies to imports too) and
+// agent_session_inject, message.CheckShape, applies to imports too) and
 // expects each refusal to name the problem.
 func TestImportRefusesInvalidContent(t *testing.T) {
 	for file, want := range map[string]string{

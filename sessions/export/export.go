@@ -14,6 +14,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Exports.
@@ -68,8 +69,8 @@ type snapshotJSON struct {
 	Type    string `json:"_type"`
 	Version int    `json:"version"`
 	sessionFields
-	Messages []sessions.Message `json:"messages"`
-	Events   []sessions.Event   `json:"events"`
+	Messages []message.Message `json:"messages"`
+	Events   []sessions.Event  `json:"events"`
 }
 
 // headerJSON is the first record of a JSONL export.
@@ -83,9 +84,9 @@ type headerJSON struct {
 
 // messageRecord is a "message" record of a JSONL export.
 type messageRecord struct {
-	Type    string           `json:"_type"`
-	Index   int              `json:"index"`
-	Message sessions.Message `json:"message"`
+	Type    string          `json:"_type"`
+	Index   int             `json:"index"`
+	Message message.Message `json:"message"`
 }
 
 // Record types of a JSONL export.
@@ -131,7 +132,7 @@ func WriteJSON(w io.Writer, rec *sessions.Record) error {
 	}
 	snap := snapshotJSON{Type: "transcript", Version: ExportVersion, sessionFields: f, Messages: rec.Messages, Events: rec.Events}
 	if snap.Messages == nil {
-		snap.Messages = []sessions.Message{}
+		snap.Messages = []message.Message{}
 	}
 	if snap.Events == nil {
 		snap.Events = []sessions.Event{}
@@ -144,7 +145,7 @@ func WriteJSON(w io.Writer, rec *sessions.Record) error {
 
 // WriteJSONL writes rec as a JSONL export; appended holds the messages
 // of its "message" events by seq (see sessions.HistoryBackend), or nil.
-func WriteJSONL(w io.Writer, rec *sessions.Record, appended map[int64]sessions.Message) error {
+func WriteJSONL(w io.Writer, rec *sessions.Record, appended map[int64]message.Message) error {
 	f, err := fieldsOf(rec)
 	if err != nil {
 		return err
@@ -182,7 +183,7 @@ func writeLine(w io.Writer, v any) error {
 // eventRecord writes the JSONL record of e to buf: the envelope in the
 // seed's order, the event's fields in sorted order, and the message a
 // "message" event appended.
-func eventRecord(buf *bytes.Buffer, e *sessions.Event, appended map[int64]sessions.Message) error {
+func eventRecord(buf *bytes.Buffer, e *sessions.Event, appended map[int64]message.Message) error {
 	field := func(k string, v any) error {
 		data, err := jsonvalue.Encode(v)
 		if err != nil {
@@ -211,7 +212,7 @@ func eventRecord(buf *bytes.Buffer, e *sessions.Event, appended map[int64]sessio
 			return err
 		}
 	}
-	for _, k := range sessions.SortedKeys(e.Data) {
+	for _, k := range slices.Sorted(maps.Keys(e.Data)) {
 		if k == "_type" || (k == "message" && e.Type == sessions.EventMessage) {
 			return fmt.Errorf("event %d (%s) has a field %q, which its export record uses", e.Seq, e.Type, k)
 		}
@@ -241,7 +242,7 @@ func eventRecord(buf *bytes.Buffer, e *sessions.Event, appended map[int64]sessio
 // seqs, and a transcript that is valid provider input (tool calls
 // answered by their results; calls still open at the end are allowed, as
 // in a session whose process was killed).
-func ReadExport(r io.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
+func ReadExport(r io.Reader) (*sessions.Record, map[int64]message.Message, error) {
 	br := bufio.NewReader(r)
 	first, err := readLine(br)
 	if err != nil {
@@ -343,7 +344,7 @@ func readJSON(data []byte) (*sessions.Record, error) {
 	}
 	if err := json.Unmarshal(data, &raw); err == nil {
 		for i, m := range raw.Messages {
-			if err := sessions.CheckMessageKeys(m); err != nil {
+			if err := message.CheckKeys(m); err != nil {
 				return nil, fmt.Errorf("message %d: %v", i, err)
 			}
 		}
@@ -359,7 +360,7 @@ func checkVersion(v int) error {
 	return nil
 }
 
-func readJSONL(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
+func readJSONL(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]message.Message, error) {
 	var header headerJSON
 	if err := json.Unmarshal(first, &header); err != nil {
 		return nil, nil, fmt.Errorf("line 1: header: %v", err)
@@ -374,7 +375,7 @@ func readJSONL(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sess
 	if header.MessageCount < 0 || header.EventCount < 0 {
 		return nil, nil, errors.New("line 1: header: negative message_count or event_count")
 	}
-	appended := map[int64]sessions.Message{}
+	appended := map[int64]message.Message{}
 	err = eachLine(br, func(line []byte) error { return readRecord(line, rec, appended) })
 	if err != nil {
 		return nil, nil, err
@@ -387,7 +388,7 @@ func readJSONL(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sess
 }
 
 // readRecord adds one JSONL record after the header to rec and appended.
-func readRecord(line []byte, rec *sessions.Record, appended map[int64]sessions.Message) error {
+func readRecord(line []byte, rec *sessions.Record, appended map[int64]message.Message) error {
 	m, err := jsonvalue.DecodeObject(line)
 	if err != nil {
 		return err
@@ -396,7 +397,7 @@ func readRecord(line []byte, rec *sessions.Record, appended map[int64]sessions.M
 	delete(m, "_type")
 	switch typ {
 	case recordEvent:
-		var msg *sessions.Message
+		var msg *message.Message
 		if raw, ok := m["message"]; ok && m["type"] == sessions.EventMessage {
 			delete(m, "message")
 			if msg, err = messageValue(raw); err != nil {
@@ -430,19 +431,19 @@ func readRecord(line []byte, rec *sessions.Record, appended map[int64]sessions.M
 }
 
 // messageValue converts a decoded JSON value to a message.
-func messageValue(v any) (*sessions.Message, error) {
+func messageValue(v any) (*message.Message, error) {
 	obj, ok := v.(map[string]any)
 	if !ok {
 		return nil, fmt.Errorf("got %s, want an object", jsonvalue.TypeName(v))
 	}
-	if err := sessions.CheckMessageKeys(obj); err != nil {
+	if err := message.CheckKeys(obj); err != nil {
 		return nil, err
 	}
 	data, err := jsonvalue.Encode(v)
 	if err != nil {
 		return nil, err
 	}
-	var m sessions.Message
+	var m message.Message
 	if err := m.UnmarshalJSON(data); err != nil {
 		return nil, err
 	}
@@ -493,7 +494,7 @@ func (f *sessionFields) record() (*sessions.Record, error) {
 }
 
 // checkImported checks an imported record's events and transcript.
-func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) error {
+func checkImported(rec *sessions.Record, appended map[int64]message.Message) error {
 	var last int64
 	for i := range rec.Events {
 		e := &rec.Events[i]
@@ -510,16 +511,16 @@ func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) er
 		}
 	}
 	for seq, m := range appended {
-		if err := sessions.CheckShape(&m); err != nil {
+		if err := message.CheckShape(&m); err != nil {
 			return fmt.Errorf("event %d: message: %v", seq, err)
 		}
 	}
 	if err := identify(rec, appended); err != nil {
 		return err
 	}
-	view := sessions.Transcript{}
+	view := message.Transcript{}
 	for i := range rec.Messages {
-		if err := sessions.CheckAppend(view, &rec.Messages[i]); err != nil {
+		if err := message.CheckAppend(view, &rec.Messages[i]); err != nil {
 			return fmt.Errorf("message %d: %v", i, err)
 		}
 		view = view.Append(rec.Messages[i])
@@ -536,7 +537,7 @@ func checkImported(rec *sessions.Record, appended map[int64]sessions.Message) er
 // the session's creation time. An id used twice among the current
 // messages, or among the history's, is refused: ids are unique in a
 // session (the same message may be in both).
-func identify(rec *sessions.Record, appended map[int64]sessions.Message) error {
+func identify(rec *sessions.Record, appended map[int64]message.Message) error {
 	seen := map[string]int{}
 	for i := range rec.Messages {
 		m := &rec.Messages[i]

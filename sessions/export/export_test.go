@@ -10,17 +10,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // exportFixture builds a session through a store, as scripts do: tool
 // calls, a trim, a compaction-like replacement, metadata, a summary, a
 // fork. It returns the session's record and the messages its message
 // events appended, as a HistoryBackend would give them.
-func exportFixture(t *testing.T) (*sessions.Record, map[int64]sessions.Message) {
+func exportFixture(t *testing.T) (*sessions.Record, map[int64]message.Message) {
 	t.Helper()
 	s := newTestStore(t, sessions.NewMemoryBackend(), 8)
 	mustOpen(t, s, "x")
-	appended := map[int64]sessions.Message{}
+	appended := map[int64]message.Message{}
 	add := func(ch *sessions.Change) {
 		t.Helper()
 		events, err := s.Apply(ctx, "x", ch)
@@ -35,17 +36,17 @@ func exportFixture(t *testing.T) (*sessions.Record, map[int64]sessions.Message) 
 			}
 		}
 	}
-	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleSystem, Text: "be terse"}, {Role: sessions.RoleUser, Text: "weather?\n\"quoted\" <b>"}}})
-	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon", "days": int64(2), "w": 1.0}}}}},
+	add(&sessions.Change{Append: []message.Message{{Role: message.RoleSystem, Text: "be terse"}, {Role: message.RoleUser, Text: "weather?\n\"quoted\" <b>"}}})
+	add(&sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Lisbon", "days": int64(2), "w": 1.0}}}}},
 		Events: []sessions.Event{{Type: "tool_call", CorrID: "c1", Data: map[string]any{"name": "weather"}}}})
-	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"}},
+	add(&sessions.Change{Append: []message.Message{{Role: message.RoleTool, ToolCallID: "c1", Name: "weather", Text: "sunny"}},
 		Events: []sessions.Event{{Type: "tool_result", CorrID: "c1", Data: map[string]any{"name": "weather", "status": "ok", "duration_ms": int64(12)}}}})
-	add(&sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "Sunny.", Model: "m", Usage: map[string]any{"input_tokens": int64(30), "output_tokens": int64(2)}}},
+	add(&sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "Sunny.", Model: "m", Usage: map[string]any{"input_tokens": int64(30), "output_tokens": int64(2)}}},
 		Events: []sessions.Event{{Type: "llm_call", Data: map[string]any{"model": "m", "latency_ms": int64(5), "input_tokens": int64(30), "output_tokens": int64(2)}}}})
 	add(&sessions.Change{DropFirst: 1, Events: []sessions.Event{{Type: sessions.EventTrim, Data: map[string]any{"dropped": int64(1)}}}})
 	summary := "asked about the weather"
-	add(&sessions.Change{Replace: true, ReplaceWith: []sessions.Message{{Role: sessions.RoleUser, Text: "[summary] " + summary}}, SetSummary: true, Summary: &summary,
-		Append: []sessions.Message{{Role: sessions.RoleUser, Text: "and tomorrow?", Metadata: map[string]any{"k": []any{int64(1), 2.5, nil}}}},
+	add(&sessions.Change{Replace: true, ReplaceWith: []message.Message{{Role: message.RoleUser, Text: "[summary] " + summary}}, SetSummary: true, Summary: &summary,
+		Append: []message.Message{{Role: message.RoleUser, Text: "and tomorrow?", Metadata: map[string]any{"k": []any{int64(1), 2.5, nil}}}},
 		Status: sessions.StatusCancelled, AddTurns: 2, MaxTurns: 7, Events: []sessions.Event{{Type: sessions.EventContextCompacted, Data: map[string]any{"messages_after": int64(1)}}}})
 	if _, err := s.Fork(ctx, "x", "y", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestExportRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		data     []byte
-		appended map[int64]sessions.Message
+		appended map[int64]message.Message
 	}{{"jsonl", jsonl.Bytes(), appended}, {"json", js.Bytes(), nil}} {
 		got, gotAppended, err := ReadExport(bytes.NewReader(tc.data))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The forensic log.
@@ -80,8 +81,8 @@ type forensicFields struct {
 	Version int `json:"version"`
 	sessionFields
 	// Footer only: the number of event records and the current messages.
-	EventCount *int               `json:"event_count,omitempty"`
-	Messages   []sessions.Message `json:"messages,omitempty"`
+	EventCount *int              `json:"event_count,omitempty"`
+	Messages   []message.Message `json:"messages,omitempty"`
 }
 
 type forensicEventJSON struct {
@@ -130,10 +131,10 @@ type forensicMeta struct {
 
 // forensicSkein is an event record's "skein": the event as logged.
 type forensicSkein struct {
-	Seq     int64             `json:"seq"`
-	Type    string            `json:"type"`
-	Data    json.RawMessage   `json:"data,omitempty"`
-	Message *sessions.Message `json:"message,omitempty"`
+	Seq     int64            `json:"seq"`
+	Type    string           `json:"type"`
+	Data    json.RawMessage  `json:"data,omitempty"`
+	Message *message.Message `json:"message,omitempty"`
 }
 
 type forensicFooterJSON struct {
@@ -222,7 +223,7 @@ func (fw *ForensicWriter) Header(rec *sessions.Record) error {
 
 // Event writes the record of e; m is the message a "message" event
 // appended, or nil when it is not known.
-func (fw *ForensicWriter) Event(e *sessions.Event, m *sessions.Message) error {
+func (fw *ForensicWriter) Event(e *sessions.Event, m *message.Message) error {
 	fw.seq++
 	r := forensicEventJSON{Type: forensicEvent, Seq: fw.seq, EventType: e.Type, Timestamp: formatTime(e.Time), CorrID: e.CorrID,
 		Skein: &forensicSkein{Seq: e.Seq, Type: e.Type}}
@@ -349,10 +350,10 @@ func warningText(e *sessions.Event) string {
 }
 
 // messageFields sets the seed fields of a message's record.
-func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Message) {
+func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *message.Message) {
 	r.Content = m.TextContent()
 	switch m.Role {
-	case sessions.RoleAssistant:
+	case message.RoleAssistant:
 		fw.lastAssistant = r.Seq
 		meta := &forensicMeta{Model: m.Model, Prompt: strings.Join(fw.input, "\n\n"), Response: response(r.Content, m.ToolCalls)}
 		fw.input = fw.input[:0]
@@ -360,7 +361,7 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Messag
 		meta.TokensOut, _ = m.Usage["output_tokens"].(int64)
 		var thinking []string
 		for _, b := range m.Blocks {
-			if b.Type == sessions.BlockThinking {
+			if b.Type == message.BlockThinking {
 				thinking = append(thinking, b.Thinking)
 			}
 		}
@@ -368,7 +369,7 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Messag
 		if *meta != (forensicMeta{}) {
 			r.Meta = meta
 		}
-	case sessions.RoleTool:
+	case message.RoleTool:
 		ok := !m.IsError
 		r.Tool, r.Success, r.Parent = m.Name, &ok, fw.calls[m.ToolCallID]
 		fw.outputs[m.ToolCallID] = r.Content
@@ -380,7 +381,7 @@ func (fw *ForensicWriter) messageFields(r *forensicEventJSON, m *sessions.Messag
 
 // response is an assistant message's meta.response: its text, then a line
 // per tool call with the call's JSON arguments.
-func response(text string, calls []sessions.ToolCall) string {
+func response(text string, calls []message.ToolCall) string {
 	if len(calls) == 0 {
 		return text
 	}
@@ -408,12 +409,12 @@ func (fw *ForensicWriter) Footer(rec *sessions.Record, lastError string) error {
 	count := int(fw.seq)
 	msgs := rec.Messages
 	if msgs == nil {
-		msgs = []sessions.Message{}
+		msgs = []message.Message{}
 	}
 	r := forensicFooterJSON{Type: forensicFooter, Status: ForensicStatus(rec.Status), Outputs: map[string]string{},
 		UpdatedAt: formatTime(rec.UpdatedAt), Skein: &forensicFields{Version: ExportVersion, sessionFields: f, EventCount: &count, Messages: msgs}}
 	for i := len(rec.Messages) - 1; i >= 0; i-- {
-		if m := &rec.Messages[i]; m.Role == sessions.RoleAssistant && !m.HasToolCalls() {
+		if m := &rec.Messages[i]; m.Role == message.RoleAssistant && !m.HasToolCalls() {
 			r.Result = m.TextContent()
 			r.Outputs["text"] = r.Result
 			break
@@ -468,7 +469,7 @@ func LastError(events []sessions.Event) string {
 
 // WriteForensic writes rec as a forensic log; appended holds the
 // messages of its "message" events by seq (see sessions.HistoryBackend), or nil.
-func WriteForensic(w io.Writer, rec *sessions.Record, appended map[int64]sessions.Message) error {
+func WriteForensic(w io.Writer, rec *sessions.Record, appended map[int64]message.Message) error {
 	bw := bufio.NewWriter(w)
 	fw := NewForensicWriter(bw)
 	if err := fw.Header(rec); err != nil {
@@ -476,7 +477,7 @@ func WriteForensic(w io.Writer, rec *sessions.Record, appended map[int64]session
 	}
 	for i := range rec.Events {
 		e := &rec.Events[i]
-		var m *sessions.Message
+		var m *message.Message
 		if msg, ok := appended[e.Seq]; ok && e.Type == sessions.EventMessage {
 			m = &msg
 		}
@@ -504,7 +505,7 @@ func isForensicHeader(line []byte) bool {
 // readForensic reads a forensic log whose header line is first. It
 // refuses event seqs with gaps or repeats, a missing footer, and a log
 // without the "skein" fields an import needs.
-func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]sessions.Message, error) {
+func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]message.Message, error) {
 	var header forensicHeaderJSON
 	if err := json.Unmarshal(first, &header); err != nil {
 		return nil, nil, fmt.Errorf("forensic header: %v", err)
@@ -516,7 +517,7 @@ func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]s
 		return nil, nil, err
 	}
 	var events []sessions.Event
-	appended := map[int64]sessions.Message{}
+	appended := map[int64]message.Message{}
 	var footer *forensicFooterJSON
 	err := eachLine(br, func(line []byte) error {
 		if footer != nil {
@@ -588,7 +589,7 @@ func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]s
 
 // event returns the logged event (and appended message) an event record
 // carries in its "skein" fields.
-func (r *forensicEventJSON) event() (sessions.Event, *sessions.Message, error) {
+func (r *forensicEventJSON) event() (sessions.Event, *message.Message, error) {
 	if r.Skein == nil {
 		return sessions.Event{}, nil, errors.New(`no "skein" fields: only logs skein wrote can be imported`)
 	}

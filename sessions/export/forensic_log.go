@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // ForensicLog is a sessions.EventSink that writes one forensic log per session
@@ -51,7 +52,7 @@ func NewForensicLog(dir string) (*ForensicLog, error) {
 
 // Logged writes the events' records, creating the session's file first.
 // A write error stops the log (Close reports it); the sessions go on.
-func (l *ForensicLog) Logged(rec *sessions.Record, events []sessions.Event, appended []sessions.Message) {
+func (l *ForensicLog) Logged(rec *sessions.Record, events []sessions.Event, appended []message.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -62,7 +63,7 @@ func (l *ForensicLog) Logged(rec *sessions.Record, events []sessions.Event, appe
 	}
 }
 
-func (l *ForensicLog) logged(rec *sessions.Record, events []sessions.Event, appended []sessions.Message) error {
+func (l *ForensicLog) logged(rec *sessions.Record, events []sessions.Event, appended []message.Message) error {
 	ff, ok := l.files[rec.ID]
 	if !ok {
 		f, err := l.create(rec.ID)
@@ -79,7 +80,7 @@ func (l *ForensicLog) logged(rec *sessions.Record, events []sessions.Event, appe
 	k := 0
 	for i := range events {
 		e := &events[i]
-		var m *sessions.Message
+		var m *message.Message
 		if e.Type == sessions.EventMessage && k < len(appended) {
 			m = &appended[k]
 			k++

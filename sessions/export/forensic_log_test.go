@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestForensicLog runs sessions through a store with a ForensicLog and
@@ -23,7 +24,7 @@ func TestForensicLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOpen(t, s, "run/stage")
-	mustAppend(t, s, "run/stage", sessions.Message{Role: sessions.RoleUser, Text: "q"})
+	mustAppend(t, s, "run/stage", message.Message{Role: message.RoleUser, Text: "q"})
 	path := filepath.Join(dir, "run%2Fstage.jsonl")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -32,7 +33,7 @@ func TestForensicLog(t *testing.T) {
 	if lines := strings.Count(string(data), "\n"); lines != 2 {
 		t.Fatalf("live file has %d records, want header and one event:\n%s", lines, data)
 	}
-	mustAppend(t, s, "run/stage", sessions.Message{Role: sessions.RoleAssistant, Text: "a"})
+	mustAppend(t, s, "run/stage", message.Message{Role: message.RoleAssistant, Text: "a"})
 	if _, err := s.Fork(t.Context(), "run/stage", "fork", sessions.ForkOptions{KeepFirst: -1}); err != nil {
 		t.Fatal(err)
 	}

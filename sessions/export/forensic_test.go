@@ -9,9 +9,10 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
-func forensicLines(t *testing.T, rec *sessions.Record, appended map[int64]sessions.Message) []string {
+func forensicLines(t *testing.T, rec *sessions.Record, appended map[int64]message.Message) []string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := WriteForensic(&buf, rec, appended); err != nil {
@@ -88,7 +89,7 @@ func TestForensicFields(t *testing.T) {
 
 func TestForensicFooterStatuses(t *testing.T) {
 	for status, want := range map[sessions.Status]string{sessions.StatusActive: "running", sessions.StatusCompleted: "complete", sessions.StatusError: "failed", sessions.StatusCancelled: "failed"} {
-		rec := &sessions.Record{ID: "s", Status: status, Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "q"}, {Role: sessions.RoleAssistant, Text: "the answer"}},
+		rec := &sessions.Record{ID: "s", Status: status, Messages: []message.Message{{Role: message.RoleUser, Text: "q"}, {Role: message.RoleAssistant, Text: "the answer"}},
 			Events: []sessions.Event{{Seq: 1, Type: "error", Data: map[string]any{"error": "boom"}}}}
 		lines := forensicLines(t, rec, nil)
 		footer := lines[len(lines)-1]

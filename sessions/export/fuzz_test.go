@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // importSeeds are exports to start FuzzReadExport from: a JSONL and a
@@ -15,10 +16,10 @@ import (
 // files of testdata/malicious.
 func importSeeds(f *testing.F) {
 	rec := &sessions.Record{ID: "s", Status: sessions.StatusActive, Turns: 1,
-		Messages: []sessions.Message{
-			{Role: sessions.RoleUser, Text: "hi"},
-			{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "f", Arguments: map[string]any{"a": []any{int64(1), 2.5, "x"}}}}},
-			{Role: sessions.RoleTool, ToolCallID: "c1", Text: "ok", Metadata: map[string]any{"k": true}},
+		Messages: []message.Message{
+			{Role: message.RoleUser, Text: "hi"},
+			{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "f", Arguments: map[string]any{"a": []any{int64(1), 2.5, "x"}}}}},
+			{Role: message.RoleTool, ToolCallID: "c1", Text: "ok", Metadata: map[string]any{"k": true}},
 		}}
 	for i, m := range rec.Messages {
 		rec.Events = append(rec.Events, sessions.Event{Seq: int64(i + 1), Type: sessions.EventMessage, SessionID: "s",

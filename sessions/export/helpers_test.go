@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 var ctx = context.Background()
@@ -29,7 +30,7 @@ func mustOpen(t *testing.T, s *sessions.Store, id string) {
 	}
 }
 
-func mustAppend(t *testing.T, s *sessions.Store, id string, ms ...sessions.Message) {
+func mustAppend(t *testing.T, s *sessions.Store, id string, ms ...message.Message) {
 	t.Helper()
 	if _, err := s.Apply(ctx, id, &sessions.Change{Append: ms}); err != nil {
 		t.Fatal(err)

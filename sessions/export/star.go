@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // StarExport is a session exported as a runnable pipeline (see
@@ -64,7 +67,7 @@ type starGen struct {
 
 func (g *starGen) plan() error {
 	msgs := g.rec.Messages
-	view := sessions.NewTranscript(msgs)
+	view := message.NewTranscript(msgs)
 	starts := append(sessions.UserTurns(view), len(msgs))
 	for i := 0; i < starts[0]; i++ {
 		if err := g.inject(&msgs[i]); err != nil {
@@ -92,7 +95,7 @@ func (g *starGen) plan() error {
 func (g *starGen) line(s string) { g.body = append(g.body, s) }
 
 // inject adds an agent_session_inject of m.
-func (g *starGen) inject(m *sessions.Message) error {
+func (g *starGen) inject(m *message.Message) error {
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -111,7 +114,7 @@ func (g *starGen) inject(m *sessions.Message) error {
 
 // plainMessage reports whether m has only what an agent loop gives a
 // message of its role.
-func plainMessage(m *sessions.Message) bool {
+func plainMessage(m *message.Message) bool {
 	return m.Blocks == nil && len(m.Metadata) == 0 && !m.IsError
 }
 
@@ -121,9 +124,9 @@ func plainMessage(m *sessions.Message) bool {
 // results follow in call order, the last one without calls (or, for a
 // turn cut short, the results of the last calls). It reports false, and
 // adds nothing, for any other turn.
-func (g *starGen) loop(turn []sessions.Message) (bool, error) {
+func (g *starGen) loop(turn []message.Message) (bool, error) {
 	users := 0
-	for users < len(turn) && turn[users].Role == sessions.RoleUser {
+	for users < len(turn) && turn[users].Role == message.RoleUser {
 		if !plainMessage(&turn[users]) {
 			return false, nil
 		}
@@ -139,7 +142,7 @@ func (g *starGen) loop(turn []sessions.Message) (bool, error) {
 	model, complete := rest[0].Model, false
 	for i := 0; i < len(rest); {
 		a := &rest[i]
-		if a.Role != sessions.RoleAssistant || !plainMessage(a) || a.Model == "" || complete {
+		if a.Role != message.RoleAssistant || !plainMessage(a) || a.Model == "" || complete {
 			return false, nil
 		}
 		reply := map[string]any{"model": a.Model}
@@ -161,7 +164,7 @@ func (g *starGen) loop(turn []sessions.Message) (bool, error) {
 				return false, nil
 			}
 			r := &rest[i]
-			if r.Role != sessions.RoleTool || r.ToolCallID != c.ID || r.Name != c.Name || !plainMessage(r) {
+			if r.Role != message.RoleTool || r.ToolCallID != c.ID || r.Name != c.Name || !plainMessage(r) {
 				return false, nil
 			}
 			args := c.Arguments
@@ -350,7 +353,7 @@ func (g *starGen) definitions() (string, error) {
 
 // messageContent returns the Starlark literal of m's content as a
 // snapshot shows it: a string, or a list of block dicts.
-func messageContent(m *sessions.Message) (string, error) {
+func messageContent(m *message.Message) (string, error) {
 	if m.Blocks == nil {
 		return strconv.Quote(m.Text), nil
 	}
@@ -421,7 +424,7 @@ func writeStarLiteral(b *strings.Builder, v any) error {
 		b.WriteByte(']')
 	case map[string]any:
 		b.WriteByte('{')
-		for i, k := range sessions.SortedKeys(v) {
+		for i, k := range slices.Sorted(maps.Keys(v)) {
 			if i > 0 {
 				b.WriteString(", ")
 			}

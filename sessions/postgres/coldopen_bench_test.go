@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
@@ -50,9 +51,9 @@ func BenchmarkColdOpens(b *testing.B) {
 			b.Fatal(err)
 		}
 		for k := range 10 {
-			if _, err := seed.Apply(b.Context(), ids[i], &sessions.Change{Append: []sessions.Message{
-				{Role: sessions.RoleUser, Text: fmt.Sprint("question ", k)},
-				{Role: sessions.RoleAssistant, Text: fmt.Sprint("answer ", k)}}}); err != nil {
+			if _, err := seed.Apply(b.Context(), ids[i], &sessions.Change{Append: []message.Message{
+				{Role: message.RoleUser, Text: fmt.Sprint("question ", k)},
+				{Role: message.RoleAssistant, Text: fmt.Sprint("answer ", k)}}}); err != nil {
 				b.Fatal(err)
 			}
 		}

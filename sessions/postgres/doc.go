@@ -57,7 +57,7 @@
 //	                and agent, generated from the metadata (migration 4,
 //	                indexed: ListFilter.RepoID and .Agent)
 //	skein_views     vid sid base base_from base_to own_from (frozen views)
-//	skein_messages  sid pos body (JSON of sessions.Message)   key (sid, pos)
+//	skein_messages  sid pos body (JSON of message.Message)   key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos        key (sid, seq)
 //	skein_runs, skein_run_steps  workflow run records
 //	skein_repos     id path created_at: skein serve's repositories (migration 5)

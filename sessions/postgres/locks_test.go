@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
@@ -122,7 +123,7 @@ func TestNotifier(t *testing.T) {
 	stop := n.Watch("s", func(seq int64) { got <- seq })
 	appendOne := func(id string) {
 		t.Helper()
-		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}},
+		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}},
 			Events: []sessions.Event{sessions.NewEvent("note", nil)}}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
@@ -34,7 +35,7 @@ func BenchmarkAppendNotify(b *testing.B) {
 		return store
 	}
 	stores := []*sessions.Store{newStore(false), newStore(true)}
-	ch := &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "a message of some length, as a prompt would be"}}}
+	ch := &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "a message of some length, as a prompt would be"}}}
 	var spent [2]time.Duration
 	n := 0
 	for b.Loop() {

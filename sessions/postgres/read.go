@@ -10,6 +10,7 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // exists reports whether session id is stored.
@@ -105,8 +106,8 @@ func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, 
 // LoadAppended returns the messages the session's "message" events
 // appended, by the events' seq, including those no longer in its current
 // message list (sessions.HistoryBackend, sessions.ErrNotFound).
-func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessions.Message, error) {
-	var out map[int64]sessions.Message
+func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]message.Message, error) {
+	var out map[int64]message.Message
 	err := b.read(ctx, func(tx pgx.Tx) error {
 		sid, err := sessionRow(ctx, tx, id)
 		if err != nil {
@@ -117,7 +118,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 			return sessions.IDError(id, err)
 		}
 		seqs := make([]int64, n)
-		msgs := make([]sessions.Message, n)
+		msgs := make([]message.Message, n)
 		dec := rowstore.NewDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
 		i := 0
 		err = readRows(ctx, tx, func(rows pgx.Rows) error {
@@ -146,7 +147,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 		if err != nil {
 			return sessions.IDError(id, fmt.Errorf("appended messages: %w", err))
 		}
-		out = make(map[int64]sessions.Message, n)
+		out = make(map[int64]message.Message, n)
 		for i, seq := range seqs {
 			out[seq] = msgs[i]
 		}
@@ -200,7 +201,7 @@ func loadRecord(ctx context.Context, tx pgx.Tx, id string) (*sessions.Record, *r
 
 // loadMessages returns the current messages of the session whose state is
 // st.
-func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]sessions.Message, error) {
+func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]message.Message, error) {
 	frozen, err := frozenViews(ctx, tx, st.View.Base)
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]session
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]sessions.Message, st.Length)
+	msgs := make([]message.Message, st.Length)
 	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
 	i := 0
 	for _, sp := range spans {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
@@ -20,7 +21,7 @@ func TestStaleStateCache(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	msg := func(s string) *sessions.Change {
-		return &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: s}}}
+		return &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: s}}}
 	}
 	rec := func() *sessions.Record {
 		return &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // querier is what a pool and a transaction share.
@@ -340,7 +341,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // CreateWithHistory is Create that also records appended: the message
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
-func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
+func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]message.Message) error {
 	c, err := rowstore.EncodeCreate(rec, appended)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Damage changes the stored bytes of the one message whose text contains
@@ -28,11 +29,11 @@ func RunChecksumTests(t *testing.T, open func(t *testing.T, path string) session
 	h := &harness{t: t, b: open(t, path)}
 	closeFn := closeOnce(t, h.b)
 	rec := newRecord("damaged", at(0))
-	rec.Messages = []sessions.Message{user("first"), {Role: sessions.RoleAssistant, Text: "the " + marker}, user("third")}
+	rec.Messages = []message.Message{user("first"), {Role: message.RoleAssistant, Text: "the " + marker}, user("third")}
 	damaged := h.create(rec)
 	h.fork(damaged, "fork", 3, at(1))
 	intact := newRecord("intact", at(2))
-	intact.Messages = []sessions.Message{user("untouched")}
+	intact.Messages = []message.Message{user("untouched")}
 	intact = h.create(intact)
 	closeFn()
 
@@ -41,8 +42,8 @@ func RunChecksumTests(t *testing.T, open func(t *testing.T, path string) session
 	h = &harness{t: t, b: open(t, path)}
 	closeOnce(t, h.b)
 	for _, id := range []string{"damaged", "fork"} {
-		loads := map[string]func() ([]sessions.Message, error){
-			"Load": func() ([]sessions.Message, error) {
+		loads := map[string]func() ([]message.Message, error){
+			"Load": func() ([]message.Message, error) {
 				rec, err := h.b.Load(h.ctx(), id)
 				if rec == nil {
 					return nil, err
@@ -51,7 +52,7 @@ func RunChecksumTests(t *testing.T, open func(t *testing.T, path string) session
 			},
 		}
 		if pl, ok := h.b.(sessions.PartialLoader); ok {
-			loads["LoadTranscript"] = func() ([]sessions.Message, error) {
+			loads["LoadTranscript"] = func() ([]message.Message, error) {
 				rec, _, err := pl.LoadTranscript(h.ctx(), id)
 				if rec == nil {
 					return nil, err

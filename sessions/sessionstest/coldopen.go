@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // testColdOpens opens many stored sessions at once through a new Store
@@ -25,10 +26,10 @@ func testColdOpens(t *testing.T, open opener) {
 		if _, err := first.Open(h.ctx(), id, 0); err != nil {
 			t.Fatal(err)
 		}
-		ch := &sessions.Change{Append: []sessions.Message{user("hello " + id)}}
+		ch := &sessions.Change{Append: []message.Message{user("hello " + id)}}
 		if i%3 == 0 { // left with an open call, as by a crash
-			ch.Append = append(ch.Append, sessions.Message{Role: sessions.RoleAssistant,
-				ToolCalls: []sessions.ToolCall{{ID: "c" + id, Name: "work", Arguments: map[string]any{}}}})
+			ch.Append = append(ch.Append, message.Message{Role: message.RoleAssistant,
+				ToolCalls: []message.ToolCall{{ID: "c" + id, Name: "work", Arguments: map[string]any{}}}})
 		}
 		if _, err := first.Apply(h.ctx(), id, ch); err != nil {
 			t.Fatal(err)
@@ -49,7 +50,7 @@ func testColdOpens(t *testing.T, open opener) {
 				errs[g] = err
 				return
 			}
-			if _, err := cold.Stage(h.ctx(), id, &sessions.Change{Append: []sessions.Message{user(fmt.Sprint("from ", g))}}); err != nil {
+			if _, err := cold.Stage(h.ctx(), id, &sessions.Change{Append: []message.Message{user(fmt.Sprint("from ", g))}}); err != nil {
 				errs[g] = err
 				return
 			}
@@ -79,7 +80,7 @@ func testColdOpens(t *testing.T, open opener) {
 		if len(rec.Messages) != want {
 			t.Fatalf("%s: %d messages, want %d: %s", id, len(rec.Messages), want, texts(rec.Messages))
 		}
-		if err := sessions.Validate(rec.Messages); err != nil {
+		if err := message.Validate(rec.Messages); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 	}
@@ -107,11 +108,11 @@ func testOpenEvictSameID(t *testing.T, open opener) {
 				text := fmt.Sprint(w, "/", r)
 				switch w % 3 {
 				case 0: // staged, committed
-					if _, err = st.Stage(h.ctx(), "x", &sessions.Change{Append: []sessions.Message{user(text)}}); err == nil {
+					if _, err = st.Stage(h.ctx(), "x", &sessions.Change{Append: []message.Message{user(text)}}); err == nil {
 						err = st.Commit(h.ctx(), "x")
 					}
 				case 1: // written, then unloaded
-					if _, err = st.Apply(h.ctx(), "x", &sessions.Change{Append: []sessions.Message{user(text)}}); err == nil {
+					if _, err = st.Apply(h.ctx(), "x", &sessions.Change{Append: []message.Message{user(text)}}); err == nil {
 						st.Unload("x")
 					}
 				case 2: // another session pushes x out; x is opened again

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // writers is how many goroutines race in the concurrency tests.
@@ -14,12 +15,12 @@ const writers = 8
 // turnChange is one agent turn for a concurrency test: an assistant tool
 // call, its result and an event. A write that interleaved with another
 // would leave a tool call without its result next to it, which
-// sessions.Validate reports.
+// message.Validate reports.
 func turnChange(rec *sessions.Record, tag string) *sessions.Change {
 	return &sessions.Change{
-		Append: []sessions.Message{
-			{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: tag, Name: "work", Arguments: map[string]any{"tag": tag}}}},
-			{Role: sessions.RoleTool, ToolCallID: tag, Name: "work", Text: "done " + tag},
+		Append: []message.Message{
+			{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: tag, Name: "work", Arguments: map[string]any{"tag": tag}}}},
+			{Role: message.RoleTool, ToolCallID: tag, Name: "work", Text: "done " + tag},
 		},
 		Events:   stamp(rec, at(1), sessions.Event{Type: "turn_end", CorrID: tag}),
 		AddTurns: 1,
@@ -140,7 +141,7 @@ func testConcurrentWriters(h *harness) {
 	if n := len(want.Messages) + 2*writers*perWriter; len(got.Messages) != n {
 		h.t.Fatalf("%d messages after the race, want %d", len(got.Messages), n)
 	}
-	if err := sessions.Validate(got.Messages); err != nil {
+	if err := message.Validate(got.Messages); err != nil {
 		h.t.Fatalf("transcript after the race is not valid: %v", err)
 	}
 	for i, e := range got.Events {

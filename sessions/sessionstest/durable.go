@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func testDurableFlag(t *testing.T, open opener) {
@@ -166,7 +167,7 @@ func testTwoHandlesRace(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sessions.Validate(got.Messages); err != nil {
+	if err := message.Validate(got.Messages); err != nil {
 		t.Fatalf("transcript after the race is not valid: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // RunEventReaderTests checks a sessions.EventReader against the
@@ -30,7 +31,7 @@ func RunEventReaderTests(t *testing.T, newBackend func(t *testing.T) sessions.Ba
 		}
 	}
 	for i := range 5 {
-		if _, err := store.Apply(ctx, "a", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m"}},
+		if _, err := store.Apply(ctx, "a", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "m"}},
 			Events: []sessions.Event{sessions.NewEvent("note", map[string]any{"i": int64(i)})}}); err != nil {
 			t.Fatal(err)
 		}

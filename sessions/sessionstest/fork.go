@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 func testFork(h *harness) {
@@ -208,8 +209,8 @@ func testForkModel(h *harness) {
 		ids = append(ids, r.ID)
 	}
 	newID := func() string { n++; return fmt.Sprintf("s%03d", n) }
-	fresh := func(k int) []sessions.Message {
-		out := make([]sessions.Message, k)
+	fresh := func(k int) []message.Message {
+		out := make([]message.Message, k)
 		for i := range out {
 			out[i] = user(fmt.Sprintf("m%d", msg))
 			msg++

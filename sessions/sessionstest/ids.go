@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // idSession writes, through a Store over h's backend, the session "ids"
@@ -34,10 +35,10 @@ func idSession(h *harness) (src, fork *sessions.Record) {
 	must("Open", err)
 	_, err = st.Apply(ctx, "ids", &sessions.Change{Append: users("q", 2)})
 	must("Apply", err)
-	_, err = st.Apply(ctx, "ids", &sessions.Change{Append: []sessions.Message{
-		{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: "c1", Name: "t", Arguments: map[string]any{}}}},
-		{Role: sessions.RoleTool, ToolCallID: "c1", Text: "result"},
-		{Role: sessions.RoleAssistant, Text: "done"}}})
+	_, err = st.Apply(ctx, "ids", &sessions.Change{Append: []message.Message{
+		{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: "c1", Name: "t", Arguments: map[string]any{}}}},
+		{Role: message.RoleTool, ToolCallID: "c1", Text: "result"},
+		{Role: message.RoleAssistant, Text: "done"}}})
 	must("Apply", err)
 	_, err = st.Fork(ctx, "ids", "ids-fork", sessions.ForkOptions{KeepFirst: -1})
 	must("Fork", err)
@@ -45,8 +46,8 @@ func idSession(h *harness) (src, fork *sessions.Record) {
 	must("Apply to the fork", err)
 	_, err = st.Apply(ctx, "ids", &sessions.Change{Append: users("s", 1)})
 	must("Apply to the source", err)
-	_, err = st.Update(ctx, "ids", func(v sessions.View) (*sessions.Change, error) {
-		kept := []sessions.Message{{Role: sessions.RoleUser, Text: "[summary]"}, *v.At(v.Len() - 2), *v.At(v.Len() - 1)}
+	_, err = st.Update(ctx, "ids", func(v message.View) (*sessions.Change, error) {
+		kept := []message.Message{{Role: message.RoleUser, Text: "[summary]"}, *v.At(v.Len() - 2), *v.At(v.Len() - 1)}
 		return &sessions.Change{Replace: true, ReplaceWith: kept}, nil
 	})
 	must("compaction", err)

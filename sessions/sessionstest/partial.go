@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // checkPartial fails the test unless a sessions.PartialLoader backend's
@@ -61,7 +62,7 @@ func testPartialNotFound(h *harness) {
 // appendLogged returns the Change the store makes to append msgs to
 // want's session: one "message" event per message, as the store logs
 // them, then extra events.
-func appendLogged(want *sessions.Record, when time.Time, base int, msgs []sessions.Message, extra ...sessions.Event) *sessions.Change {
+func appendLogged(want *sessions.Record, when time.Time, base int, msgs []message.Message, extra ...sessions.Event) *sessions.Change {
 	var events []sessions.Event
 	for i, m := range msgs {
 		events = append(events, sessions.Event{Type: sessions.EventMessage, CorrID: m.ToolCallID,
@@ -72,7 +73,7 @@ func appendLogged(want *sessions.Record, when time.Time, base int, msgs []sessio
 }
 
 // history tracks what LoadAppended must return for one session.
-type history map[int64]sessions.Message
+type history map[int64]message.Message
 
 // note records the messages that ch's "message" events appended, when ch
 // pairs them with its Append one to one.
@@ -99,7 +100,7 @@ func (h *harness) checkHistory(hb sessions.HistoryBackend, want *sessions.Record
 	if err != nil {
 		h.t.Fatalf("LoadAppended(%q): %v", want.ID, err)
 	}
-	if !reflect.DeepEqual(map[int64]sessions.Message(hist), got) && (len(hist) > 0 || len(got) > 0) {
+	if !reflect.DeepEqual(map[int64]message.Message(hist), got) && (len(hist) > 0 || len(got) > 0) {
 		h.t.Fatalf("LoadAppended(%q): got seqs %v, want %v\n\tgot  %v\n\twant %v", want.ID,
 			slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(hist)), got, hist)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // The multi-process tests run the backend's test binary again as helper
@@ -76,9 +77,9 @@ func RunProcessTests(t *testing.T, newTarget func(t *testing.T) string, open fun
 func processTurn(rec *sessions.Record, tag string) *sessions.Change {
 	seq := int64(len(rec.Events)) + 1
 	return &sessions.Change{
-		Append: []sessions.Message{
-			{Role: sessions.RoleAssistant, ToolCalls: []sessions.ToolCall{{ID: tag, Name: "work", Arguments: map[string]any{}}}},
-			{Role: sessions.RoleTool, ToolCallID: tag, Name: "work", Text: tag},
+		Append: []message.Message{
+			{Role: message.RoleAssistant, ToolCalls: []message.ToolCall{{ID: tag, Name: "work", Arguments: map[string]any{}}}},
+			{Role: message.RoleTool, ToolCallID: tag, Name: "work", Text: tag},
 		},
 		Events:   []sessions.Event{{Seq: seq, Type: "turn_end", SessionID: rec.ID, Time: time.Now(), CorrID: tag}},
 		AddTurns: 1,
@@ -291,7 +292,7 @@ func testProcessesRetry(t *testing.T, target string, open func(string) (sessions
 	if rec.Version != int64(total) || len(rec.Messages) != 2*total || rec.Turns != total {
 		t.Fatalf("version %d, %d messages, %d turns; want %d, %d, %d", rec.Version, len(rec.Messages), rec.Turns, total, 2*total, total)
 	}
-	if err := sessions.Validate(rec.Messages); err != nil {
+	if err := message.Validate(rec.Messages); err != nil {
 		t.Fatalf("transcript written by %d processes is not valid: %v", procs+1, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // t0 is the suite's clock origin: nanoseconds and a zone other than UTC,
@@ -28,13 +29,13 @@ func newRecord(id string, created time.Time) *sessions.Record {
 }
 
 // user returns a user message with text s.
-func user(s string) sessions.Message {
-	return sessions.Message{Role: sessions.RoleUser, Text: s}
+func user(s string) message.Message {
+	return message.Message{Role: message.RoleUser, Text: s}
 }
 
 // users returns user messages prefix0 .. prefix(n-1).
-func users(prefix string, n int) []sessions.Message {
-	out := make([]sessions.Message, n)
+func users(prefix string, n int) []message.Message {
+	out := make([]message.Message, n)
 	for i := range out {
 		out[i] = user(fmt.Sprintf("%s%d", prefix, i))
 	}
@@ -45,13 +46,13 @@ func users(prefix string, n int) []sessions.Message {
 // block content of each kind, tool calls with nested arguments, tool
 // results, metadata and usage holding int64 and float64 values (whole
 // floats included), and text that needs escaping.
-func richMessages() []sessions.Message {
-	return []sessions.Message{
-		{ID: "0195925c-2f1d-7000-8000-000000000001", CreatedAt: at(0).UTC(), Role: sessions.RoleSystem, Text: "You are terse.\nQuotes \" and \\ backslashes, <tags> & unicode: héllo 世界 🎉\t"},
-		{Role: sessions.RoleUser,
-			Blocks: []sessions.Block{
-				{Type: sessions.BlockText, Text: "look at this"},
-				{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"},
+func richMessages() []message.Message {
+	return []message.Message{
+		{ID: "0195925c-2f1d-7000-8000-000000000001", CreatedAt: at(0).UTC(), Role: message.RoleSystem, Text: "You are terse.\nQuotes \" and \\ backslashes, <tags> & unicode: héllo 世界 🎉\t"},
+		{Role: message.RoleUser,
+			Blocks: []message.Block{
+				{Type: message.BlockText, Text: "look at this"},
+				{Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk"},
 			},
 			Metadata: map[string]any{
 				"source": "cli", "attempt": int64(2), "score": 0.75, "weight": 2.0, "zero": 0.0,
@@ -59,14 +60,14 @@ func richMessages() []sessions.Message {
 				"tags":   []any{"a", int64(1), 1.5, 3.0, true, nil},
 				"nested": map[string]any{"k": map[string]any{"deep": []any{map[string]any{"x": int64(-3), "y": -3.0}}}},
 			}},
-		{Role: sessions.RoleAssistant,
-			Blocks: []sessions.Block{
-				{Type: sessions.BlockThinking, Thinking: "which tools?", Signature: "c2lnbmF0dXJl"},
-				{Type: sessions.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"},
-				{Type: sessions.BlockThinking, Thinking: "summary <b>", Origin: "openai_responses", Data: `{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"summary <b>"}],"encrypted_content":"gAAAA=="}`},
-				{Type: sessions.BlockText, Text: "calling two tools"},
+		{Role: message.RoleAssistant,
+			Blocks: []message.Block{
+				{Type: message.BlockThinking, Thinking: "which tools?", Signature: "c2lnbmF0dXJl"},
+				{Type: message.BlockRedactedThinking, Data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"},
+				{Type: message.BlockThinking, Thinking: "summary <b>", Origin: "openai_responses", Data: `{"id":"rs_1","type":"reasoning","summary":[{"type":"summary_text","text":"summary <b>"}],"encrypted_content":"gAAAA=="}`},
+				{Type: message.BlockText, Text: "calling two tools"},
 			},
-			ToolCalls: []sessions.ToolCall{
+			ToolCalls: []message.ToolCall{
 				{ID: "call_1", Name: "search", Arguments: map[string]any{
 					"query": "go sqlite", "limit": int64(10), "threshold": 0.5, "exact": 1.0,
 					"filters": map[string]any{"langs": []any{"go", "c"}, "since": nil, "on": true},
@@ -76,11 +77,11 @@ func richMessages() []sessions.Message {
 			Model: "mock-large",
 			Usage: map[string]any{"input_tokens": int64(1234), "output_tokens": int64(56), "cost_usd": 0.0125,
 				"cache": map[string]any{"hits": int64(0), "ratio": 1.0}}},
-		{Role: sessions.RoleTool, ToolCallID: "call_1", Name: "search", Text: "3 results\nfirst line"},
-		{Role: sessions.RoleTool, ToolCallID: "call_2", Name: "noop", IsError: true, Text: "boom"},
-		{Role: sessions.RoleAssistant, Text: "", Model: "mock-large"},
-		{Role: sessions.RoleUser, Blocks: []sessions.Block{}},
-		{Role: sessions.RoleUser, Text: strings.Repeat("long ", 2000)},
+		{Role: message.RoleTool, ToolCallID: "call_1", Name: "search", Text: "3 results\nfirst line"},
+		{Role: message.RoleTool, ToolCallID: "call_2", Name: "noop", IsError: true, Text: "boom"},
+		{Role: message.RoleAssistant, Text: "", Model: "mock-large"},
+		{Role: message.RoleUser, Blocks: []message.Block{}},
+		{Role: message.RoleUser, Text: strings.Repeat("long ", 2000)},
 	}
 }
 
@@ -135,7 +136,7 @@ func cloneRecord(r *sessions.Record) *sessions.Record {
 // apply is the reference semantics of Backend.Write: ch applied to want
 // as the memory backend applies it.
 func apply(want *sessions.Record, ch *sessions.Change) {
-	tr := sessions.ApplyToTranscript(sessions.NewTranscript(slices.Clone(want.Messages)), ch)
+	tr := sessions.ApplyToTranscript(message.NewTranscript(slices.Clone(want.Messages)), ch)
 	want.Messages = tr.Slice()
 	sessions.ApplyToRecord(want, ch)
 }
@@ -208,7 +209,7 @@ func derefInt(n *int) any {
 
 // diffMessages compares message lists exactly (reflect.DeepEqual per
 // message, CreatedAt with Equal).
-func diffMessages(got, want []sessions.Message) []string {
+func diffMessages(got, want []message.Message) []string {
 	if len(got) != len(want) {
 		return []string{fmt.Sprintf("Messages: got %d %s, want %d %s", len(got), texts(got), len(want), texts(want))}
 	}
@@ -225,7 +226,7 @@ func diffMessages(got, want []sessions.Message) []string {
 }
 
 // texts abbreviates a message list for failure messages.
-func texts(msgs []sessions.Message) string {
+func texts(msgs []message.Message) string {
 	var parts []string
 	for i := range msgs {
 		if len(parts) == 12 {

@@ -44,7 +44,7 @@
 //     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
 //     ErrConflict, and the result is a valid transcript.
-//   - Message ids and times (sessions.Message's ID and CreatedAt): a
+//   - Message ids and times (message.Message's ID and CreatedAt): a
 //     backend stores and returns them unchanged (times compared with
 //     Equal), so through a Store every message has a UUIDv7 id unique in
 //     its session and its write's time, the same on every load and after

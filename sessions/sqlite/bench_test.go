@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
@@ -16,34 +17,34 @@ import (
 // every four messages: a user prompt, an assistant message calling a
 // tool, the tool's result and an assistant answer with usage (about 175
 // bytes of JSON on average).
-func typical(i int) sessions.Message {
+func typical(i int) message.Message {
 	id := fmt.Sprintf("call_%d", i/4)
 	switch i % 4 {
 	case 0:
-		return sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprintf("Step %d: please look at the failing test in pkg/server and tell me why it fails.", i)}
+		return message.Message{Role: message.RoleUser, Text: fmt.Sprintf("Step %d: please look at the failing test in pkg/server and tell me why it fails.", i)}
 	case 1:
-		return sessions.Message{Role: sessions.RoleAssistant, Text: "Let me read the test output first.",
-			ToolCalls: []sessions.ToolCall{{ID: id, Name: "run_tests", Arguments: map[string]any{"package": "./pkg/server", "verbose": true, "count": int64(1)}}}}
+		return message.Message{Role: message.RoleAssistant, Text: "Let me read the test output first.",
+			ToolCalls: []message.ToolCall{{ID: id, Name: "run_tests", Arguments: map[string]any{"package": "./pkg/server", "verbose": true, "count": int64(1)}}}}
 	case 2:
-		return sessions.Message{Role: sessions.RoleTool, ToolCallID: id, Name: "run_tests",
+		return message.Message{Role: message.RoleTool, ToolCallID: id, Name: "run_tests",
 			Text: "--- FAIL: TestHandler (0.01s)\n    handler_test.go:42: got status 500, want 200\nFAIL\nexit status 1\nFAIL\tgithub.com/example/pkg/server\t0.012s"}
 	default:
-		return sessions.Message{Role: sessions.RoleAssistant, Model: "mock-large",
+		return message.Message{Role: message.RoleAssistant, Model: "mock-large",
 			Text:  "The handler returns 500 because the request body is read twice; the second read sees EOF.",
 			Usage: map[string]any{"input_tokens": int64(1200 + i), "output_tokens": int64(40)}}
 	}
 }
 
 // kilobyte returns a user message of about 1 KB of JSON.
-func kilobyte(i int) sessions.Message {
+func kilobyte(i int) message.Message {
 	line := fmt.Sprintf("Message %d. The quick brown fox jumps over the lazy dog; it is a typical line of prose. ", i)
-	return sessions.Message{Role: sessions.RoleUser, Text: strings.Repeat(line, 1000/len(line)+1)[:1000]}
+	return message.Message{Role: message.RoleUser, Text: strings.Repeat(line, 1000/len(line)+1)[:1000]}
 }
 
 // fill creates session id with n messages made by msg, appended in
 // writes of 1000, each message with the "message" event the store logs
 // for it when events is set.
-func fill(b *testing.B, be *Backend, id string, n int, msg func(int) sessions.Message, events bool) {
+func fill(b *testing.B, be *Backend, id string, n int, msg func(int) message.Message, events bool) {
 	b.Helper()
 	ctx := b.Context()
 	now := time.Now()
@@ -124,7 +125,7 @@ func BenchmarkAppend(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		m := typical(0) // a user message: valid after any earlier one
-		ch := &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: now,
+		ch := &sessions.Change{Append: []message.Message{m}, UpdatedAt: now,
 			Events: []sessions.Event{{Seq: int64(i + 1), Type: sessions.EventMessage, Time: now, Data: map[string]any{"index": int64(i), "role": m.Role}}}}
 		if err := be.Write(ctx, "s", int64(i), ch); err != nil {
 			b.Fatal(err)
@@ -226,7 +227,7 @@ func BenchmarkDiskPerMessage(b *testing.B) {
 	body, _ := json.Marshal(kilobyte(0))
 	v := 0
 	for b.Loop() {
-		msgs := make([]sessions.Message, batch)
+		msgs := make([]message.Message, batch)
 		for i := range msgs {
 			msgs[i] = kilobyte(v*batch + i)
 		}
@@ -241,7 +242,7 @@ func BenchmarkDiskPerMessage(b *testing.B) {
 }
 
 // withID is typical(i) as the store appends it: with an id and a time.
-func withID(i int) sessions.Message {
+func withID(i int) message.Message {
 	m := typical(i)
 	m.ID = sessions.NewMessageID()
 	m.CreatedAt = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC).Add(time.Duration(i) * time.Millisecond)
@@ -266,7 +267,7 @@ func BenchmarkMessageIDs(b *testing.B) {
 			}
 		})
 	}
-	for name, m := range map[string]sessions.Message{"plain": typical(1), "ids": withID(1)} {
+	for name, m := range map[string]message.Message{"plain": typical(1), "ids": withID(1)} {
 		b.Run("Encode/"+name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := json.Marshal(m); err != nil {

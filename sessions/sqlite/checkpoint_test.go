@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // walIndex returns the WAL's last frame (mxFrame) and how many of its
@@ -32,8 +33,8 @@ func appendMessages(t *testing.T, be *Backend, version *int64, n int) {
 	t.Helper()
 	now := time.Now()
 	for range n {
-		m := sessions.Message{Role: sessions.RoleUser, Text: "a short note"}
-		ch := &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: now,
+		m := message.Message{Role: message.RoleUser, Text: "a short note"}
+		ch := &sessions.Change{Append: []message.Message{m}, UpdatedAt: now,
 			Events: []sessions.Event{{Seq: *version + 1, Type: sessions.EventMessage, Time: now, Data: map[string]any{"index": *version, "role": m.Role}}}}
 		if err := be.Write(t.Context(), "s", *version, ch); err != nil {
 			t.Fatal(err)

@@ -98,7 +98,7 @@
 //
 // Times are Unix nanoseconds, loaded in UTC (the zero time is stored as
 // the smallest int64, so it sorts first); JSON uses skein's encodings
-// (sessions.Message's MarshalJSON, internal/jsonvalue's Encode), which give every
+// (message.Message's MarshalJSON, internal/jsonvalue's Encode), which give every
 // value back with its type. Indexes serve listing by status, parent,
 // creation and update time, and the lookups foreign keys need.
 //

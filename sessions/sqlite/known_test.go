@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestKnownStateOfFailedCommit: a write whose commit fails leaves no
@@ -22,7 +23,7 @@ func TestKnownStateOfFailedCommit(t *testing.T) {
 	appendText := func(be *Backend, base int64, texts ...string) error {
 		ch := &sessions.Change{UpdatedAt: now}
 		for _, text := range texts {
-			ch.Append = append(ch.Append, sessions.Message{Role: sessions.RoleUser, Text: text})
+			ch.Append = append(ch.Append, message.Message{Role: message.RoleUser, Text: text})
 		}
 		return be.Write(ctx, "s", base, ch)
 	}
@@ -76,7 +77,7 @@ func TestWritersWaitForEachOther(t *testing.T) {
 		}
 		go func() {
 			for v := range int64(n) {
-				ch := &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint(v)}}, UpdatedAt: now}
+				ch := &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: fmt.Sprint(v)}}, UpdatedAt: now}
 				if err := be.Write(ctx, id, v, ch); err != nil {
 					errs <- fmt.Errorf("%s, write %d: %w", id, v, err)
 					return

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Lazy is a sessions.Backend over the SQLite file at a path that is
@@ -119,7 +120,7 @@ func (l *Lazy) Create(ctx context.Context, rec *sessions.Record) error {
 
 // CreateWithHistory opens (creating) the file and stores the session
 // with its history.
-func (l *Lazy) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]sessions.Message) error {
+func (l *Lazy) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]message.Message) error {
 	b, err := l.backend(true)
 	if err != nil {
 		return err
@@ -174,7 +175,7 @@ func (l *Lazy) LoadEvents(ctx context.Context, id string) ([]sessions.Event, err
 
 // LoadAppended returns the messages the session's message events
 // appended.
-func (l *Lazy) LoadAppended(ctx context.Context, id string) (map[int64]sessions.Message, error) {
+func (l *Lazy) LoadAppended(ctx context.Context, id string) (map[int64]message.Message, error) {
 	b, err := l.backend(false)
 	if b == nil {
 		return nil, orNotFound(id, err)

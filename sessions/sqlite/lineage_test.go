@@ -10,6 +10,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestStoredCycleTerminates: a parent cycle written by an older version
@@ -75,7 +76,7 @@ func TestDeepMessageNamesItsIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, text := range []string{"a", "b"} {
-		if _, err := st.Apply(ctx, "d", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: text}}}); err != nil {
+		if _, err := st.Apply(ctx, "d", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -83,7 +84,7 @@ func TestDeepMessageNamesItsIndex(t *testing.T) {
 	for range 12000 {
 		deep = []any{deep}
 	}
-	_, err = st.Apply(ctx, "d", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "c", Metadata: map[string]any{"x": deep}}}})
+	_, err = st.Apply(ctx, "d", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "c", Metadata: map[string]any{"x": deep}}}})
 	var de *jsonvalue.DepthError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), "message 2: metadata: at .x[0][0]") {
 		t.Fatalf("Apply of a deep message = %v", err)

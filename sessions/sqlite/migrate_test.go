@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestMigrateFromVersion1 opens a database of schema version 1, as the
@@ -59,8 +60,8 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if got, err := b.LoadAppended(ctx, "old"); err != nil || len(got) != 0 {
 		t.Fatalf("LoadAppended of a version 1 session = %v, %v; want nothing", got, err)
 	}
-	m := sessions.Message{Role: sessions.RoleUser, Text: "from v2"}
-	err = b.Write(ctx, "old", rec.Version, &sessions.Change{Append: []sessions.Message{m}, SetTitle: true, Title: "titled in v3",
+	m := message.Message{Role: message.RoleUser, Text: "from v2"}
+	err = b.Write(ctx, "old", rec.Version, &sessions.Change{Append: []message.Message{m}, SetTitle: true, Title: "titled in v3",
 		SetFirstPrompt: true, FirstPrompt: "from v1",
 		Events: []sessions.Event{{Seq: 2, Type: sessions.EventMessage, Time: time.Now(), Data: map[string]any{"index": int64(1), "role": "user"}}}})
 	if err != nil {
@@ -253,8 +254,8 @@ func TestMigrateToWrites(t *testing.T) {
 	if err != nil || total != 3 || list[0].ID != "e" || list[2].Length != 2100 || list[1].Children != 0 || list[2].Children != 1 {
 		t.Fatalf("List: %+v, %d, %v", list, total, err)
 	}
-	m := sessions.Message{Role: sessions.RoleUser, Text: "m2100"}
-	if err := b.Write(ctx, "p", 5, &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: time.Unix(50, 0),
+	m := message.Message{Role: message.RoleUser, Text: "m2100"}
+	if err := b.Write(ctx, "p", 5, &sessions.Change{Append: []message.Message{m}, UpdatedAt: time.Unix(50, 0),
 		Events: []sessions.Event{{Seq: 2502, Type: sessions.EventMessage, Time: time.Unix(50, 0)}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // walFrames returns the frames written to be's WAL since the last call
@@ -45,8 +46,8 @@ func TestWritePages(t *testing.T) {
 	walFrames(t, be)
 	const n = 20
 	for i := range n {
-		m := sessions.Message{Role: sessions.RoleUser, Text: "a short note"}
-		ch := &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: now,
+		m := message.Message{Role: message.RoleUser, Text: "a short note"}
+		ch := &sessions.Change{Append: []message.Message{m}, UpdatedAt: now,
 			Events: []sessions.Event{{Seq: int64(i + 1), Type: sessions.EventMessage, Time: now, Data: map[string]any{"index": int64(i), "role": m.Role}}}}
 		if err := be.Write(ctx, "s", int64(i), ch); err != nil {
 			t.Fatal(err)
@@ -81,8 +82,8 @@ func TestWritePages(t *testing.T) {
 	walFrames(t, be)
 	const kb = 200
 	for i := range kb {
-		m := sessions.Message{Role: sessions.RoleUser, Text: strings.Repeat("x", 1000)}
-		if err := be.Write(ctx, "kb", int64(i), &sessions.Change{Append: []sessions.Message{m}, UpdatedAt: now}); err != nil {
+		m := message.Message{Role: message.RoleUser, Text: strings.Repeat("x", 1000)}
+		if err := be.Write(ctx, "kb", int64(i), &sessions.Change{Append: []message.Message{m}, UpdatedAt: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -100,7 +101,7 @@ func TestWriteAfterAnotherWriter(t *testing.T) {
 	a, b := openClosed(t, path), openClosed(t, path)
 	ctx := t.Context()
 	now := time.Now()
-	user := func(text string) sessions.Message { return sessions.Message{Role: sessions.RoleUser, Text: text} }
+	user := func(text string) message.Message { return message.Message{Role: message.RoleUser, Text: text} }
 	create := func(be *Backend, texts ...string) {
 		t.Helper()
 		if err := be.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
@@ -119,15 +120,15 @@ func TestWriteAfterAnotherWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(b, "b1", "b2", "b3")
-	if err := a.Write(ctx, "s", 1, &sessions.Change{Append: []sessions.Message{user("a3")}, UpdatedAt: now}); err != nil {
+	if err := a.Write(ctx, "s", 1, &sessions.Change{Append: []message.Message{user("a3")}, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	wantTexts(t, a, "s", "b1 b2 b3 a3", 2)
 	// And a write at a version another Backend has moved past conflicts.
-	if err := b.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("b4")}, UpdatedAt: now}); err != nil {
+	if err := b.Write(ctx, "s", 2, &sessions.Change{Append: []message.Message{user("b4")}, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Write(ctx, "s", 2, &sessions.Change{Append: []sessions.Message{user("a4")}, UpdatedAt: now}); !errors.Is(err, sessions.ErrConflict) {
+	if err := a.Write(ctx, "s", 2, &sessions.Change{Append: []message.Message{user("a4")}, UpdatedAt: now}); !errors.Is(err, sessions.ErrConflict) {
 		t.Errorf("write at a stale version: %v, want a conflict", err)
 	}
 }

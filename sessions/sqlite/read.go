@@ -9,6 +9,7 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // querier is what *sql.DB and *sql.Tx share for single-row queries.
@@ -97,8 +98,8 @@ func sessionSID(ctx context.Context, tx *sql.Tx, id string) (int64, error) {
 // LoadAppended returns the messages the session's "message" events
 // appended, by the events' seq, including those no longer in its current
 // message list (sessions.HistoryBackend, sessions.ErrNotFound).
-func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessions.Message, error) {
-	var out map[int64]sessions.Message
+func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]message.Message, error) {
+	var out map[int64]message.Message
 	err := b.read(ctx, func(tx *sql.Tx) error {
 		sid, err := sessionSID(ctx, tx, id)
 		if err != nil {
@@ -115,7 +116,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]sessio
 // loadAppended reads the messages session sid's "message" events
 // appended, by the events' seq: every writes row of the session, the
 // message rows each event names matched to it.
-func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]sessions.Message, error) {
+func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]message.Message, error) {
 	bodies := map[int64]storedMessage{}
 	type appended struct{ seq, pos int64 }
 	var list []appended
@@ -145,7 +146,7 @@ func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]session
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]sessions.Message, len(list))
+	msgs := make([]message.Message, len(list))
 	dec := rowstore.NewDecoder("message", len(list), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
 	for i, a := range list {
 		m, ok := bodies[a.pos]
@@ -165,7 +166,7 @@ func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]session
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]sessions.Message, len(list))
+	out := make(map[int64]message.Message, len(list))
 	for i, a := range list {
 		out[a.seq] = msgs[i]
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestReadOnly opens a database read-only: it reads what is stored,
@@ -23,7 +24,7 @@ func TestReadOnly(t *testing.T) {
 	b := openTest(t, path)
 	now := time.Now().UTC()
 	rec := &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "hello"}}}
+		Messages: []message.Message{{Role: message.RoleUser, Text: "hello"}}}
 	if err := b.Create(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}

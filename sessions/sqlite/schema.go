@@ -9,6 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // applicationID marks a SQLite file as a skein session database
@@ -262,7 +263,7 @@ CREATE TABLE locks (
 ) STRICT, WITHOUT ROWID;
 `
 
-// migration8 gives every message row an id and a time (sessions.Message's
+// migration8 gives every message row an id and a time (message.Message's
 // ID and CreatedAt), which rows of version 8 carry in their body: its SQL
 // does nothing, and identifyMessages rewrites the rows of earlier
 // versions.
@@ -273,7 +274,7 @@ const migration8 = `SELECT 1;`
 // the rows a fork shares keep one id for the parent and the fork. Its time
 // is that of the "message" event that appended it (version 2 on), else
 // the previous row's of the session, else the session's creation. The
-// body is written again as sessions.Message encodes it and its checksum
+// body is written again as message.Message encodes it and its checksum
 // (version 6) computed, also for rows of version 5 and older that had
 // none; a row whose checksum already fails is left alone, so its damage is
 // still reported on load. It reads one session's rows at a time.
@@ -356,7 +357,7 @@ func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Ti
 		if r.crc.Valid && sessions.VerifyChecksum(int(r.pos), []byte(r.body), uint32(r.crc.Int64)) != nil {
 			continue // damaged: the load reports it
 		}
-		var m sessions.Message
+		var m message.Message
 		if err := json.Unmarshal([]byte(r.body), &m); err != nil {
 			return fmt.Errorf("message row %d: %w", r.pos, err)
 		}

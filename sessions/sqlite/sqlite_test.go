@@ -14,6 +14,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore/rowstoretest"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
@@ -84,7 +85,7 @@ func TestOpenCreatesAndMigrates(t *testing.T) {
 	}
 	ctx := t.Context()
 	rec := &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: time.Now(), UpdatedAt: time.Now(),
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}}}
+		Messages: []message.Message{{Role: message.RoleUser, Text: "hi"}}}
 	if err := b.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}

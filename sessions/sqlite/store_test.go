@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // TestStore drives a sessions.Store over this backend as a VM would:
@@ -31,7 +32,7 @@ func TestStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
+		if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +46,7 @@ func TestStore(t *testing.T) {
 	if _, err := s.Open(ctx, "other", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, "branch", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "b"}}}); err != nil {
+	if _, err := s.Apply(ctx, "branch", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]*sessions.Record{}
@@ -88,7 +89,7 @@ func TestStore(t *testing.T) {
 	if o, err := s.Open(ctx, "main", 0); err != nil || o.Created {
 		t.Fatalf("Open(main) = %+v, %v", o, err)
 	}
-	if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "again"}}}); err != nil {
+	if _, err := s.Apply(ctx, "main", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "again"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.Length(ctx, "main"); err != nil || n != 2 {
@@ -116,7 +117,7 @@ func TestStoreResumesWithoutLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := first.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
+		if _, err := first.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: fmt.Sprint("m", i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,7 +125,7 @@ func TestStoreResumesWithoutLog(t *testing.T) {
 	if _, err := second.Open(ctx, "s", 0); err != nil {
 		t.Fatal(err)
 	}
-	events, err := second.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m3"}}})
+	events, err := second.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "m3"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +151,14 @@ func TestStoreResumesWithoutLog(t *testing.T) {
 
 	// A third store resumes it and writes; the second's copy is stale.
 	third := newStore()
-	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m4"}}}); err != nil {
+	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "m4"}}}); err != nil {
 		t.Fatal(err)
 	}
 	fourth := newStore()
 	if _, err := fourth.Open(ctx, "s", 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "m5"}}}); err != nil {
+	if _, err := third.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "m5"}}}); err != nil {
 		t.Fatal(err)
 	}
 	snap, err = fourth.Snapshot(ctx, "s")
@@ -167,7 +168,7 @@ func TestStoreResumesWithoutLog(t *testing.T) {
 	if len(snap.Messages) != 5 || len(snap.Events) != 5 {
 		t.Fatalf("stale snapshot: %d messages, %d events; want 5 and 5 (its own copy)", len(snap.Messages), len(snap.Events))
 	}
-	_, err = fourth.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "late"}}})
+	_, err = fourth.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "late"}}})
 	if !errors.Is(err, sessions.ErrConflict) {
 		t.Fatalf("write through a stale copy: %v, want a conflict", err)
 	}
@@ -190,11 +191,11 @@ func TestStoreRefresh(t *testing.T) {
 	if err := a.Create(ctx, "s", sessions.Info{}); err != nil {
 		t.Fatal(err)
 	}
-	user := &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleUser, Text: "hi"}}}
+	user := &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}
 	if _, err := a.Apply(ctx, "s", user); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Apply(ctx, "s", &sessions.Change{Append: []sessions.Message{{Role: sessions.RoleAssistant, Text: "from b"}}}); err != nil {
+	if _, err := b.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleAssistant, Text: "from b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := a.Length(ctx, "s"); n != 1 {

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // frozenView reads the frozen view vid.
@@ -22,12 +22,12 @@ func frozenView(ctx context.Context, tx *sql.Tx, vid int64) (rowstore.Frozen, er
 
 // loadMessages returns the n messages of the current view v of session
 // sid.
-func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v rowstore.View, n int64) ([]sessions.Message, error) {
+func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v rowstore.View, n int64) ([]message.Message, error) {
 	ranges, err := rowstore.Spans(sid, v, n, func(vid int64) (rowstore.Frozen, error) { return frozenView(ctx, tx, vid) })
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]sessions.Message, n)
+	msgs := make([]message.Message, n)
 	// Not json.Unmarshal, which would scan each body twice more (validate,
 	// then find its end) before calling UnmarshalJSON.
 	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })

@@ -18,7 +18,7 @@ import (
 //	messages: per message, in position order:
 //	  flags byte (1: a checksum follows), the checksum (uint32, little
 //	  endian; sessions.Checksum of the body), the body's length
-//	  (uvarint) and the body (JSON of sessions.Message)
+//	  (uvarint) and the body (JSON of message.Message)
 //	events: per event, in seq order:
 //	  the seq's distance from the previous event's (uvarint; the first's
 //	  from the row's seq), the type's length (uvarint) and the type, the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // RawArgumentsKey is the single key of the arguments of a tool call whose
@@ -34,7 +34,7 @@ func DecodeArguments(text string) map[string]any {
 
 // EncodeArguments returns a tool call's arguments as JSON text; no
 // arguments are the empty object.
-func EncodeArguments(c *sessions.ToolCall) (string, error) {
+func EncodeArguments(c *message.ToolCall) (string, error) {
 	args := c.Arguments
 	if args == nil {
 		args = map[string]any{}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // BenchStream measures a client's cost of one streamed reply of n text
@@ -29,7 +29,7 @@ func BenchStream(b *testing.B, stream string, n int, model string, newClient fun
 		b.Fatal(err)
 	}
 	deltas := 0
-	req := &llm.Request{Model: model, Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "count"}}, Stream: true,
+	req := &llm.Request{Model: model, Messages: []message.Message{{Role: message.RoleUser, Text: "count"}}, Stream: true,
 		OnDelta: func(llm.Delta) { deltas++ }}
 	b.ReportAllocs()
 	for b.Loop() {

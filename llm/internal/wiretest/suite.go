@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/llm"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Protocol adapts one wire protocol's client to the conformance suite
@@ -116,7 +116,7 @@ var (
 )
 
 // User returns a user message of text.
-func User(text string) sessions.Message { return sessions.Message{Role: sessions.RoleUser, Text: text} }
+func User(text string) message.Message { return message.Message{Role: message.RoleUser, Text: text} }
 
 // Run runs every case of the conformance suite against p's client. The
 // request bodies of the cases that send a conversation back are compared
@@ -185,7 +185,7 @@ func (p *Protocol) checkReply(t *testing.T, c Case, resp *llm.Response, stop str
 
 func plain(t *testing.T, p *Protocol) {
 	srv := NewServer(t, p.Plain.reply(t))
-	resp, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}})
+	resp, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func stream(t *testing.T, p *Protocol) {
 	var deltas []string
 	temp := 0.5
 	resp, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{
-		Model: p.Model, System: "You are terse.", Messages: []sessions.Message{User("Say hello.")},
+		Model: p.Model, System: "You are terse.", Messages: []message.Message{User("Say hello.")},
 		MaxTokens: 100, Stop: []string{"END"}, Temperature: &temp, Stream: true,
 		OnDelta: func(d llm.Delta) { deltas = append(deltas, d.Text) },
 	})
@@ -225,20 +225,20 @@ func stream(t *testing.T, p *Protocol) {
 func toolCall(t *testing.T, p *Protocol) {
 	srv := NewServer(t, p.ToolCall.reply(t), p.Plain.reply(t))
 	c := p.client(t, srv, 0)
-	req := &llm.Request{Model: p.Model, System: "Use tools when they help.", Messages: []sessions.Message{User("Weather in Paris for two days?")},
+	req := &llm.Request{Model: p.Model, System: "Use tools when they help.", Messages: []message.Message{User("Weather in Paris for two days?")},
 		Tools: []llm.ToolSpec{WeatherTool}, ToolChoice: "auto", Stream: true}
 	first, err := c.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.checkReply(t, p.ToolCall, first, llm.StopToolUse)
-	checkCalls(t, first.ToolCalls, []sessions.ToolCall{{Name: "get_weather", Arguments: map[string]any{"location": "Paris, France", "days": int64(2)}}})
+	checkCalls(t, first.ToolCalls, []message.ToolCall{{Name: "get_weather", Arguments: map[string]any{"location": "Paris, France", "days": int64(2)}}})
 	if len(first.ToolCalls) != 1 {
 		return
 	}
 	req.Messages = append(req.Messages,
-		sessions.Message{Role: sessions.RoleAssistant, Text: first.Text, ToolCalls: first.ToolCalls},
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: first.ToolCalls[0].ID, Name: "get_weather", Text: `{"today":"sunny, 21 °C"}`})
+		message.Message{Role: message.RoleAssistant, Text: first.Text, ToolCalls: first.ToolCalls},
+		message.Message{Role: message.RoleTool, ToolCallID: first.ToolCalls[0].ID, Name: "get_weather", Text: `{"today":"sunny, 21 °C"}`})
 	req.Stream = false
 	if _, err := c.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
@@ -250,10 +250,10 @@ func toolCall(t *testing.T, p *Protocol) {
 
 // checkCalls compares tool calls but for their ids, which must be set and
 // distinct.
-func checkCalls(t *testing.T, got, want []sessions.ToolCall) {
+func checkCalls(t *testing.T, got, want []message.ToolCall) {
 	t.Helper()
 	ids := map[string]bool{}
-	var stripped []sessions.ToolCall
+	var stripped []message.ToolCall
 	for _, c := range got {
 		if c.ID == "" || ids[c.ID] {
 			t.Errorf("tool call ids must be set and distinct: %+v", got)
@@ -272,14 +272,14 @@ func checkCalls(t *testing.T, got, want []sessions.ToolCall) {
 func parallel(t *testing.T, p *Protocol) {
 	srv := NewServer(t, p.Parallel.reply(t), p.Plain.reply(t))
 	c := p.client(t, srv, 0)
-	req := &llm.Request{Model: p.Model, Messages: []sessions.Message{User("Weather in Paris and Tokyo, and the time?")},
+	req := &llm.Request{Model: p.Model, Messages: []message.Message{User("Weather in Paris and Tokyo, and the time?")},
 		Tools: []llm.ToolSpec{WeatherTool, TimeTool}, Stream: true}
 	resp, err := c.Complete(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.checkReply(t, p.Parallel, resp, llm.StopToolUse)
-	checkCalls(t, resp.ToolCalls, []sessions.ToolCall{
+	checkCalls(t, resp.ToolCalls, []message.ToolCall{
 		{Name: "get_weather", Arguments: map[string]any{"location": "Paris"}},
 		{Name: "get_weather", Arguments: map[string]any{"location": "Tokyo"}},
 		{Name: "get_time", Arguments: map[string]any{"zone": "UTC"}},
@@ -289,10 +289,10 @@ func parallel(t *testing.T, p *Protocol) {
 	}
 	calls := resp.ToolCalls
 	req.Messages = append(req.Messages,
-		sessions.Message{Role: sessions.RoleAssistant, ToolCalls: calls},
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: calls[0].ID, Name: "get_weather", Text: "sunny"},
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: calls[1].ID, Text: "rain"},
-		sessions.Message{Role: sessions.RoleTool, ToolCallID: calls[2].ID, Name: "get_time", Text: "no clock available", IsError: true},
+		message.Message{Role: message.RoleAssistant, ToolCalls: calls},
+		message.Message{Role: message.RoleTool, ToolCallID: calls[0].ID, Name: "get_weather", Text: "sunny"},
+		message.Message{Role: message.RoleTool, ToolCallID: calls[1].ID, Text: "rain"},
+		message.Message{Role: message.RoleTool, ToolCallID: calls[2].ID, Name: "get_time", Text: "no clock available", IsError: true},
 		User("Also, keep it short."))
 	req.Stream = false
 	if _, err := c.Complete(context.Background(), req); err != nil {
@@ -308,7 +308,7 @@ func thinking(t *testing.T, p *Protocol) {
 	srv := NewServer(t, p.Thinking.reply(t), p.Plain.reply(t))
 	c := p.client(t, srv, 0)
 	var thought strings.Builder
-	req := &llm.Request{Model: p.Model, Messages: []sessions.Message{User("Weather in Paris?")}, Tools: []llm.ToolSpec{WeatherTool},
+	req := &llm.Request{Model: p.Model, Messages: []message.Message{User("Weather in Paris?")}, Tools: []llm.ToolSpec{WeatherTool},
 		Thinking: &llm.Thinking{BudgetTokens: 2048}, Stream: true, OnDelta: func(d llm.Delta) { thought.WriteString(d.Thinking) }}
 	first, err := c.Complete(context.Background(), req)
 	if err != nil {
@@ -321,7 +321,7 @@ func thinking(t *testing.T, p *Protocol) {
 	p.checkReply(t, p.Thinking, first, stop)
 	var kept strings.Builder
 	for _, b := range first.Thinking {
-		if b.Type == sessions.BlockThinking {
+		if b.Type == message.BlockThinking {
 			kept.WriteString(b.Thinking)
 		}
 	}
@@ -331,21 +331,21 @@ func thinking(t *testing.T, p *Protocol) {
 	if thought.String() != kept.String() {
 		t.Errorf("thinking deltas %q, thinking kept %q", thought.String(), kept.String())
 	}
-	msg := sessions.Message{Role: sessions.RoleAssistant, Text: first.Text, ToolCalls: first.ToolCalls}
+	msg := message.Message{Role: message.RoleAssistant, Text: first.Text, ToolCalls: first.ToolCalls}
 	if first.Thinking != nil {
-		msg.Text, msg.Blocks = "", append(first.Thinking, sessions.Block{Type: sessions.BlockText, Text: first.Text})
+		msg.Text, msg.Blocks = "", append(first.Thinking, message.Block{Type: message.BlockText, Text: first.Text})
 	}
 	data, err := msg.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored sessions.Message
+	var stored message.Message
 	if err := stored.UnmarshalJSON(data); err != nil {
 		t.Fatal(err)
 	}
 	req.Messages = append(req.Messages, stored)
 	for _, call := range first.ToolCalls {
-		req.Messages = append(req.Messages, sessions.Message{Role: sessions.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: "sunny"})
+		req.Messages = append(req.Messages, message.Message{Role: message.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: "sunny"})
 	}
 	req.Messages = append(req.Messages, User("And tomorrow?"))
 	req.Stream, req.OnDelta = false, nil
@@ -389,7 +389,7 @@ func errorCategories(t *testing.T, p *Protocol) {
 		for _, h := range headers {
 			t.Run(string(cat)+"/"+h.name, func(t *testing.T) {
 				srv := NewServer(t, rep.With(h.name, h.value))
-				_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}})
+				_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}})
 				p.checkError(t, err, cat, rep.Status, h.wait)
 			})
 		}
@@ -405,14 +405,14 @@ func errorCategories(t *testing.T, p *Protocol) {
 	for _, s := range streams {
 		t.Run(s.name, func(t *testing.T) {
 			srv := NewServer(t, s.rep)
-			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: true})
+			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}, Stream: true})
 			p.checkError(t, err, s.cat, 0, 0)
 		})
 	}
 	t.Run("connection refused", func(t *testing.T) {
 		srv := NewServer(t)
 		srv.Close()
-		_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}})
+		_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}})
 		p.checkError(t, err, llm.Network, 0, 0)
 	})
 }
@@ -439,7 +439,7 @@ func retryThenSuccess(t *testing.T, p *Protocol) {
 	var sleeper Sleeper
 	policy := llm.RetryPolicy{Retries: 2, Backoff: 500 * time.Millisecond, Sleep: sleeper.Sleep, Jitter: NoJitter}
 	resp, err := policy.Call(context.Background(), func() (*llm.Response, error) {
-		return c.Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}})
+		return c.Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -466,7 +466,7 @@ func cancelMidStream(t *testing.T, p *Protocol) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		resp, err := c.Complete(ctx, &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: true,
+		resp, err := c.Complete(ctx, &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}, Stream: true,
 			OnDelta: func(llm.Delta) { cancel() }})
 		if resp != nil {
 			err = errors.New("a reply after cancellation")
@@ -500,7 +500,7 @@ func timeout(t *testing.T, p *Protocol) {
 	for _, s := range stalls {
 		t.Run(s.name, func(t *testing.T) {
 			srv := NewServer(t, s.rep)
-			_, err := p.client(t, srv, 100*time.Millisecond).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: s.stream})
+			_, err := p.client(t, srv, 100*time.Millisecond).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}, Stream: s.stream})
 			p.checkError(t, err, llm.Timeout, 0, 0)
 		})
 	}
@@ -517,14 +517,14 @@ func keyNeverInErrors(t *testing.T, p *Protocol) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			srv := NewServer(t, rep)
 			stream := strings.HasPrefix(rep.Header["Content-Type"], "text/event-stream")
-			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: stream})
+			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}, Stream: stream})
 			CheckScrubbed(t, err, p.Key)
 		})
 	}
 	t.Run("key in the base url", func(t *testing.T) {
 		c, err := p.New("http://127.0.0.1:1/?key="+p.Key, p.Key, 0)
 		if err == nil {
-			_, err = c.Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}})
+			_, err = c.Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}})
 		}
 		CheckScrubbed(t, err, p.Key)
 	})
@@ -550,7 +550,7 @@ func (p Protocol) CheckErrors(t *testing.T, cases []ErrorCase) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			srv := NewServer(t, c.Reply)
-			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []sessions.Message{User("hi")}, Stream: c.Stream})
+			_, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{Model: p.Model, Messages: []message.Message{User("hi")}, Stream: c.Stream})
 			e, ok := llm.AsError(err)
 			if !ok {
 				t.Fatalf("got %v, want *llm.Error", err)
@@ -589,7 +589,7 @@ func structured(t *testing.T, p *Protocol) {
 	srv := NewServer(t, p.Structured.reply(t))
 	out := StructuredOutput
 	resp, err := p.client(t, srv, 0).Complete(context.Background(), &llm.Request{
-		Model: p.Model, System: "Answer with the city's facts.", Messages: []sessions.Message{User("Tell me about Paris.")}, Output: &out,
+		Model: p.Model, System: "Answer with the city's facts.", Messages: []message.Message{User("Tell me about Paris.")}, Output: &out,
 	})
 	if err != nil {
 		t.Fatal(err)

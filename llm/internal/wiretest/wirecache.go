@@ -9,7 +9,7 @@ import (
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
-	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // conversation returns n messages of an agent conversation with every
@@ -19,26 +19,26 @@ import (
 // assistant message, thinking kept by each protocol (Anthropic's signed
 // blocks, Gemini's parts, Responses' output items, with characters HTML
 // escaping would change), and text answers.
-func conversation(n int) []sessions.Message {
-	var out []sessions.Message
+func conversation(n int) []message.Message {
+	var out []message.Message
 	for i := 0; len(out) < n; i++ {
 		a, b := fmt.Sprintf("call_%d_a", i), fmt.Sprintf("call_%d_b", i)
 		out = append(out,
-			sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprintf("step %d", i)},
-			sessions.Message{Role: sessions.RoleAssistant, Text: "checking", ToolCalls: []sessions.ToolCall{
+			message.Message{Role: message.RoleUser, Text: fmt.Sprintf("step %d", i)},
+			message.Message{Role: message.RoleAssistant, Text: "checking", ToolCalls: []message.ToolCall{
 				{ID: a, Name: "read", Arguments: map[string]any{"path": "a.txt", "n": int64(i)}},
 				{ID: b, Name: "run", Arguments: map[string]any{"argv": []any{"go", "test"}}}}},
-			sessions.Message{Role: sessions.RoleTool, ToolCallID: a, Name: "read", Text: "contents"},
-			sessions.Message{Role: sessions.RoleTool, ToolCallID: b, Text: "exit 1", IsError: true},
-			sessions.Message{Role: sessions.RoleUser, Blocks: []sessions.Block{{Type: sessions.BlockText, Text: "see"},
-				{Type: sessions.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
-			sessions.Message{Role: sessions.RoleSystem, Text: "be brief"},
-			sessions.Message{Role: sessions.RoleAssistant},
-			sessions.Message{Role: sessions.RoleAssistant, Blocks: []sessions.Block{
-				{Type: sessions.BlockThinking, Thinking: "so <b> & c", Signature: "sig<&>"},
-				{Type: sessions.BlockThinking, Origin: "gemini", Data: `[{"text":"a <b>","thoughtSignature":"s<&>"}]`},
-				{Type: sessions.BlockThinking, Origin: "openai_responses", Data: `[{"type":"reasoning","encrypted_content":"x<&>"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a <b>"}]}]`},
-				{Type: sessions.BlockText, Text: fmt.Sprintf("answer %d <&>", i)}}},
+			message.Message{Role: message.RoleTool, ToolCallID: a, Name: "read", Text: "contents"},
+			message.Message{Role: message.RoleTool, ToolCallID: b, Text: "exit 1", IsError: true},
+			message.Message{Role: message.RoleUser, Blocks: []message.Block{{Type: message.BlockText, Text: "see"},
+				{Type: message.BlockImage, MediaType: "image/png", Data: "iVBORw0KGgo="}}},
+			message.Message{Role: message.RoleSystem, Text: "be brief"},
+			message.Message{Role: message.RoleAssistant},
+			message.Message{Role: message.RoleAssistant, Blocks: []message.Block{
+				{Type: message.BlockThinking, Thinking: "so <b> & c", Signature: "sig<&>"},
+				{Type: message.BlockThinking, Origin: "gemini", Data: `[{"text":"a <b>","thoughtSignature":"s<&>"}]`},
+				{Type: message.BlockThinking, Origin: "openai_responses", Data: `[{"type":"reasoning","encrypted_content":"x<&>"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a <b>"}]}]`},
+				{Type: message.BlockText, Text: fmt.Sprintf("answer %d <&>", i)}}},
 		)
 	}
 	return out[:n]
@@ -53,10 +53,10 @@ func CheckWireCache(t *testing.T, encode func(*llm.Request) (*wire.JSON, error))
 	t.Helper()
 	all := conversation(60)
 	cache := &llm.WireCache{}
-	var msgs []sessions.Message
+	var msgs []message.Message
 	for i, m := range all {
 		if i == 40 {
-			msgs = append([]sessions.Message(nil), msgs[:10]...) // a reset: new addresses, fewer messages
+			msgs = append([]message.Message(nil), msgs[:10]...) // a reset: new addresses, fewer messages
 		}
 		msgs = append(msgs, m)
 		req := &llm.Request{Model: "m", System: "you are a test", Messages: msgs, MaxTokens: 100,
@@ -108,7 +108,7 @@ func BenchRequestBuild(b *testing.B, encode func(*llm.Request) (*wire.JSON, erro
 	const steps = 10
 	sizes := []int{10, 1000}
 	all := conversation(sizes[len(sizes)-1] + steps)
-	request := func(msgs []sessions.Message, cache *llm.WireCache) *llm.Request {
+	request := func(msgs []message.Message, cache *llm.WireCache) *llm.Request {
 		return &llm.Request{Model: "m", System: "you are a test", Messages: msgs, MaxTokens: 100,
 			Tools: []llm.ToolSpec{{Name: "read", Parameters: map[string]any{"type": "object"}}}, Cache: cache}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Stored values. Nullable columns are pointers (nil is SQL NULL), which
@@ -67,7 +68,7 @@ func NullString(s string) *string {
 	return &s
 }
 
-// Body is the stored form of one message: its JSON (sessions.Message's
+// Body is the stored form of one message: its JSON (message.Message's
 // MarshalJSON) and that JSON's sessions.Checksum, computed once when the
 // message is appended and verified on every load (Verify).
 type Body struct {
@@ -76,7 +77,7 @@ type Body struct {
 }
 
 // EncodeMessage returns the stored form of m.
-func EncodeMessage(m *sessions.Message) (Body, error) {
+func EncodeMessage(m *message.Message) (Body, error) {
 	data, err := m.MarshalJSON() // json.Marshal(m) would compact it again
 	if err != nil {
 		return Body{}, err
@@ -87,7 +88,7 @@ func EncodeMessage(m *sessions.Message) (Body, error) {
 // EncodeMessages returns the stored form of msgs. An error names the
 // message by what ("message", "appended message") and its index in msgs:
 // the index in the session only for a new session.
-func EncodeMessages(id, what string, msgs []sessions.Message) ([]Body, error) {
+func EncodeMessages(id, what string, msgs []message.Message) ([]Body, error) {
 	out := make([]Body, len(msgs))
 	for i := range msgs {
 		var err error
@@ -236,7 +237,7 @@ func (s *StoredSession) Record(id string) (*sessions.Record, error) {
 // those events' Pos to the rows the messages will take: 0, 1, ... (the
 // history a sessions.HistoryBackend's CreateWithHistory stores before
 // the current messages).
-func EncodeHistory(id string, events []EventRow, appended map[int64]sessions.Message) ([]Body, error) {
+func EncodeHistory(id string, events []EventRow, appended map[int64]message.Message) ([]Body, error) {
 	if len(appended) == 0 {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Fork is a sessions.ForkSpec in its stored form.
@@ -154,7 +155,7 @@ type Create struct {
 // and returns its stored form: appended, the messages some of its
 // "message" events appended by seq, become rows before the current
 // messages (EncodeHistory).
-func EncodeCreate(rec *sessions.Record, appended map[int64]sessions.Message) (*Create, error) {
+func EncodeCreate(rec *sessions.Record, appended map[int64]message.Message) (*Create, error) {
 	if err := CheckNoChildren(rec); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Raw reaches a backend's tables without the backend, as another tool
@@ -79,9 +80,9 @@ func counts(t testing.TB, raw Raw) map[string]int {
 // replacement, and frozen views go when nothing uses them.
 func testStorageSharing(t *testing.T, b sessions.Backend, raw Raw) {
 	ctx := t.Context()
-	msgs := make([]sessions.Message, 1000)
+	msgs := make([]message.Message, 1000)
 	for i := range msgs {
-		msgs[i] = sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint(i)}
+		msgs[i] = message.Message{Role: message.RoleUser, Text: fmt.Sprint(i)}
 	}
 	now := time.Now()
 	if err := b.Create(ctx, &sessions.Record{ID: "p", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now, Messages: msgs}); err != nil {
@@ -156,7 +157,7 @@ func testDeleteKeepsForkRows(t *testing.T, b sessions.Backend, raw Raw) {
 	ctx := context.Background()
 	now := time.Now()
 	rec := &sessions.Record{ID: "p", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
-		Messages: []sessions.Message{{Role: sessions.RoleUser, Text: "shared"}}}
+		Messages: []message.Message{{Role: message.RoleUser, Text: "shared"}}}
 	if err := b.Create(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func testLoadLong(t *testing.T, b sessions.Backend, raw Raw) {
 	now := time.Now().UTC()
 	rec := &sessions.Record{ID: "long", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}
 	for i := range n {
-		rec.Messages = append(rec.Messages, sessions.Message{Role: sessions.RoleUser, Text: fmt.Sprint("m", i),
+		rec.Messages = append(rec.Messages, message.Message{Role: message.RoleUser, Text: fmt.Sprint("m", i),
 			Metadata: map[string]any{"i": int64(i), "f": float64(i)}})
 		e := sessions.Event{Seq: int64(i + 1), Type: "e", SessionID: "long", Time: now.Add(time.Duration(i))}
 		if i%3 != 0 {
@@ -228,7 +229,7 @@ func testBatchReleasesViews(t *testing.T, b sessions.Backend, raw Raw) {
 	if err := b.Create(ctx, &sessions.Record{ID: "s", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	msgs := []sessions.Message{{Role: sessions.RoleUser, Text: "a"}, {Role: sessions.RoleUser, Text: "b"}, {Role: sessions.RoleUser, Text: "c"}}
+	msgs := []message.Message{{Role: message.RoleUser, Text: "a"}, {Role: message.RoleUser, Text: "b"}, {Role: message.RoleUser, Text: "c"}}
 	if err := b.Write(ctx, "s", 0, &sessions.Change{Append: msgs}, &sessions.Change{DropLast: 1}); err != nil {
 		t.Fatal(err)
 	}

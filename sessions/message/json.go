@@ -1,15 +1,20 @@
-package sessions
+package message
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 )
+
+// timeFormat is how created_at is written: RFC 3339 with the nanoseconds
+// a time has (package sessions writes every timestamp so).
+const timeFormat = time.RFC3339Nano
 
 // messageJSON is the stored and exported JSON form of a Message; its keys
 // are the message dict keys scripts use.
@@ -64,7 +69,7 @@ func (m *Message) appendJSON(dst []byte) ([]byte, bool) {
 	}
 	if !m.CreatedAt.IsZero() {
 		dst = append(dst, `"created_at":"`...)
-		dst = m.CreatedAt.UTC().AppendFormat(dst, TimeFormat)
+		dst = m.CreatedAt.UTC().AppendFormat(dst, timeFormat)
 		dst = append(dst, `",`...)
 	}
 	dst = append(dst, `"role":`...)
@@ -131,7 +136,7 @@ func formatCreated(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(TimeFormat)
+	return t.UTC().Format(timeFormat)
 }
 
 // parseCreated is the inverse of formatCreated.
@@ -139,7 +144,7 @@ func parseCreated(s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(TimeFormat, s)
+	t, err := time.Parse(timeFormat, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("created_at: %q is not an RFC 3339 time", s)
 	}
@@ -414,15 +419,33 @@ func readToolCalls(p *jsonvalue.Parser, m *Message) error {
 	})
 }
 
-// CheckMessageKeys refuses a decoded message object m with a key that no
-// message has (MessageKeys, the keys MarshalJSON writes): an import keeps
+// CheckKeys refuses a decoded message object m with a key that no
+// message has (Keys, the keys MarshalJSON writes): an import keeps
 // nothing it would silently drop. The error is worded as a message
 // dict's with an unknown key.
-func CheckMessageKeys(m map[string]any) error {
-	for _, k := range SortedKeys(m) {
-		if !slices.Contains(MessageKeys, k) {
-			return fmt.Errorf("unknown message key '%s' (expected one of: %s)", k, strings.Join(MessageKeys, ", "))
+func CheckKeys(m map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(Keys, k) {
+			return fmt.Errorf("unknown message key '%s' (expected one of: %s)", k, strings.Join(Keys, ", "))
 		}
+	}
+	return nil
+}
+
+// CheckValues checks that m's free-form data (tool call arguments,
+// metadata, usage) hold only JSON values (see internal/jsonvalue), which a
+// message decoded from JSON always does and one built in Go may not.
+func CheckValues(m *Message) error {
+	for _, c := range m.ToolCalls {
+		if err := jsonvalue.Check(map[string]any(c.Arguments)); err != nil {
+			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
+		}
+	}
+	if err := jsonvalue.Check(map[string]any(m.Metadata)); err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	if err := jsonvalue.Check(map[string]any(m.Usage)); err != nil {
+		return fmt.Errorf("usage: %w", err)
 	}
 	return nil
 }

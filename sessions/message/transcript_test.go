@@ -1,4 +1,4 @@
-package sessions
+package message
 
 import (
 	"fmt"
@@ -104,7 +104,9 @@ func TestValidate(t *testing.T) {
 		}
 		return m
 	}
-	result := func(id string) Message { return Message{Role: RoleTool, ToolCallID: id, Text: "ok"} }
+	result := func(id string) Message {
+		return Message{Role: RoleTool, ToolCallID: id, Text: "ok"}
+	}
 	user := Message{Role: RoleUser, Text: "q"}
 	tests := []struct {
 		name string

@@ -1,6 +1,8 @@
-package sessions
+package message
 
-import "testing"
+import (
+	"testing"
+)
 
 // FuzzCheckMessage: the message validator never panics, and a message it
 // accepts still passes after an encode and decode.
@@ -22,7 +24,7 @@ func FuzzCheckMessage(f *testing.F) {
 		if err := CheckShape(&m); err != nil {
 			return
 		}
-		if err := checkMessageJSON(&m); err != nil {
+		if err := CheckValues(&m); err != nil {
 			return
 		}
 		enc, err := m.MarshalJSON()

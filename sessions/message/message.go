@@ -1,25 +1,22 @@
-// Package sessions is skein's transcript model and session store.
+// Package message is skein's transcript model: the Message, its content
+// Blocks and ToolCalls, their JSON form (the message dict keys scripts
+// and exports use), the checks that keep a transcript valid provider
+// input (CheckShape, CheckAppend, Validate), the persistent Transcript
+// sequence sessions hold, and the Redactor that masks known secrets in
+// messages.
 //
-// A session owns an ordered transcript of immutable messages, an
-// append-only event log, an optional running summary, metadata and lineage
-// (parent, children, branch point). The Store keeps live sessions in an LRU
-// in front of a Backend that gives durability; every write goes through to
-// the backend before the call that made it returns.
-//
-// Free-form data (metadata, usage, tool arguments, event fields) holds
-// the JSON values of internal/jsonvalue. The formats a session is
-// exported in, and imported from, are package sessions/export.
-//
-// This package never imports Starlark: the Starlark surface lives in
-// package builtins, one layer up.
-package sessions
+// It depends on nothing but the standard library and internal/jsonvalue,
+// so provider clients (package llm and its providers) use it without
+// linking the session store (package sessions) or its backends. Like
+// sessions, it never imports Starlark.
+package message
 
 import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -87,7 +84,7 @@ type ToolCall struct {
 //
 // ID and CreatedAt identify a stored message: the store gives every
 // message it appends without an ID a new one (a UUIDv7 from its id
-// source) and the write's time (see Store.Apply), and a backend stores
+// source) and the write's time (see sessions.Store.Apply), and a backend stores
 // and returns both unchanged. A message keeps them when a fork shares
 // it, a compaction keeps it or a trim leaves it; they are unique among a
 // session's messages (a fork shares its parent's ids for the shared
@@ -128,10 +125,10 @@ func (m *Message) HasToolCalls() bool {
 	return m.Role == RoleAssistant && len(m.ToolCalls) > 0
 }
 
-// MessageKeys lists the keys a message dict may have, in sorted order.
+// Keys lists the keys a message dict may have, in sorted order.
 // id and created_at are the store's (see Message): snapshots show them,
 // and a message dict that carries them may be passed back.
-var MessageKeys = []string{"content", "created_at", "id", "is_error", "metadata", "model", "name", "role", "tool_call_id", "tool_calls", "usage"}
+var Keys = []string{"content", "created_at", "id", "is_error", "metadata", "model", "name", "role", "tool_call_id", "tool_calls", "usage"}
 
 // CheckShape validates a message on its own: role, the fields allowed for
 // that role, content blocks and tool calls. It does not look at the
@@ -303,16 +300,6 @@ func quoteList(ids []string) string {
 	return strings.Join(q, ", ")
 }
 
-// SortedKeys returns the keys of m in sorted order.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // checkImage checks an image block's media type (image/SUBTYPE) and that
 // its data is standard, padded base64, as every provider wants it.
 func checkImage(b Block) error {
@@ -334,7 +321,7 @@ var UsageKeys = []string{"cache_read_tokens", "cache_write_tokens", "input_token
 
 // checkUsage checks a message's usage: known keys, each an int >= 0.
 func checkUsage(usage map[string]any) error {
-	for _, k := range SortedKeys(usage) {
+	for _, k := range slices.Sorted(maps.Keys(usage)) {
 		if !slices.Contains(UsageKeys, k) {
 			return fmt.Errorf("unknown 'usage' key '%s' (expected one of: %s)", k, strings.Join(UsageKeys, ", "))
 		}

@@ -1,4 +1,4 @@
-package sessions
+package message
 
 // View is read access to an ordered list of messages.
 type View interface {
@@ -91,7 +91,7 @@ func (t Transcript) Fork() Transcript {
 // (0 <= n <= t.Len()).
 func (t Transcript) Head(n int) Transcript {
 	if n < 0 || n > t.Len() {
-		panic("sessions: Transcript.Head out of range")
+		panic("message: Transcript.Head out of range")
 	}
 	cur := t
 	for cur.prefix != nil && n <= cur.prefix.Len() {

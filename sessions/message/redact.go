@@ -1,4 +1,4 @@
-package sessions
+package message
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ const MinSecretLen = 6
 // Redactor replaces known secret values with "<secret NAME>" in text that
 // is about to be stored or shown: tool results, command and HTTP results,
 // provider replies. A VM adds every secret its script looks up and every
-// provider key it uses; the Store redacts every message appended and
+// provider key it uses; the session store redacts every message appended and
 // every event logged. It is safe for concurrent use; the zero value
 // knows no secrets.
 type Redactor struct {
@@ -111,7 +111,9 @@ func (r *Redactor) Redact(s string) string {
 }
 
 // empty reports whether r knows no secret.
-func (r *Redactor) empty() bool {
+// Empty reports whether r knows no secrets (a nil r knows none): redacting
+// with it changes nothing.
+func (r *Redactor) Empty() bool {
 	if r == nil {
 		return true
 	}
@@ -175,7 +177,7 @@ func (r *Redactor) redactValue(v any) (any, bool) {
 // blocks are left as they are: providers sign them, and a changed block
 // is refused when it is sent back.
 func (r *Redactor) RedactMessage(m Message) Message {
-	if r.empty() {
+	if r.Empty() {
 		return m
 	}
 	m.Text = r.Redact(m.Text)
