@@ -2,6 +2,8 @@ package export
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -9,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/skein-dev/skein/sessions"
@@ -23,7 +26,9 @@ import (
 // from Close. The file of session id is <id>.jsonl, the id path-escaped
 // (a workflow stage's "run/node" is run%2Fnode.jsonl); when that file
 // exists (an earlier run logged the session), <id>.2.jsonl, <id>.3.jsonl,
-// and so on. Files are created readable by their owner only.
+// and so on; an id whose escaped form is longer than 200 bytes is cut
+// and given a hash of the whole id (see logBase). Files are created
+// readable by their owner only.
 type ForensicLog struct {
 	dir string
 
@@ -95,9 +100,33 @@ func (l *ForensicLog) logged(rec *sessions.Record, events []sessions.Event, appe
 	return nil
 }
 
+// maxLogBase bounds the part of a log's file name taken from the
+// session id, leaving room for ".NNN.jsonl" within the 255 bytes most
+// file systems allow a name.
+const maxLogBase = 200
+
+// logBase is the file name of session id's log without its suffix: the
+// id path-escaped, or, when that is longer than maxLogBase (an id may
+// have 512 bytes, three times as many escaped), its first bytes, "~"
+// and 16 hex digits of the id's SHA-256, so distinct ids keep distinct
+// names (the full id is in the file's header).
+func logBase(id string) string {
+	base := url.PathEscape(id)
+	if len(base) <= maxLogBase {
+		return base
+	}
+	sum := sha256.Sum256([]byte(id))
+	cut := maxLogBase - 17
+	// Do not split an escape (%XX).
+	if i := strings.LastIndexByte(base[max(0, cut-2):cut], '%'); i >= 0 {
+		cut = max(0, cut-2) + i
+	}
+	return base[:cut] + "~" + hex.EncodeToString(sum[:8])
+}
+
 // create makes the file of session id, the first free name.
 func (l *ForensicLog) create(id string) (*os.File, error) {
-	base := url.PathEscape(id)
+	base := logBase(id)
 	for n := 1; ; n++ {
 		name := base + ".jsonl"
 		if n > 1 {

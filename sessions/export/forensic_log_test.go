@@ -62,3 +62,65 @@ func TestForensicLog(t *testing.T) {
 		t.Errorf("file mode %v, %v", fi.Mode(), err)
 	}
 }
+
+// TestForensicLogLongIDs: a session id whose escaped form is longer than
+// a file name may be (255 bytes) stopped the log for the rest of the run
+// (open: file name too long). Such an id now gets a file named by a
+// prefix of it and a hash of the whole id, distinct for distinct ids,
+// and the log goes on.
+func TestForensicLogLongIDs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	log, err := NewForensicLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithEventSink(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{
+		strings.Repeat("a", 250),
+		strings.Repeat("a", 250) + "b",
+		strings.Repeat("a", 512),
+		strings.Repeat("é", 256), // 512 bytes, 1,536 escaped
+		strings.Repeat("/", 300),
+		"short",
+	}
+	for _, id := range ids {
+		mustOpen(t, s, id)
+		mustAppend(t, s, id, sessions.Message{Role: sessions.RoleUser, Text: "q"})
+	}
+	if err := log.Close(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(ids) {
+		t.Fatalf("%d files for %d sessions", len(entries), len(ids))
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if len(e.Name()) > 255 {
+			t.Errorf("file name of %d bytes", len(e.Name()))
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, _, err := ReadExport(strings.NewReader(string(data)))
+		if err != nil {
+			t.Fatalf("import %s: %v", e.Name(), err)
+		}
+		seen[rec.ID] = true
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			t.Errorf("no file logs session %.20q...", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "short.jsonl")); err != nil {
+		t.Error(err)
+	}
+}
