@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func sessionsExport(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("export", &store)
 	format := fs.String("format", formatJSONL, "jsonl (a header, then one record per event, then the transcript), json (the snapshot), forensic (header, events and footer records), star (a runnable pipeline NAME.star with NAME.llm.jsonl) or workflow (a workflow file, one agent node per completed turn)")
-	output := fs.String("o", "", "write to this file (created user-only) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
+	output := fs.String("o", "", "write to this file (user-only; an existing one is replaced only when the export succeeds) instead of stdout; for star, NAME.star (default: the title's kebab slug, else exported-session)")
 	withTest := fs.Bool("with-test", false, "star: also write NAME_test.star, a skein test of the replay")
 	id, code, stop := parseOne(fs, args, "session ID", std)
 	if stop {
@@ -64,28 +65,29 @@ func sessionsExport(args []string, std stdio) int {
 			return fail(std, fs.Name(), sessionError(&store, id, err))
 		}
 	}
-	w, done := std.out, func() error { return nil }
-	if *output != "" {
-		f, err := os.OpenFile(*output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return fail(std, fs.Name(), err)
-		}
-		w, done = f, f.Close
-	}
-	switch *format {
-	case formatJSON:
-		err = export.WriteJSON(w, rec)
-	case formatWorkflow:
-		var g *workflow.Graph
-		if g, err = workflow.FromSession(rec); err == nil {
+	write := func(w io.Writer) error {
+		switch *format {
+		case formatJSON:
+			return export.WriteJSON(w, rec)
+		case formatWorkflow:
+			g, err := workflow.FromSession(rec)
+			if err != nil {
+				return err
+			}
 			_, err = w.Write(workflow.Dump(g))
+			return err
+		case formatForensic:
+			return export.WriteForensic(w, rec, appended)
 		}
-	case formatForensic:
-		err = export.WriteForensic(w, rec, appended)
-	default:
-		err = export.WriteJSONL(w, rec, appended)
+		return export.WriteJSONL(w, rec, appended)
 	}
-	if err = errors.Join(err, done()); err != nil {
+	if *output != "" {
+		// A refused or failed export leaves an existing file as it was.
+		err = replaceFile(*output, write)
+	} else {
+		err = write(std.out)
+	}
+	if err != nil {
 		return fail(std, fs.Name(), fmt.Errorf("session '%s': %v", id, err))
 	}
 	return exitOK
@@ -175,7 +177,7 @@ func exportStar(std stdio, cmd string, rec *sessions.Record, path string, withTe
 	var wrote []string
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, f.data, 0o600); err != nil {
+		if err := replaceFile(p, func(w io.Writer) error { _, err := w.Write(f.data); return err }); err != nil {
 			return fail(std, cmd, err)
 		}
 		wrote = append(wrote, p)
