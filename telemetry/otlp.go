@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -135,10 +137,18 @@ func otlpConfigFromEnv() (*otlpConfig, error) {
 	return c, nil
 }
 
-// otlpExporter posts spans to an OTLP/HTTP endpoint.
+// otlpExporter posts spans to an OTLP/HTTP endpoint. It encodes each
+// request into a buffer it keeps (and gzips into another), so that an
+// export allocates next to nothing once the buffers have grown to a
+// batch's size.
 type otlpExporter struct {
 	cfg    *otlpConfig
 	client *http.Client
+
+	mu   sync.Mutex // one export at a time: they share the buffers
+	buf  []byte     // the encoded request
+	zbuf bytes.Buffer
+	zw   *gzip.Writer
 }
 
 var _ sdktrace.SpanExporter = (*otlpExporter)(nil)
@@ -157,20 +167,30 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if len(spans) == 0 {
 		return nil
 	}
-	body := encodeRequest(spans)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.buf = encodeRequest(e.buf[:0], spans)
+	body := e.buf
 	if e.cfg.gzip {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		_, _ = zw.Write(body)
-		_ = zw.Close()
-		body = buf.Bytes()
+		e.zbuf.Reset()
+		if e.zw == nil {
+			e.zw = gzip.NewWriter(&e.zbuf)
+		} else {
+			e.zw.Reset(&e.zbuf)
+		}
+		_, _ = e.zw.Write(body)
+		_ = e.zw.Close()
+		body = e.zbuf.Bytes()
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, bytes.NewReader(body))
+	rb := &requestBody{Reader: bytes.NewReader(body), closed: make(chan struct{})}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, rb)
 	if err != nil {
 		return fmt.Errorf("otlp: %v", err)
 	}
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	for k, v := range e.cfg.headers {
 		req.Header.Set(k, v)
 	}
@@ -179,6 +199,15 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if e.cfg.gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
+	defer func() {
+		// The transport may read and close the body after Do returns:
+		// the buffers are reused only once it has.
+		select {
+		case <-rb.closed:
+		case <-ctx.Done():
+			e.buf, e.zbuf = nil, bytes.Buffer{}
+		}
+	}()
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("otlp: exporting %d spans: %v", len(spans), err)
@@ -188,6 +217,19 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("otlp: exporting %d spans: %s: %s", len(spans), resp.Status, strings.TrimSpace(printable(msg)))
 	}
+	return nil
+}
+
+// requestBody is a request's body that says when the transport has
+// closed it.
+type requestBody struct {
+	*bytes.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (r *requestBody) Close() error {
+	r.once.Do(func() { close(r.closed) })
 	return nil
 }
 
@@ -258,64 +300,111 @@ func appendFixed32Field(b []byte, field int, v uint32) []byte {
 	return binary.LittleEndian.AppendUint32(appendTag(b, field, wireFixed32), v)
 }
 
-// appendMessage appends a length-delimited sub-message that enc writes.
-func appendMessage(b []byte, field int, enc func([]byte) []byte) []byte {
-	return appendBytesField(b, field, enc(nil))
+// beginMessage starts a length-delimited sub-message in place: it
+// appends the field's tag and one byte for the length, and returns b
+// and where the message's body starts (endMessage's argument). The
+// body is then appended to b directly, with no buffer of its own.
+func beginMessage(b []byte, field int) ([]byte, int) {
+	b = append(appendTag(b, field, wireBytes), 0)
+	return b, len(b)
 }
 
-// encodeRequest is an ExportTraceServiceRequest of spans, grouped by
-// resource and instrumentation scope.
-func encodeRequest(spans []sdktrace.ReadOnlySpan) []byte {
-	type scopeKey struct {
-		res   attribute.Distinct
-		scope instrumentation.Scope
+// endMessage writes the length of the sub-message whose body starts at
+// body (beginMessage) and ends at len(b). A body of 128 bytes or more
+// needs a longer length, for which the body moves up.
+func endMessage(b []byte, body int) []byte {
+	n := len(b) - body
+	if n < 0x80 {
+		b[body-1] = byte(n)
+		return b
 	}
-	var resOrder []attribute.Distinct
-	resources := map[attribute.Distinct]*resource.Resource{}
-	var scopeOrder []scopeKey
-	byScope := map[scopeKey][]sdktrace.ReadOnlySpan{}
+	var l [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(l[:], uint64(n))
+	b = append(b, l[:k-1]...) // room for the longer length
+	copy(b[body-1+k:], b[body:body+n])
+	copy(b[body-1:], l[:k])
+	return b
+}
+
+// spanGroup is the spans of one resource and instrumentation scope.
+type spanGroup struct {
+	res   *resource.Resource
+	resID attribute.Distinct
+	scope instrumentation.Scope
+	spans []sdktrace.ReadOnlySpan
+}
+
+// groupSpans groups spans by resource and scope, in the order they
+// first appear. All of skein's spans share one of each: they are then
+// one group, spans itself.
+func groupSpans(spans []sdktrace.ReadOnlySpan) []spanGroup {
+	first := spanGroup{res: spans[0].Resource(), scope: spans[0].InstrumentationScope()}
+	first.resID = first.res.Equivalent()
+	same := true
+	for _, s := range spans[1:] {
+		if s.Resource().Equivalent() != first.resID || s.InstrumentationScope() != first.scope {
+			same = false
+			break
+		}
+	}
+	if same {
+		first.spans = spans
+		return []spanGroup{first}
+	}
+	var groups []spanGroup
 	for _, s := range spans {
-		res := s.Resource()
-		rk := res.Equivalent()
-		if _, ok := resources[rk]; !ok {
-			resources[rk] = res
-			resOrder = append(resOrder, rk)
+		res, scope := s.Resource(), s.InstrumentationScope()
+		id := res.Equivalent()
+		j := slices.IndexFunc(groups, func(g spanGroup) bool { return g.resID == id && g.scope == scope })
+		if j < 0 {
+			groups = append(groups, spanGroup{res: res, resID: id, scope: scope})
+			j = len(groups) - 1
 		}
-		sk := scopeKey{rk, s.InstrumentationScope()}
-		if _, ok := byScope[sk]; !ok {
-			scopeOrder = append(scopeOrder, sk)
-		}
-		byScope[sk] = append(byScope[sk], s)
+		groups[j].spans = append(groups[j].spans, s)
 	}
-	var out []byte
-	for _, rk := range resOrder {
-		res := resources[rk]
-		out = appendMessage(out, 1, func(b []byte) []byte { // ResourceSpans
-			b = appendMessage(b, 1, func(b []byte) []byte { // Resource
-				for _, kv := range res.Attributes() {
-					b = appendMessage(b, 1, func(b []byte) []byte { return appendKeyValue(b, kv) })
-				}
-				return b
-			})
-			for _, sk := range scopeOrder {
-				if sk.res != rk {
-					continue
-				}
-				b = appendMessage(b, 2, func(b []byte) []byte { // ScopeSpans
-					b = appendMessage(b, 1, func(b []byte) []byte { // InstrumentationScope
-						b = appendStringField(b, 1, sk.scope.Name)
-						return appendStringField(b, 2, sk.scope.Version)
-					})
-					for _, s := range byScope[sk] {
-						b = appendMessage(b, 2, func(b []byte) []byte { return appendSpan(b, s) })
-					}
-					return appendStringField(b, 3, sk.scope.SchemaURL)
-				})
+	return groups
+}
+
+// encodeRequest appends to b an ExportTraceServiceRequest of spans:
+// a ResourceSpans per resource, a ScopeSpans per scope in it.
+func encodeRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
+	groups := groupSpans(spans)
+	for i, g := range groups {
+		if slices.ContainsFunc(groups[:i], func(h spanGroup) bool { return h.resID == g.resID }) {
+			continue // written with the first group of its resource
+		}
+		var rs, r int
+		b, rs = beginMessage(b, 1) // ResourceSpans
+		b, r = beginMessage(b, 1)  // Resource
+		for _, kv := range g.res.Attributes() {
+			b = appendKeyValue(b, 1, kv)
+		}
+		b = endMessage(b, r)
+		for _, h := range groups[i:] {
+			if h.resID != g.resID {
+				continue
 			}
-			return appendStringField(b, 3, res.SchemaURL())
-		})
+			var ss, sc int
+			b, ss = beginMessage(b, 2) // ScopeSpans
+			b, sc = beginMessage(b, 1) // InstrumentationScope
+			b = appendStringField(b, 1, h.scope.Name)
+			b = appendStringField(b, 2, h.scope.Version)
+			for it := h.scope.Attributes.Iter(); it.Next(); {
+				b = appendKeyValue(b, 3, it.Attribute())
+			}
+			b = endMessage(b, sc)
+			for _, s := range h.spans {
+				var sp int
+				b, sp = beginMessage(b, 2) // Span
+				b = endMessage(appendSpan(b, s), sp)
+			}
+			b = appendStringField(b, 3, h.scope.SchemaURL)
+			b = endMessage(b, ss)
+		}
+		b = appendStringField(b, 3, g.res.SchemaURL())
+		b = endMessage(b, rs)
 	}
-	return out
+	return b
 }
 
 // appendSpan appends the fields of a trace/v1 Span.
@@ -324,55 +413,62 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = appendBytesField(b, 1, tid[:])
 	b = appendBytesField(b, 2, sid[:])
-	b = appendStringField(b, 3, sc.TraceState().String())
-	if p := s.Parent(); p.SpanID().IsValid() {
-		psid := p.SpanID()
-		b = appendBytesField(b, 4, psid[:])
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		b = appendStringField(b, 3, ts.String())
+	}
+	parent := s.Parent()
+	if p := parent.SpanID(); p.IsValid() {
+		b = appendBytesField(b, 4, p[:])
 	}
 	b = appendStringField(b, 5, s.Name())
 	b = appendVarintField(b, 6, uint64(s.SpanKind()))
 	b = appendFixed64Field(b, 7, unixNano(s.StartTime()))
 	b = appendFixed64Field(b, 8, unixNano(s.EndTime()))
 	for _, kv := range s.Attributes() {
-		b = appendMessage(b, 9, func(b []byte) []byte { return appendKeyValue(b, kv) })
+		b = appendKeyValue(b, 9, kv)
 	}
 	b = appendVarintField(b, 10, uint64(s.DroppedAttributes()))
 	for _, ev := range s.Events() {
-		b = appendMessage(b, 11, func(b []byte) []byte {
-			b = appendFixed64Field(b, 1, unixNano(ev.Time))
-			b = appendStringField(b, 2, ev.Name)
-			for _, kv := range ev.Attributes {
-				b = appendMessage(b, 3, func(b []byte) []byte { return appendKeyValue(b, kv) })
-			}
-			return appendVarintField(b, 4, uint64(ev.DroppedAttributeCount))
-		})
+		var e int
+		b, e = beginMessage(b, 11)
+		b = appendFixed64Field(b, 1, unixNano(ev.Time))
+		b = appendStringField(b, 2, ev.Name)
+		for _, kv := range ev.Attributes {
+			b = appendKeyValue(b, 3, kv)
+		}
+		b = appendVarintField(b, 4, uint64(ev.DroppedAttributeCount))
+		b = endMessage(b, e)
 	}
 	b = appendVarintField(b, 12, uint64(s.DroppedEvents()))
 	for _, l := range s.Links() {
-		b = appendMessage(b, 13, func(b []byte) []byte {
-			ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-			b = appendBytesField(b, 1, ltid[:])
-			b = appendBytesField(b, 2, lsid[:])
-			b = appendStringField(b, 3, l.SpanContext.TraceState().String())
-			for _, kv := range l.Attributes {
-				b = appendMessage(b, 4, func(b []byte) []byte { return appendKeyValue(b, kv) })
-			}
-			b = appendVarintField(b, 5, uint64(l.DroppedAttributeCount))
-			return appendFixed32Field(b, 6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote()))
-		})
+		var m int
+		b, m = beginMessage(b, 13)
+		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		b = appendBytesField(b, 1, ltid[:])
+		b = appendBytesField(b, 2, lsid[:])
+		if ts := l.SpanContext.TraceState(); ts.Len() > 0 {
+			b = appendStringField(b, 3, ts.String())
+		}
+		for _, kv := range l.Attributes {
+			b = appendKeyValue(b, 4, kv)
+		}
+		b = appendVarintField(b, 5, uint64(l.DroppedAttributeCount))
+		b = appendFixed32Field(b, 6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote()))
+		b = endMessage(b, m)
 	}
 	b = appendVarintField(b, 14, uint64(s.DroppedLinks()))
 	if st := s.Status(); st.Code != codes.Unset {
-		b = appendMessage(b, 15, func(b []byte) []byte {
-			b = appendStringField(b, 2, st.Description)
-			code := uint64(1) // STATUS_CODE_OK
-			if st.Code == codes.Error {
-				code = 2 // STATUS_CODE_ERROR
-			}
-			return appendVarintField(b, 3, code)
-		})
+		var m int
+		b, m = beginMessage(b, 15)
+		b = appendStringField(b, 2, st.Description)
+		code := uint64(1) // STATUS_CODE_OK
+		if st.Code == codes.Error {
+			code = 2 // STATUS_CODE_ERROR
+		}
+		b = appendVarintField(b, 3, code)
+		b = endMessage(b, m)
 	}
-	return appendFixed32Field(b, 16, spanFlags(sc.TraceFlags(), s.Parent().IsRemote()))
+	return appendFixed32Field(b, 16, spanFlags(sc.TraceFlags(), parent.IsRemote()))
 }
 
 // spanFlags is a Span's or Link's flags: the W3C trace flags, and
@@ -395,64 +491,74 @@ func unixNano(t time.Time) uint64 {
 	return uint64(t.UnixNano())
 }
 
-// appendKeyValue appends the fields of a common/v1 KeyValue.
-func appendKeyValue(b []byte, kv attribute.KeyValue) []byte {
+// appendKeyValue appends kv as field, a common/v1 KeyValue.
+func appendKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
+	var m, v int
+	b, m = beginMessage(b, field)
 	b = appendStringField(b, 1, string(kv.Key))
-	return appendMessage(b, 2, func(b []byte) []byte { return appendAnyValue(b, kv.Value) })
+	b, v = beginMessage(b, 2) // AnyValue
+	b = appendAnyValue(b, kv.Value)
+	b = endMessage(b, v)
+	return endMessage(b, m)
 }
 
 // appendAnyValue appends the fields of a common/v1 AnyValue.
 func appendAnyValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
-		return appendScalar(b, v.AsBool())
+		return appendBool(b, v.AsBool())
 	case attribute.INT64:
-		return appendScalar(b, v.AsInt64())
+		return appendInt(b, v.AsInt64())
 	case attribute.FLOAT64:
-		return appendScalar(b, v.AsFloat64())
+		return appendDouble(b, v.AsFloat64())
 	case attribute.STRING:
-		return appendScalar(b, v.AsString())
+		return appendString(b, v.AsString())
 	case attribute.BOOLSLICE:
-		return appendArray(b, v.AsBoolSlice())
+		return appendArray(b, v.AsBoolSlice(), appendBool)
 	case attribute.INT64SLICE:
-		return appendArray(b, v.AsInt64Slice())
+		return appendArray(b, v.AsInt64Slice(), appendInt)
 	case attribute.FLOAT64SLICE:
-		return appendArray(b, v.AsFloat64Slice())
+		return appendArray(b, v.AsFloat64Slice(), appendDouble)
 	case attribute.STRINGSLICE:
-		return appendArray(b, v.AsStringSlice())
+		return appendArray(b, v.AsStringSlice(), appendString)
 	}
-	return appendScalar(b, v.Emit())
+	return appendString(b, v.Emit())
 }
 
-// appendScalar appends an AnyValue's oneof field for x (zero values are
-// written too: the oneof says which it is).
-func appendScalar[T bool | int64 | float64 | string](b []byte, x T) []byte {
-	switch x := any(x).(type) {
-	case string: // string_value = 1
-		b = appendTag(b, 1, wireBytes)
-		b = binary.AppendUvarint(b, uint64(len(x)))
-		return append(b, x...)
-	case bool: // bool_value = 2
-		v := uint64(0)
-		if x {
-			v = 1
-		}
-		return binary.AppendUvarint(appendTag(b, 2, wireVarint), v)
-	case int64: // int_value = 3
-		return binary.AppendUvarint(appendTag(b, 3, wireVarint), uint64(x))
-	case float64: // double_value = 4
-		return binary.LittleEndian.AppendUint64(appendTag(b, 4, wireFixed64), math.Float64bits(x))
+// The AnyValue oneof fields (zero values are written too: the oneof
+// says which it is).
+
+func appendString(b []byte, x string) []byte { // string_value = 1
+	b = appendTag(b, 1, wireBytes)
+	b = binary.AppendUvarint(b, uint64(len(x)))
+	return append(b, x...)
+}
+
+func appendBool(b []byte, x bool) []byte { // bool_value = 2
+	v := uint64(0)
+	if x {
+		v = 1
 	}
-	return b
+	return binary.AppendUvarint(appendTag(b, 2, wireVarint), v)
+}
+
+func appendInt(b []byte, x int64) []byte { // int_value = 3
+	return binary.AppendUvarint(appendTag(b, 3, wireVarint), uint64(x))
+}
+
+func appendDouble(b []byte, x float64) []byte { // double_value = 4
+	return binary.LittleEndian.AppendUint64(appendTag(b, 4, wireFixed64), math.Float64bits(x))
 }
 
 // appendArray appends an AnyValue's array_value (5): an ArrayValue whose
-// values (1) are xs.
-func appendArray[T bool | int64 | float64 | string](b []byte, xs []T) []byte {
-	return appendMessage(b, 5, func(b []byte) []byte {
-		for _, x := range xs {
-			b = appendMessage(b, 1, func(b []byte) []byte { return appendScalar(b, x) })
-		}
-		return b
-	})
+// values (1) are xs, each an AnyValue appendOne writes.
+func appendArray[T any](b []byte, xs []T, appendOne func([]byte, T) []byte) []byte {
+	var a int
+	b, a = beginMessage(b, 5)
+	for _, x := range xs {
+		var v int
+		b, v = beginMessage(b, 1)
+		b = endMessage(appendOne(b, x), v)
+	}
+	return endMessage(b, a)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -149,5 +150,68 @@ func TestOTLPConfigErrors(t *testing.T) {
 		if tr := FromEnv(&errw); tr != nil || !strings.HasPrefix(errw.String(), "telemetry: ") || !strings.HasSuffix(errw.String(), ": no traces are exported\n") {
 			t.Errorf("%v: tracer %v, message %q", tc.env, tr != nil, errw.String())
 		}
+	}
+}
+
+// TestOTLPExportLarge: a request of many spans, one with a value longer
+// than 16 KiB (a length of three bytes, at every level of nesting),
+// decodes with the OTLP project's Go types; a chat span that failed
+// before a reply still has its request's attributes.
+func TestOTLPExportLarge(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, data)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	clearEnv(t)
+	t.Setenv(EnvEndpoint, srv.URL)
+	t.Setenv(EnvCaptureContent, "true")
+	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1000")
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	ctx, agent := Agent(ctx, "", "s1", "mock", "m")
+	long := strings.Repeat("0123456789", 2000)
+	for i := range 300 {
+		_, tool := Tool(ctx, "noop", fmt.Sprint("call_", i))
+		if i == 7 {
+			tool.SetContent(KeyToolResult, long)
+		}
+		tool.End(nil, "")
+	}
+	_, chat := Chat(ctx, ChatRequest{SessionID: "s1", Provider: "gemini", Model: "m", MaxTokens: 5})
+	chat.End(errors.New("quota"), "rate_limit")
+	agent.End(nil, "")
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(bodies[0], &req); err != nil {
+		t.Fatal(err)
+	}
+	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != 302 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	attrs := func(s *tracepb.Span) map[string]string {
+		m := map[string]string{}
+		for _, kv := range s.Attributes {
+			m[kv.Key] = kv.Value.GetStringValue() + fmt.Sprint(kv.Value.GetIntValue())
+		}
+		return m
+	}
+	if a := attrs(spans[7]); a[KeyToolResult] != long+"0" || a[KeyToolCallID] != "call_70" || spans[7].Name != "execute_tool noop" {
+		t.Errorf("span 7: %s, %d attributes, call id %q", spans[7].Name, len(a), a[KeyToolCallID])
+	}
+	c := spans[300]
+	if a := attrs(c); c.Name != "chat m" || a[KeyOperation] != "chat0" || a[KeyProvider] != "gcp.gemini0" || a[KeyRequestModel] != "m0" ||
+		a[KeyMaxTokens] != "5" || a[KeyErrorType] != "rate_limit0" || a[KeyConversationID] != "s10" || c.Status.GetMessage() != "quota" {
+		t.Errorf("failed chat span %s: %v, status %v", c.Name, a, c.Status)
 	}
 }

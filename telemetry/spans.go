@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -56,15 +58,41 @@ const (
 type Span struct {
 	span    trace.Span
 	content bool
+	// A chat span's request, whose attributes are set with the reply's
+	// (Replied) or at End: one SetAttributes call, one copy in the SDK.
+	chat    ChatRequest
+	isChat  bool
+	replied bool
 }
 
-func start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, Span) {
-	t := From(ctx)
-	if t == nil {
-		return ctx, Span{}
-	}
-	ctx, s := t.tracer().Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+// Span start options, made once: the attributes are set after the start
+// (the samplers the OTEL_TRACES_SAMPLER variable chooses do not read
+// them), from a pooled buffer, so that the SDK copies them once.
+var (
+	internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	clientSpan   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
+// start starts a span with opts (internalSpan, clientSpan).
+func start(ctx context.Context, t *Tracer, name string, opts []trace.SpanStartOption) (context.Context, Span) {
+	ctx, s := t.tracer().Start(ctx, name, opts...)
 	return ctx, Span{span: s, content: t.content}
+}
+
+// attrBuf holds a span's attributes while they are handed to the SDK,
+// which copies them: one buffer per span in flight, reused.
+type attrBuf [12]attribute.KeyValue
+
+var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
+
+func getAttrs() *attrBuf { return attrBufs.Get().(*attrBuf) }
+
+// set sets attrs (a slice of buf) on the span and returns buf to the
+// pool.
+func (s Span) set(buf *attrBuf, attrs []attribute.KeyValue) {
+	s.span.SetAttributes(attrs...)
+	clear(attrs)
+	attrBufs.Put(buf)
 }
 
 // withName is "op name", or op alone when name is empty.
@@ -77,35 +105,45 @@ func withName(op, name string) string {
 
 // Workflow starts the span of a workflow run: "invoke_workflow NAME".
 func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
-	if From(ctx) == nil {
+	t := From(ctx)
+	if t == nil {
 		return ctx, Span{}
 	}
-	return start(ctx, withName(OpWorkflow, name), trace.SpanKindInternal,
-		attribute.String(KeyOperation, OpWorkflow), attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID))
+	ctx, s := start(ctx, t, withName(OpWorkflow, name), internalSpan)
+	buf := getAttrs()
+	s.set(buf, append(buf[:0], attrOpWorkflow, attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID)))
+	return ctx, s
 }
 
 // Stage starts the span of one workflow stage: "stage NODE".
 func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, Span) {
-	if From(ctx) == nil {
+	t := From(ctx)
+	if t == nil {
 		return ctx, Span{}
 	}
-	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpStage), attribute.String(KeyStage, node), attribute.String(KeyStageKind, kind)}
+	ctx, s := start(ctx, t, withName(OpStage, node), internalSpan)
+	buf := getAttrs()
+	attrs := append(buf[:0], attrOpStage, attribute.String(KeyStage, node), attribute.String(KeyStageKind, kind))
 	if sessionID != "" {
 		attrs = append(attrs, attribute.String(KeyConversationID, sessionID))
 	}
-	return start(ctx, withName(OpStage, node), trace.SpanKindInternal, attrs...)
+	s.set(buf, attrs)
+	return ctx, s
 }
 
 // Agent starts the span of an agent loop: "invoke_agent AGENT" (or
 // "invoke_agent" for a loop of no named agent).
 func Agent(ctx context.Context, agent, sessionID, provider, model string) (context.Context, Span) {
-	if From(ctx) == nil {
+	t := From(ctx)
+	if t == nil {
 		return ctx, Span{}
 	}
 	if agent == "" {
 		agent, _ = ctx.Value(agentKey{}).(string)
 	}
-	attrs := []attribute.KeyValue{attribute.String(KeyOperation, OpAgent), attribute.String(KeyConversationID, sessionID)}
+	ctx, s := start(ctx, t, withName(OpAgent, agent), internalSpan)
+	buf := getAttrs()
+	attrs := append(buf[:0], attrOpAgent, attribute.String(KeyConversationID, sessionID))
 	if agent != "" {
 		attrs = append(attrs, attribute.String(KeyAgentName, agent))
 	}
@@ -115,7 +153,8 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 	if model != "" {
 		attrs = append(attrs, attribute.String(KeyRequestModel, model))
 	}
-	return start(ctx, withName(OpAgent, agent), trace.SpanKindInternal, attrs...)
+	s.set(buf, attrs)
+	return ctx, s
 }
 
 // ChatRequest is what a chat span records of a model call before it is
@@ -126,13 +165,9 @@ type ChatRequest struct {
 	MaxTokens                  int
 }
 
-// Chat starts the span of one model call: "chat MODEL", a client span.
-func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
-	if From(ctx) == nil {
-		return ctx, Span{}
-	}
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs, attribute.String(KeyOperation, OpChat), attribute.String(KeyConversationID, r.SessionID))
+// appendAttrs appends the request's attributes.
+func (r *ChatRequest) appendAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
+	attrs = append(attrs, attrOpChat, attribute.String(KeyConversationID, r.SessionID))
 	if r.Provider != "" {
 		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
 	}
@@ -145,7 +180,20 @@ func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
 	if r.MaxTokens > 0 {
 		attrs = append(attrs, attribute.Int(KeyMaxTokens, r.MaxTokens))
 	}
-	return start(ctx, withName(OpChat, r.Model), trace.SpanKindClient, attrs...)
+	return attrs
+}
+
+// Chat starts the span of one model call: "chat MODEL", a client span.
+// Its attributes are set when the reply is recorded (Replied) or the
+// span ends.
+func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
+	t := From(ctx)
+	if t == nil {
+		return ctx, Span{}
+	}
+	ctx, s := start(ctx, t, withName(OpChat, r.Model), clientSpan)
+	s.chat, s.isChat = r, true
+	return ctx, s
 }
 
 // ChatResponse is what a chat span records of the reply.
@@ -158,12 +206,18 @@ type ChatResponse struct {
 	FinishReason              string
 }
 
-// Replied records a model call's reply on its chat span.
-func (s Span) Replied(r ChatResponse) {
+// Replied records a model call's reply (and the request) on its chat
+// span.
+func (s *Span) Replied(r ChatResponse) {
 	if s.span == nil {
 		return
 	}
-	attrs := make([]attribute.KeyValue, 0, 5)
+	buf := getAttrs()
+	attrs := buf[:0]
+	if s.isChat && !s.replied {
+		attrs = s.chat.appendAttrs(attrs)
+	}
+	s.replied = true
 	if r.Provider != "" && r.Provider != r.RequestProvider {
 		// a fallback answered: the provider that did
 		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
@@ -173,9 +227,18 @@ func (s Span) Replied(r ChatResponse) {
 	}
 	attrs = append(attrs, attribute.Int(KeyInputTokens, r.InputTokens), attribute.Int(KeyOutputTokens, r.OutputTokens))
 	if r.FinishReason != "" {
-		attrs = append(attrs, attribute.StringSlice(KeyFinishReasons, []string{r.FinishReason}))
+		attrs = append(attrs, finishReasons(r.FinishReason))
 	}
-	s.span.SetAttributes(attrs...)
+	s.set(buf, attrs)
+}
+
+// finishReasons is the gen_ai.response.finish_reasons attribute of one
+// reason: made once for llm's stop reasons (a slice attribute allocates).
+func finishReasons(reason string) attribute.KeyValue {
+	if i := slices.Index(stopReasons[:], reason); i >= 0 {
+		return stopReasonAttrs[i]
+	}
+	return attribute.StringSlice(KeyFinishReasons, []string{reason})
 }
 
 // Tool starts the span of one tool call: "execute_tool NAME". (Its
@@ -183,13 +246,33 @@ func (s Span) Replied(r ChatResponse) {
 // span carries no more than it needs, since a loop of quick tools makes
 // one per iteration.)
 func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
-	if From(ctx) == nil {
+	t := From(ctx)
+	if t == nil {
 		return ctx, Span{}
 	}
-	return start(ctx, withName(OpTool, name), trace.SpanKindInternal,
-		attribute.String(KeyOperation, OpTool), attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID),
-		attribute.String(KeyToolType, "function"))
+	ctx, s := start(ctx, t, withName(OpTool, name), internalSpan)
+	buf := getAttrs()
+	s.set(buf, append(buf[:0], attrOpTool, attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID), attrToolFunction))
+	return ctx, s
 }
+
+// Attributes of fixed values, made once.
+var (
+	attrOpWorkflow   = attribute.String(KeyOperation, OpWorkflow)
+	attrOpStage      = attribute.String(KeyOperation, OpStage)
+	attrOpAgent      = attribute.String(KeyOperation, OpAgent)
+	attrOpChat       = attribute.String(KeyOperation, OpChat)
+	attrOpTool       = attribute.String(KeyOperation, OpTool)
+	attrToolFunction = attribute.String(KeyToolType, "function")
+	// llm's stop reasons, and their finish_reasons attributes
+	stopReasons     = [...]string{"end_turn", "tool_use", "max_tokens", "stop_sequence"}
+	stopReasonAttrs = func() (kvs [len(stopReasons)]attribute.KeyValue) {
+		for i, r := range stopReasons {
+			kvs[i] = attribute.StringSlice(KeyFinishReasons, []string{r})
+		}
+		return kvs
+	}()
+)
 
 // Recording reports whether the span records anything (false for the
 // zero Span and for a span the sampler dropped).
@@ -217,10 +300,17 @@ func (s Span) SetString(key, value string) {
 
 // End ends the span; a non-nil err sets its status to Error with err's
 // text, records err as an exception event and sets error.type (errType,
-// or "_OTHER" when empty).
+// or "_OTHER" when empty). A chat span without a reply gets its
+// request's attributes now.
 func (s Span) End(err error, errType string) {
 	if s.span == nil {
 		return
+	}
+	var buf *attrBuf
+	var attrs []attribute.KeyValue
+	if s.isChat && !s.replied {
+		buf = getAttrs()
+		attrs = s.chat.appendAttrs(buf[:0])
 	}
 	if err != nil {
 		switch {
@@ -230,7 +320,16 @@ func (s Span) End(err error, errType string) {
 		default:
 			errType = "_OTHER"
 		}
-		s.span.SetAttributes(attribute.String(KeyErrorType, errType))
+		if buf == nil {
+			buf = getAttrs()
+			attrs = buf[:0]
+		}
+		attrs = append(attrs, attribute.String(KeyErrorType, errType))
+	}
+	if buf != nil {
+		s.set(buf, attrs)
+	}
+	if err != nil {
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/skein-dev/skein/sessions/message"
 )
 
-func clearEnv(t *testing.T) {
+func clearEnv(t testing.TB) {
 	for _, k := range []string{EnvEndpoint, EnvTracesEndpoint, EnvSDKDisabled, EnvTracesExporter, EnvCaptureContent} {
 		t.Setenv(k, "")
 	}
