@@ -12,10 +12,11 @@
 // built at the first span, not before: a command that starts no span pays
 // nothing, and nothing connects anywhere until spans are exported. The
 // exporter reads OTEL_EXPORTER_OTLP_* (endpoint, headers, timeout,
-// compression, certificates), the SDK OTEL_TRACES_SAMPLER(_ARG),
-// OTEL_BSP_* and the span limits, the resource OTEL_SERVICE_NAME
-// (default "skein") and OTEL_RESOURCE_ATTRIBUTES. Message content is
-// recorded only with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
+// compression, certificates), the batch span processor OTEL_BSP_*, the
+// SDK OTEL_TRACES_SAMPLER(_ARG) and the span limits, the resource
+// OTEL_SERVICE_NAME (default "skein") and OTEL_RESOURCE_ATTRIBUTES.
+// Message content is recorded only with
+// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
 //
 // The tracer travels in the context (With): the span helpers (Workflow,
 // Stage, Agent, Chat, Tool) return a nil *Span, whose methods do nothing,
@@ -112,7 +113,8 @@ func (t *Tracer) setUp() {
 		t.tr = noop.NewTracerProvider().Tracer(ScopeName)
 		return
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(newOTLPExporter(t.otlp)), sdktrace.WithResource(res))
+	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(newOTLPExporter(t.otlp), batchOptionsFromEnv())),
+		sdktrace.WithResource(res))
 	t.tr = t.tp.Tracer(ScopeName)
 }
 

@@ -1,0 +1,165 @@
+package telemetry
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// recordingExporter keeps the names of the spans of each export; while
+// hold is non-nil an export says so on entered and waits for hold to
+// close.
+type recordingExporter struct {
+	mu       sync.Mutex
+	batches  [][]string
+	hold     chan struct{}
+	entered  chan struct{}
+	shutdown bool
+}
+
+func (e *recordingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	e.mu.Lock()
+	hold := e.hold
+	e.mu.Unlock()
+	if hold != nil {
+		e.entered <- struct{}{}
+		<-hold
+	}
+	names := make([]string, len(spans))
+	for i, s := range spans {
+		names[i] = s.Name()
+	}
+	e.mu.Lock()
+	e.batches = append(e.batches, names)
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *recordingExporter) Shutdown(context.Context) error {
+	e.mu.Lock()
+	e.shutdown = true
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *recordingExporter) got() (batches []string, shutdown bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, b := range e.batches {
+		batches = append(batches, strings.Join(b, ","))
+	}
+	return batches, e.shutdown
+}
+
+// waitFor polls cond for up to 5 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func endSpans(tp *sdktrace.TracerProvider, names ...string) {
+	for _, n := range names {
+		_, s := tp.Tracer("t").Start(context.Background(), n)
+		s.End()
+	}
+}
+
+// TestBatcherBatches: a full batch is exported at once, the rest on
+// ForceFlush (the schedule delay being an hour), in order; Shutdown
+// shuts the exporter down and later spans are not exported.
+func TestBatcherBatches(t *testing.T) {
+	exp := &recordingExporter{}
+	b := newBatcher(exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 100, batchSize: 3})
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	endSpans(tp, "1", "2", "3", "4", "5", "6", "7")
+	waitFor(t, "two full batches", func() bool { got, _ := exp.got(); return len(got) == 2 })
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := exp.got(); strings.Join(got, " ") != "1,2,3 4,5,6 7" {
+		t.Errorf("batches %q", got)
+	}
+	endSpans(tp, "8")
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	endSpans(tp, "9")
+	got, shutdown := exp.got()
+	if strings.Join(got, " ") != "1,2,3 4,5,6 7 8" || !shutdown {
+		t.Errorf("after shutdown: batches %q, exporter shut down %v", got, shutdown)
+	}
+	if err := b.ForceFlush(context.Background()); err != nil {
+		t.Errorf("ForceFlush after Shutdown: %v", err)
+	}
+}
+
+// TestBatcherDelay: a span is exported within the schedule delay without
+// a full batch.
+func TestBatcherDelay(t *testing.T) {
+	exp := &recordingExporter{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(
+		newBatcher(exp, batchOptions{delay: 20 * time.Millisecond, timeout: time.Second, maxQueue: 100, batchSize: 50})))
+	defer tp.Shutdown(context.Background())
+	endSpans(tp, "a")
+	waitFor(t, "the delayed export", func() bool { got, _ := exp.got(); return len(got) == 1 && got[0] == "a" })
+}
+
+// TestBatcherQueueFull: while the exporter is stuck, spans beyond the
+// queue's size are dropped and the drop is reported.
+func TestBatcherQueueFull(t *testing.T) {
+	var mu sync.Mutex
+	var reported []error
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	exp := &recordingExporter{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(
+		newBatcher(exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 4, batchSize: 2})))
+	endSpans(tp, "1", "2") // a full batch: the exporter takes it and is stuck
+	<-exp.entered
+	endSpans(tp, "3", "4", "5", "6", "7", "8") // 4 wait, 2 are dropped
+	exp.mu.Lock()
+	close(exp.hold)
+	exp.hold = nil
+	exp.mu.Unlock()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := exp.got()
+	if strings.Join(got, " ") != "1,2 3,4 5,6" {
+		t.Errorf("batches %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 1 || !strings.Contains(reported[0].Error(), "2 spans dropped") {
+		t.Errorf("reported %v", reported)
+	}
+}
+
+func TestBatchOptionsFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want batchOptions
+	}{
+		{map[string]string{}, batchOptions{5 * time.Second, 30 * time.Second, 2048, 512}},
+		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BSP_EXPORT_TIMEOUT": "2000", "OTEL_BSP_MAX_QUEUE_SIZE": "64", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "16"},
+			batchOptions{100 * time.Millisecond, 2 * time.Second, 64, 16}},
+		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "soon", "OTEL_BSP_MAX_QUEUE_SIZE": "-1"}, batchOptions{5 * time.Second, 30 * time.Second, 2048, 512}},
+		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "100"}, batchOptions{5 * time.Second, 30 * time.Second, 100, 100}},
+	} {
+		for _, k := range []string{"OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT", "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"} {
+			t.Setenv(k, tc.env[k])
+		}
+		if got := batchOptionsFromEnv(); got != tc.want {
+			t.Errorf("%v: %+v, want %+v", tc.env, got, tc.want)
+		}
+	}
+}
