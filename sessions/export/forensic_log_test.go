@@ -88,7 +88,7 @@ func TestForensicLogLongIDs(t *testing.T) {
 	}
 	for _, id := range ids {
 		mustOpen(t, s, id)
-		mustAppend(t, s, id, sessions.Message{Role: sessions.RoleUser, Text: "q"})
+		mustAppend(t, s, id, message.Message{Role: message.RoleUser, Text: "q"})
 	}
 	if err := log.Close(t.Context(), s); err != nil {
 		t.Fatal(err)
