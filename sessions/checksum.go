@@ -19,7 +19,9 @@ var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc
 
 // Checksum returns the checksum a durable backend stores beside a
 // message's stored body (its JSON, as MarshalJSON writes it), computed
-// once when the message is appended: CRC-32C, which the processors skein
+// once when the message is appended, and beside every other stored
+// payload (title, summary, first prompt, metadata, event data) that is
+// not sealed with a store key: CRC-32C, which the processors skein
 // runs on compute in hardware. Every backend uses this function, so a
 // body moved from one backend to another keeps its checksum.
 func Checksum(body []byte) uint32 { return crc32.Checksum(body, castagnoli()) }
@@ -28,8 +30,16 @@ func Checksum(body []byte) uint32 { return crc32.Checksum(body, castagnoli()) }
 // a session's messages, against the checksum stored with it. A mismatch
 // is ErrCorrupt, naming the index; the caller adds the session id.
 func VerifyChecksum(index int, body []byte, sum uint32) error {
-	if got := Checksum(body); got != sum {
-		return fmt.Errorf("message %d: %w: its checksum does not match (crc32c %08x stored, %08x computed), so the storage changed it after it was written (a damaged disk, an edit by hand): restore the store from a backup", index, ErrCorrupt, sum, got)
+	return VerifyFieldChecksum(fmt.Sprintf("message %d", index), body, sum)
+}
+
+// VerifyFieldChecksum checks the stored value of field (what a message
+// names it: "title", "summary", "metadata", "event 12 data", ...)
+// against the checksum stored with it. A mismatch is ErrCorrupt naming
+// the field; the caller adds the session id.
+func VerifyFieldChecksum(field string, value []byte, sum uint32) error {
+	if got := Checksum(value); got != sum {
+		return fmt.Errorf("%s: %w: its checksum does not match (crc32c %08x stored, %08x computed), so the storage changed it after it was written (a damaged disk, an edit by hand): restore the store from a backup", field, ErrCorrupt, sum, got)
 	}
 	return nil
 }

@@ -6,9 +6,10 @@ import (
 
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/sqlite"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
-const migrateUsage = "[--store PATH|URL]"
+const migrateUsage = "[--store PATH|URL] [--rotate-key NEW_KEY_FILE]"
 
 // migrateCommand implements `skein migrate`: it creates the session
 // store's schema or upgrades it to this skein's version. It is the only
@@ -19,6 +20,9 @@ func migrateCommand(args []string, std stdio) int {
 	fs := newFlagSet("migrate")
 	store := &storeFlag{}
 	store.register(fs)
+	var rotate string
+	registerFlags(fs, []flagDef{{name: "rotate-key", value: &rotate,
+		usage: "after migrating, seal every stored payload anew with the key in this file, opening each with the current key (--encryption-key-file or SKEIN_STORE_KEY_FILE; none for a store written without one), in one transaction"}})
 	if code, stop := parseFlags(fs, migrateUsage, args, std); stop {
 		return code
 	}
@@ -51,5 +55,34 @@ func migrateCommand(args []string, std stdio) int {
 	default:
 		fmt.Fprintf(std.out, "skein migrate: %s: upgraded from schema version %d to %d\n", store, from, to)
 	}
+	if rotate != "" {
+		return rotateKey(store, rotate, std)
+	}
+	return exitOK
+}
+
+// rotateKey implements --rotate-key: every payload of the store is
+// sealed anew with the key in the file newKey.
+func rotateKey(store *storeFlag, newKey string, std stdio) int {
+	const name = "migrate"
+	to, err := storekey.Load(newKey)
+	if err != nil {
+		return usageError(std, name, fmt.Sprintf("--rotate-key: %v", err))
+	}
+	from, err := store.storeKey()
+	if err != nil {
+		return usageError(std, name, err.Error())
+	}
+	var r storekey.Rotation
+	if store.postgres() {
+		r, err = postgres.RotateKey(context.Background(), store.path, from, to)
+	} else {
+		r, err = sqlite.RotateKey(context.Background(), store.path, from, to)
+	}
+	if err != nil {
+		return fail(std, name, err)
+	}
+	fmt.Fprintf(std.out, "skein migrate: %s: sealed %d sessions, %d messages and %d events with key %s; use that key file from now on\n",
+		store, r.Sessions, r.Messages, r.Events, to.ID())
 	return exitOK
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/sqlite"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // defaultStore is where run and repl keep sessions unless --store or
@@ -23,8 +25,15 @@ const storeMemory = "memory"
 type storeFlag struct {
 	path       string
 	durability string
+	// keyFile is --encryption-key-file: the store key's file, "" for none
+	// (a store flag that is not registered reads SKEIN_STORE_KEY_FILE).
+	keyFile    string
+	keyFlag    bool // keyFile is a registered flag
 	registered bool
 	envErr     error // see registerFlags
+	key        *storekey.Key
+	keyErr     error
+	keyLoaded  bool
 }
 
 // register adds --store and --durability to fs.
@@ -33,9 +42,20 @@ func (f *storeFlag) register(fs *flag.FlagSet) {
 	f.envErr = registerFlags(fs, f.flags())
 }
 
-// flags is the table of --store and --durability.
+// storeKeyEnv is the environment variable naming the store key's file.
+const storeKeyEnv = "SKEIN_STORE_KEY_FILE"
+
+// keyFlagDef is the --encryption-key-file row of a command's flag table.
+func (f *storeFlag) keyFlagDef() flagDef {
+	f.keyFlag = true
+	return flagDef{name: "encryption-key-file", value: &f.keyFile, env: storeKeyEnv,
+		usage: "seal the payloads of the stored sessions (messages, events, titles, summaries, metadata) with the AES-256 key in this file (32 random bytes, base64; mode 0600), and open them with it; see docs/security.md"}
+}
+
+// flags is the table of --store, --durability and --encryption-key-file.
 func (f *storeFlag) flags() []flagDef {
 	return []flagDef{
+		f.keyFlagDef(),
 		{name: "store", value: &f.path, def: defaultStore, env: "SKEIN_STORE",
 			usage: "session database: an SQLite file, created by the first session stored, a postgres:// URL (PostgreSQL, shared by processes on any machine), or \"memory\" for sessions that end with the process"},
 		{name: "durability", value: &f.durability, def: string(sessions.DurabilityProcess), env: "SKEIN_DURABILITY",
@@ -57,7 +77,29 @@ func (f *storeFlag) check() error {
 	if _, err := sessions.ParseDurability(f.durability); err != nil {
 		return fmt.Errorf("--durability: %v", err)
 	}
+	if _, err := f.storeKey(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// storeKey returns the store key (nil: none), loading its file once.
+func (f *storeFlag) storeKey() (*storekey.Key, error) {
+	if f.keyLoaded {
+		return f.key, f.keyErr
+	}
+	f.keyLoaded = true
+	path := f.keyFile
+	if !f.keyFlag {
+		path = os.Getenv(storeKeyEnv)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	if f.key, f.keyErr = storekey.Load(path); f.keyErr != nil {
+		f.keyErr = fmt.Errorf("--encryption-key-file: %v", f.keyErr)
+	}
+	return f.key, f.keyErr
 }
 
 // memory reports whether the store is the in-memory one.
@@ -78,7 +120,11 @@ func (f *storeFlag) String() string {
 // openPostgres connects to the PostgreSQL database of the store (it
 // creates skein's tables there if they are missing).
 func (f *storeFlag) openPostgres(d sessions.Durability) (sessions.Backend, error) {
-	b, err := postgres.Open(context.Background(), f.path, postgres.WithDurability(d))
+	k, err := f.storeKey()
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	b, err := postgres.Open(context.Background(), f.path, postgres.WithDurability(d), postgres.WithKey(k))
 	if err != nil {
 		return nil, &storeError{err}
 	}
@@ -101,7 +147,11 @@ func (f *storeFlag) open() (sessions.Backend, error) {
 	if f.postgres() {
 		return f.openPostgres(d)
 	}
-	b, err := sqlite.OpenLazy(f.path, sqlite.WithDurability(d))
+	k, err := f.storeKey()
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	b, err := sqlite.OpenLazy(f.path, sqlite.WithDurability(d), sqlite.WithKey(k))
 	if err != nil {
 		return nil, &storeError{err}
 	}
@@ -116,7 +166,11 @@ func (f *storeFlag) openReadOnly() (sessions.Backend, error) {
 	if f.postgres() {
 		return f.openNow()
 	}
-	b, err := sqlite.Open(f.path, sqlite.ReadOnly())
+	k, err := f.storeKey()
+	if err != nil {
+		return nil, &storeError{err}
+	}
+	b, err := sqlite.Open(f.path, sqlite.ReadOnly(), sqlite.WithKey(k))
 	if errors.Is(err, sqlite.ErrNeedsMigration) {
 		return f.openNow()
 	}

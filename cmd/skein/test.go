@@ -54,6 +54,7 @@ func testCommand(args []string, std stdio) int {
 	store := storeFlag{registered: true, durability: string(sessions.DurabilityProcess)}
 	registerFlags(fs, []flagDef{
 		{name: "store", value: &store.path, def: storeMemory, usage: "also keep every test's sessions in this store (an SQLite file or a postgres:// URL), under test-<run id>/<file>::<test>/; the tests still run each on its own in-memory store"},
+		store.keyFlagDef(),
 		{name: "run", value: &runExpr, usage: "run only the tests whose function name matches this regular expression"},
 		{name: "v", value: &opts.verbose, usage: "print every test's name, status, duration and printed output"},
 		{name: "json", value: &opts.json, usage: "print the events of the run on stdout in go test -json's format (test2json), for gotestsum, IDEs and CI tools"},

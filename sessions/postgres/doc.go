@@ -48,17 +48,18 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 4)
+// # Schema (version 6)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
 //	                max_turns version title first_prompt, and the current
 //	                view: base base_from base_to own_from length; repo_id
 //	                and agent, generated from the metadata (migration 4,
-//	                indexed: ListFilter.RepoID and .Agent)
+//	                indexed: ListFilter.RepoID and .Agent); summary_crc
+//	                metadata_crc title_crc first_prompt_crc (migration 6)
 //	skein_views     vid sid base base_from base_to own_from (frozen views)
-//	skein_messages  sid pos body (JSON of message.Message)   key (sid, pos)
-//	skein_events    sid seq type time corr_id data pos        key (sid, seq)
+//	skein_messages  sid pos body (JSON of message.Message) crc  key (sid, pos)
+//	skein_events    sid seq type time corr_id data pos crc    key (sid, seq)
 //	skein_runs, skein_run_steps  workflow run records
 //	skein_repos     id path created_at: skein serve's repositories (migration 5)
 //	skein_locks     name holder interrupt: the locks held (NewLocker)
@@ -69,6 +70,21 @@
 // value back with its type (jsonb would reorder keys and turn integers
 // into numbers). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
 // a listing orders equal creation times the same way on both.
+//
+// # Checksums and encryption at rest
+//
+// Every payload is stored with its checksum (sessions.Checksum): a
+// message body in crc, an event's data in crc, the title, summary, first
+// prompt and metadata in the *_crc column beside each (migration 6; -1,
+// rowstore.LegacySum, for a value stored before it, read unchecked). A
+// mismatch fails the load with sessions.ErrCorrupt naming the session and
+// the field. WithKey seals every payload with a store key (package
+// storekey, AES-256-GCM) instead, as package sqlite does (see its doc):
+// message bodies, event data and metadata become JSON strings of the
+// base64 of their envelopes, the text payloads the base64 itself, with no
+// checksum (a sealed message row's crc is 0 and unused). RotateKey seals
+// everything anew in one transaction that locks skein's tables against
+// writes.
 //
 // # Writes, versions and processes
 //

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
@@ -30,7 +29,7 @@ func (b *Backend) EventsAfter(ctx context.Context, id string, after int64, limit
 		if limit > 0 {
 			lim = &limit
 		}
-		rows, err := tx.Query(ctx, `SELECT seq, type, time, corr_id, data FROM skein_events WHERE sid = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sid, after, lim)
+		rows, err := tx.Query(ctx, `SELECT seq, type, time, corr_id, data, crc FROM skein_events WHERE sid = $1 AND seq > $2 ORDER BY seq LIMIT $3`, sid, after, lim)
 		if err != nil {
 			return err
 		}
@@ -39,12 +38,16 @@ func (b *Backend) EventsAfter(ctx context.Context, id string, after int64, limit
 			var e sessions.Event
 			var t int64
 			var corrID *string
-			if err := rows.Scan(&e.Seq, &e.Type, &t, &corrID, nil); err != nil {
+			var sum *int64
+			if err := rows.Scan(&e.Seq, &e.Type, &t, &corrID, nil, &sum); err != nil {
 				return err
 			}
 			rowstore.DecodeEvent(&e, id, t, corrID)
 			if data := rows.RawValues()[4]; data != nil {
-				if e.Data, err = jsonvalue.DecodeObject(data); err != nil {
+				if err := rowstore.VerifyEventData(e.Seq, data, sum); err != nil {
+					return err
+				}
+				if e.Data, err = rowstore.DecodeEventData(b.key, e.Seq, data, nil); err != nil {
 					return fmt.Errorf("event %d: %w", e.Seq, err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // Backend is a sessions.Backend over one PostgreSQL database (the tables
@@ -23,6 +24,9 @@ type Backend struct {
 	durability sessions.Durability
 	maxConns   int32
 	states     stateCache
+	// key seals the payloads this Backend writes and opens sealed ones
+	// (WithKey); nil writes them plain, with checksums.
+	key *storekey.Key
 }
 
 var (
@@ -42,6 +46,15 @@ type Option func(*Backend)
 // before it returns whatever the server's default. See the package doc.
 func WithDurability(d sessions.Durability) Option {
 	return func(b *Backend) { b.durability = d }
+}
+
+// WithKey seals every payload the Backend writes (message bodies, event
+// data, titles, summaries, first prompts, metadata) with k (see package
+// storekey and the package doc's "Encryption at rest") and opens sealed
+// payloads with it. Without it payloads are written plain, with
+// checksums, and reading a sealed one fails with storekey.ErrNoKey.
+func WithKey(k *storekey.Key) Option {
+	return func(b *Backend) { b.key = k }
 }
 
 // WithMaxConns caps the backend's connection pool (default: pgxpool's,

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
@@ -104,6 +106,32 @@ func TestChecksums(t *testing.T) {
 		tag, err := b.pool.Exec(t.Context(), `UPDATE skein_messages SET body = replace(body, $1, $2) WHERE strpos(body, $1) > 0`, marker, altered)
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("damaging the row of %q: %d rows, %v", marker, tag.RowsAffected(), err)
+		}
+	})
+}
+
+// TestFieldChecksums changes each payload besides message bodies (title,
+// summary, metadata, first prompt, event data) with an UPDATE that
+// bypasses the backend and expects loads to fail naming the session and
+// the field.
+func TestFieldChecksums(t *testing.T) {
+	pgtest.Skip(t)
+	sessionstest.RunFieldChecksumTests(t, func(t *testing.T, path string) sessions.Backend {
+		return openTest(t, pgtest.Keyed(t, path))
+	}, func(t *testing.T, path, marker string) {
+		b := openClosed(t, pgtest.Keyed(t, path))
+		altered := marker[:len(marker)-1] + string(marker[len(marker)-1]^0x01)
+		n := int64(0)
+		for _, col := range []string{"skein_sessions.title", "skein_sessions.summary", "skein_sessions.metadata", "skein_sessions.first_prompt", "skein_events.data"} {
+			table, column, _ := strings.Cut(col, ".")
+			tag, err := b.pool.Exec(t.Context(), fmt.Sprintf(`UPDATE %s SET %s = replace(%[2]s, $1, $2) WHERE strpos(%[2]s, $1) > 0`, table, column), marker, altered)
+			if err != nil {
+				t.Fatalf("damaging %s: %v", col, err)
+			}
+			n += tag.RowsAffected()
+		}
+		if n != 1 {
+			t.Fatalf("damaging %q changed %d rows, want 1", marker, n)
 		}
 	})
 }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // exists reports whether session id is stored.
@@ -33,15 +33,15 @@ func (b *Backend) Exists(ctx context.Context, id string) (bool, error) {
 func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error) {
 	var rec *sessions.Record
 	err := b.read(ctx, func(tx pgx.Tx) error {
-		r, st, err := loadRecord(ctx, tx, id)
+		r, st, err := loadRecord(ctx, tx, b.key, id)
 		if err != nil {
 			return err
 		}
-		if r.Messages, err = loadMessages(ctx, tx, st); err != nil {
+		if r.Messages, err = loadMessages(ctx, tx, b.key, st); err != nil {
 			return sessions.IDError(id, err)
 		}
 		b.states.put(id, *st)
-		if r.Events, err = loadEvents(ctx, tx, st.Row, id); err != nil {
+		if r.Events, err = loadEvents(ctx, tx, b.key, st.Row, id); err != nil {
 			return sessions.IDError(id, err)
 		}
 		rec = r
@@ -56,11 +56,11 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 	var rec *sessions.Record
 	var lastSeq int64
 	err := b.read(ctx, func(tx pgx.Tx) error {
-		r, st, err := loadRecord(ctx, tx, id)
+		r, st, err := loadRecord(ctx, tx, b.key, id)
 		if err != nil {
 			return err
 		}
-		if r.Messages, err = loadMessages(ctx, tx, st); err != nil {
+		if r.Messages, err = loadMessages(ctx, tx, b.key, st); err != nil {
 			return sessions.IDError(id, err)
 		}
 		b.states.put(id, *st)
@@ -95,7 +95,7 @@ func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, 
 		if err != nil {
 			return err
 		}
-		if events, err = loadEvents(ctx, tx, sid, id); err != nil {
+		if events, err = loadEvents(ctx, tx, b.key, sid, id); err != nil {
 			return sessions.IDError(id, err)
 		}
 		return nil
@@ -119,7 +119,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]messag
 		}
 		seqs := make([]int64, n)
 		msgs := make([]message.Message, n)
-		dec := rowstore.NewDecoder("message", n, func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+		dec := rowstore.NewDecoder("message", n, func(i int, body []byte) error { return rowstore.DecodeMessage(b.key, &msgs[i], body) })
 		i := 0
 		err = readRows(ctx, tx, func(rows pgx.Rows) error {
 			if i == n {
@@ -161,7 +161,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]messag
 func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, error) {
 	var rec *sessions.Record
 	err := b.read(ctx, func(tx pgx.Tx) error {
-		r, _, err := loadRecord(ctx, tx, id)
+		r, _, err := loadRecord(ctx, tx, b.key, id)
 		rec = r
 		return err
 	})
@@ -169,17 +169,19 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 }
 
 // loadRecord reads session id's row and children.
-func loadRecord(ctx context.Context, tx pgx.Tx, id string) (*sessions.Record, *rowstore.State, error) {
+func loadRecord(ctx context.Context, tx pgx.Tx, k *storekey.Key, id string) (*sessions.Record, *rowstore.State, error) {
 	var s rowstore.StoredSession
 	var base *int64
 	var children []string
 	err := tx.QueryRow(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
 			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt,
-			ARRAY(SELECT c.id FROM skein_sessions c WHERE c.parent_id = s.id ORDER BY c.sid)
+			ARRAY(SELECT c.id FROM skein_sessions c WHERE c.parent_id = s.id ORDER BY c.sid),
+			summary_crc, metadata_crc, title_crc, first_prompt_crc
 		FROM skein_sessions s WHERE id = $1`, id).
 		Scan(&s.State.Row, &s.Status, &s.Created, &s.Updated, &s.Summary, &s.Metadata, &s.ParentID,
 			&s.Branched, &s.Turns, &s.MaxTurns, &s.State.Version, &base, &s.State.View.BaseFrom, &s.State.View.BaseTo,
-			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &children)
+			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &children,
+			&s.SummarySum, &s.MetadataSum, &s.TitleSum, &s.FirstPromptSum)
 	if errNoRows(err) {
 		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
@@ -189,7 +191,7 @@ func loadRecord(ctx context.Context, tx pgx.Tx, id string) (*sessions.Record, *r
 	if base != nil {
 		s.State.View.Base = *base
 	}
-	rec, err := s.Record(id)
+	rec, err := s.Record(k, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,7 +203,7 @@ func loadRecord(ctx context.Context, tx pgx.Tx, id string) (*sessions.Record, *r
 
 // loadMessages returns the current messages of the session whose state is
 // st.
-func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]message.Message, error) {
+func loadMessages(ctx context.Context, tx pgx.Tx, k *storekey.Key, st *rowstore.State) ([]message.Message, error) {
 	frozen, err := frozenViews(ctx, tx, st.View.Base)
 	if err != nil {
 		return nil, err
@@ -217,7 +219,7 @@ func loadMessages(ctx context.Context, tx pgx.Tx, st *rowstore.State) ([]message
 		return nil, err
 	}
 	msgs := make([]message.Message, st.Length)
-	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return rowstore.DecodeMessage(k, &msgs[i], body) })
 	i := 0
 	for _, sp := range spans {
 		start := i
@@ -299,17 +301,17 @@ func readRows(ctx context.Context, tx pgx.Tx, row func(pgx.Rows) error, query st
 }
 
 // loadEvents reads session row sid's event log, oldest first.
-func loadEvents(ctx context.Context, tx pgx.Tx, sid int64, id string) ([]sessions.Event, error) {
+func loadEvents(ctx context.Context, tx pgx.Tx, k *storekey.Key, sid int64, id string) ([]sessions.Event, error) {
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM skein_events WHERE sid = $1`, sid).Scan(&n); err != nil || n == 0 {
 		return nil, err
 	}
 	events := make([]sessions.Event, n)
 	dec := rowstore.NewDecoder("event", n, func(i int, data []byte) (err error) {
-		events[i].Data, err = jsonvalue.DecodeObject(data)
+		events[i].Data, err = rowstore.DecodeEventData(k, events[i].Seq, data, nil)
 		return err
 	})
-	rows, err := tx.Query(ctx, `SELECT seq, type, time, corr_id, data FROM skein_events WHERE sid = $1 ORDER BY seq`, sid)
+	rows, err := tx.Query(ctx, `SELECT seq, type, time, corr_id, data, crc FROM skein_events WHERE sid = $1 ORDER BY seq`, sid)
 	if err != nil {
 		dec.Wait()
 		return nil, fmt.Errorf("events: %w", err)
@@ -319,11 +321,15 @@ func loadEvents(ctx context.Context, tx pgx.Tx, sid int64, id string) ([]session
 		e := &events[i]
 		var t int64
 		var corrID *string
-		if err = rows.Scan(&e.Seq, &e.Type, &t, &corrID, nil); err != nil {
+		var sum *int64
+		if err = rows.Scan(&e.Seq, &e.Type, &t, &corrID, nil, &sum); err != nil {
 			break
 		}
 		rowstore.DecodeEvent(e, id, t, corrID)
 		if data := rows.RawValues()[4]; data != nil {
+			if err = rowstore.VerifyEventData(e.Seq, data, sum); err != nil {
+				break
+			}
 			dec.Add(i, data)
 		}
 	}
@@ -376,7 +382,7 @@ func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, q
 // List returns the sessions matching f, newest first (by creation time,
 // then id, descending), and how many match before Limit and Offset.
 func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	return rowstore.List(ctx, b, "skein_sessions", "skein_sessions", nil, f)
+	return rowstore.List(ctx, b, b.key, "skein_sessions", "skein_sessions", nil, f)
 }
 
 // ListRuns lists run records, newest first.

@@ -11,7 +11,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -19,7 +19,7 @@ const SchemaVersion = 5
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6}
 
 // migration1 is the first schema: the tables of package sqlite's version
 // 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
@@ -189,6 +189,25 @@ CREATE TABLE skein_repos (
 	path       text   NOT NULL,
 	created_at bigint NOT NULL
 );
+`
+
+// migration6 adds checksums to every stored payload besides message
+// bodies (whose crc migration 1 has): columns summary_crc, metadata_crc,
+// title_crc and first_prompt_crc of skein_sessions and crc of
+// skein_events (of its data) hold the sessions.Checksum of the value
+// beside them. A value sealed with a store key (sessions/storekey) has
+// none (NULL): GCM's tag checks it. Values stored before this version are
+// marked rowstore.LegacySum (-1) and read unchecked; so are events' data
+// (crc NULL).
+const migration6 = `
+ALTER TABLE skein_sessions ADD COLUMN summary_crc bigint, ADD COLUMN metadata_crc bigint,
+	ADD COLUMN title_crc bigint, ADD COLUMN first_prompt_crc bigint;
+UPDATE skein_sessions SET
+	summary_crc = CASE WHEN summary IS NULL THEN NULL ELSE -1 END,
+	metadata_crc = CASE WHEN metadata IS NULL THEN NULL ELSE -1 END,
+	title_crc = CASE WHEN title IS NULL THEN NULL ELSE -1 END,
+	first_prompt_crc = CASE WHEN first_prompt IS NULL THEN NULL ELSE -1 END;
+ALTER TABLE skein_events ADD COLUMN crc bigint;
 `
 
 // migrationsTable records the migrations applied, one row each.

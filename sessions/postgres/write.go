@@ -55,11 +55,16 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // status, added turns, max turns, set-title and title, set-metadata and
 // metadata, set-first-prompt and first prompt, updated_at, the messages
 // (positions, bodies, checksums) and the events (seqs, types, times, corr_ids,
-// data, positions).
+// data, positions, data checksums), then the checksums of the summary,
+// title, metadata and first prompt.
 const applySQL = `WITH u AS (
 	UPDATE skein_sessions SET version = version + $3,
 		base = $4, base_from = $5, base_to = $6, own_from = $7, length = $8,
 		summary = CASE WHEN $9::boolean THEN $10::text ELSE summary END,
+		summary_crc = CASE WHEN $9::boolean THEN $31::bigint ELSE summary_crc END,
+		title_crc = CASE WHEN $14::boolean THEN $32::bigint ELSE title_crc END,
+		metadata_crc = CASE WHEN $16::boolean THEN $33::bigint ELSE metadata_crc END,
+		first_prompt_crc = CASE WHEN $18::boolean THEN $34::bigint ELSE first_prompt_crc END,
 		status = coalesce($11::text, status), turns = turns + $12,
 		max_turns = CASE WHEN $13::bigint > 0 THEN $13::bigint ELSE max_turns END,
 		title = CASE WHEN $14::boolean THEN $15::text ELSE title END,
@@ -72,10 +77,10 @@ const applySQL = `WITH u AS (
 	INSERT INTO skein_messages (sid, pos, body, crc)
 	SELECT u.sid, r.pos, r.body, r.crc FROM u, unnest($21::bigint[], $22::text[], $23::bigint[]) AS r (pos, body, crc)
 ), e AS (
-	INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos)
-	SELECT u.sid, r.seq, r.type, r.time, r.corr_id, r.data, r.pos
-	FROM u, unnest($24::bigint[], $25::text[], $26::bigint[], $27::text[], $28::text[], $29::bigint[])
-		AS r (seq, type, time, corr_id, data, pos)
+	INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
+	SELECT u.sid, r.seq, r.type, r.time, r.corr_id, r.data, r.pos, r.crc
+	FROM u, unnest($24::bigint[], $25::text[], $26::bigint[], $27::text[], $28::text[], $29::bigint[], $30::bigint[])
+		AS r (seq, type, time, corr_id, data, pos, crc)
 )
 SELECT count(*) FROM u`
 
@@ -85,16 +90,17 @@ type eventArrays struct {
 	types       []string
 	corrIDs     []*string
 	data        []*string
-	pos         []*int64
+	pos, sums   []*int64
 }
 
 func columns(events []rowstore.EventRow) eventArrays {
 	a := eventArrays{
 		seqs: make([]int64, len(events)), times: make([]int64, len(events)), types: make([]string, len(events)),
 		corrIDs: make([]*string, len(events)), data: make([]*string, len(events)), pos: make([]*int64, len(events)),
+		sums: make([]*int64, len(events)),
 	}
 	for i, e := range events {
-		a.seqs[i], a.types[i], a.times[i], a.corrIDs[i], a.data[i], a.pos[i] = e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos
+		a.seqs[i], a.types[i], a.times[i], a.corrIDs[i], a.data[i], a.pos[i], a.sums[i] = e.Seq, e.Type, e.Time, e.CorrID, e.Data, e.Pos, e.Sum
 	}
 	return a
 }
@@ -117,9 +123,10 @@ func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan)
 	var n int
 	err := q.QueryRow(ctx, applySQL, st.Row, st.Version, p.Changes,
 		p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length,
-		u.SetSummary, u.Summary, u.Status, u.Turns, u.MaxTurns,
-		u.SetTitle, u.Title, u.SetMetadata, u.Metadata, u.SetFirstPrompt, u.FirstPrompt, u.Updated,
-		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos).Scan(&n)
+		u.SetSummary, u.Summary.Text, u.Status, u.Turns, u.MaxTurns,
+		u.SetTitle, u.Title.Text, u.SetMetadata, u.Metadata.Text, u.SetFirstPrompt, u.FirstPrompt.Text, u.Updated,
+		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums,
+		u.Summary.Sum, u.Title.Sum, u.Metadata.Sum, u.FirstPrompt.Sum).Scan(&n)
 	return n == 1, err
 }
 
@@ -135,7 +142,7 @@ func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan)
 // statement applies only if the version is still the one read. Others
 // run in a transaction that locks the session's row.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
-	encoded, err := rowstore.EncodeChanges(id, changes)
+	encoded, err := rowstore.EncodeChanges(b.key, id, changes)
 	if err != nil {
 		return err
 	}
@@ -295,12 +302,13 @@ func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *ro
 	var sid int64
 	err := tx.QueryRow(ctx, `INSERT INTO skein_sessions (id, status, created_at, updated_at, summary, metadata,
 			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
-			title, first_prompt)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			title, first_prompt, summary_crc, metadata_crc, title_crc, first_prompt_crc)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
-		rec.ID, row.Status, row.Created, row.Updated, row.Summary, row.Metadata,
+		rec.ID, row.Status, row.Created, row.Updated, row.Summary.Text, row.Metadata.Text,
 		row.ParentID, row.Branched, rec.Turns, rec.MaxTurns, rec.Version,
-		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title, row.FirstPrompt).Scan(&sid)
+		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title.Text, row.FirstPrompt.Text,
+		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum).Scan(&sid)
 	if errNoRows(err) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -322,9 +330,9 @@ func insertRows(ctx context.Context, tx pgx.Tx, sid int64, rows []rowstore.Messa
 	}
 	if len(events) > 0 {
 		ev := columns(events)
-		if _, err := tx.Exec(ctx, `INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos)
-			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[])`,
-			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
+			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])`,
+			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums); err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
 	}
@@ -342,7 +350,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]message.Message) error {
-	c, err := rowstore.EncodeCreate(rec, appended)
+	c, err := rowstore.EncodeCreate(b.key, rec, appended)
 	if err != nil {
 		return err
 	}
@@ -372,7 +380,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // length (see the package doc). Dst's Messages and ChildIDs must be empty
 // and its ParentID empty or Src; the stored ParentID is Src.
 func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
-	f, err := rowstore.EncodeFork(spec)
+	f, err := rowstore.EncodeFork(b.key, spec)
 	if err != nil {
 		return err
 	}

@@ -52,20 +52,23 @@
 // itself only when the goroutine has fallen 4,000 pages behind (see
 // checkpoint.go). Closing the last connection checkpoints the rest.
 //
-// # Schema (version 10)
+// # Schema (version 12)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at summary
 //	          metadata (JSON) parent_id branched_at max_turns title
 //	          first_prompt, and base: the frozen view the current view
 //	          rests on (its other numbers are in the newest writes row);
 //	          repo_id and agent, computed from the metadata (version 10,
-//	          indexed: ListFilter.RepoID and .Agent)
+//	          indexed: ListFilter.RepoID and .Agent); summary_crc
+//	          metadata_crc title_crc first_prompt_crc (version 12: the
+//	          checksums of the payloads beside them, see Checksums)
 //	writes    one row per write (version 9): key (sid << 32 | version the
 //	          write was made on + 2^31), the session's state after it
 //	          (version length base_from base_to own_from turns
 //	          updated_at), its message rows at positions [pos, pos_end)
 //	          and its events with seqs in [seq, seq_end), as two blobs
-//	          (messages, events; layouts in writerow.go)
+//	          (messages, events; layouts in writerow.go), and
+//	          events_crc, the events blob's checksum (version 12)
 //	session_heads  view: every session with its newest writes row's state
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	runs, run_steps  workflow run records (version 4)
@@ -113,6 +116,29 @@
 // parse fails the same way, naming the session row and the write's
 // version. Rows written before version 6 had no checksum; migration 8
 // computes them.
+//
+// Every other payload has its checksum too (version 12): the title,
+// summary, first prompt and metadata of a sessions row in the column
+// beside each (-1, rowstore.LegacySum, for a value stored before version
+// 12, read unchecked), and a writes row's events blob (types, times,
+// correlation ids, data) in events_crc (NULL before version 12). A
+// mismatch fails the load with sessions.ErrCorrupt naming the session
+// and the field.
+//
+// # Encryption at rest
+//
+// WithKey seals every payload the Backend writes with a store key
+// (package storekey, AES-256-GCM): message bodies and event data become
+// JSON strings holding the base64 of their envelopes (so they stay
+// valid JSON, and the computed columns repo_id and agent read a sealed
+// metadata as no object: NULL), and the title, summary, first prompt and
+// metadata hold the base64 of theirs with no checksum (their checksum
+// column NULL is what marks them sealed; GCM's tag checks them). Status,
+// times, ids, parent, view and event types stay plain: the indexes and
+// the view need them. A listing filtered on repo_id or agent with a key
+// runs that filter in Go over the opened metadata (rowstore.List).
+// RotateKey seals everything anew with another key in one transaction,
+// then vacuums the file and truncates its WAL.
 //
 // # Message ids
 //

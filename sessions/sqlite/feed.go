@@ -20,7 +20,7 @@ func (b *Backend) EventsAfter(ctx context.Context, id string, after int64, limit
 		if err != nil {
 			return err
 		}
-		events, err = loadEvents(ctx, tx, sid, id, after, limit)
+		events, err = loadEvents(ctx, tx, b.key, sid, id, after, limit)
 		return err
 	})
 	if err != nil {

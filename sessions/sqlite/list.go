@@ -46,7 +46,7 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 	if !f.UpdatedBefore.IsZero() {
 		count = "session_heads"
 	}
-	return rowstore.List(ctx, b, "session_heads", count, noLimit, f)
+	return rowstore.List(ctx, b, b.key, "session_heads", count, noLimit, f)
 }
 
 // ListRuns lists run records, newest first.

@@ -55,6 +55,11 @@ CREATE VIEW session_heads AS
 	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
 `
 
+// migration9InsertSQL is insertWriteSQL as it was at version 9.
+const migration9InsertSQL = `INSERT INTO writes (key, version, length, base_from, base_to, own_from, turns, updated_at,
+	pos, pos_end, seq, seq_end, messages, events)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE sid = ?)`
+
 // migratedRowSize bounds the messages, and the events, that toWrites
 // puts in one row.
 const migratedRowSize = 1024
@@ -76,7 +81,7 @@ func toWrites(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	insert, err := tx.PrepareContext(ctx, insertWriteSQL)
+	insert, err := tx.PrepareContext(ctx, migration9InsertSQL)
 	if err != nil {
 		return err
 	}

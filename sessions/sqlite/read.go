@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // querier is what *sql.DB and *sql.Tx share for single-row queries.
@@ -37,11 +37,11 @@ func (b *Backend) Exists(ctx context.Context, id string) (bool, error) {
 func (b *Backend) Load(ctx context.Context, id string) (*sessions.Record, error) {
 	var rec *sessions.Record
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, st, err := loadTranscript(ctx, tx, id)
+		r, st, err := loadTranscript(ctx, tx, b.key, id)
 		if err != nil {
 			return err
 		}
-		if r.Events, err = loadEvents(ctx, tx, st.Row, id, 0, 0); err != nil {
+		if r.Events, err = loadEvents(ctx, tx, b.key, st.Row, id, 0, 0); err != nil {
 			return sessions.IDError(id, err)
 		}
 		rec = r
@@ -58,7 +58,7 @@ func (b *Backend) LoadTranscript(ctx context.Context, id string) (*sessions.Reco
 	var rec *sessions.Record
 	var lastSeq int64
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, h, err := loadTranscript(ctx, tx, id)
+		r, h, err := loadTranscript(ctx, tx, b.key, id)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (b *Backend) LoadEvents(ctx context.Context, id string) ([]sessions.Event, 
 		if err != nil {
 			return sessions.IDError(id, err)
 		}
-		if events, err = loadEvents(ctx, tx, sid, id, 0, 0); err != nil {
+		if events, err = loadEvents(ctx, tx, b.key, sid, id, 0, 0); err != nil {
 			return sessions.IDError(id, err)
 		}
 		return nil
@@ -105,7 +105,7 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]messag
 		if err != nil {
 			return sessions.IDError(id, err)
 		}
-		if out, err = loadAppended(ctx, tx, sid); err != nil {
+		if out, err = loadAppended(ctx, tx, b.key, sid); err != nil {
 			return sessions.IDError(id, fmt.Errorf("appended messages: %w", err))
 		}
 		return nil
@@ -116,17 +116,21 @@ func (b *Backend) LoadAppended(ctx context.Context, id string) (map[int64]messag
 // loadAppended reads the messages session sid's "message" events
 // appended, by the events' seq: every writes row of the session, the
 // message rows each event names matched to it.
-func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]message.Message, error) {
+func loadAppended(ctx context.Context, tx *sql.Tx, k *storekey.Key, sid int64) (map[int64]message.Message, error) {
 	bodies := map[int64]storedMessage{}
 	type appended struct{ seq, pos int64 }
 	var list []appended
 	lo, hi := sessionKeys(sid)
-	err := eachRow(ctx, tx, `SELECT key, pos, messages, seq, events FROM writes WHERE key >= ? AND key < ? ORDER BY key`, []any{lo, hi},
+	err := eachRow(ctx, tx, `SELECT key, pos, messages, seq, events, events_crc FROM writes WHERE key >= ? AND key < ? ORDER BY key`, []any{lo, hi},
 		func(rows *sql.Rows) error {
 			var key, pos, seq int64
 			var msgs, evs []byte // copied: the bodies outlive the row
-			if err := rows.Scan(&key, &pos, &msgs, &seq, &evs); err != nil {
+			var evsSum sql.NullInt64
+			if err := rows.Scan(&key, &pos, &msgs, &seq, &evs, &evsSum); err != nil {
 				return err
+			}
+			if err := verifyEvents(evs, evsSum); err != nil {
+				return rowError(key, err)
 			}
 			err := eachMessage(msgs, func(m storedMessage) error {
 				bodies[pos] = m
@@ -147,7 +151,7 @@ func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]message
 		return nil, err
 	}
 	msgs := make([]message.Message, len(list))
-	dec := rowstore.NewDecoder("message", len(list), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+	dec := rowstore.NewDecoder("message", len(list), func(i int, body []byte) error { return rowstore.DecodeMessage(k, &msgs[i], body) })
 	for i, a := range list {
 		m, ok := bodies[a.pos]
 		if !ok {
@@ -178,7 +182,7 @@ func loadAppended(ctx context.Context, tx *sql.Tx, sid int64) (map[int64]message
 func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, error) {
 	var rec *sessions.Record
 	err := b.read(ctx, func(tx *sql.Tx) error {
-		r, _, err := loadRecord(ctx, tx, id)
+		r, _, err := loadRecord(ctx, tx, b.key, id)
 		rec = r
 		return err
 	})
@@ -186,28 +190,30 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 }
 
 // loadTranscript reads session id's row, children and current messages.
-func loadTranscript(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *head, error) {
-	rec, h, err := loadRecord(ctx, tx, id)
+func loadTranscript(ctx context.Context, tx *sql.Tx, k *storekey.Key, id string) (*sessions.Record, *head, error) {
+	rec, h, err := loadRecord(ctx, tx, k, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	if rec.Messages, err = loadMessages(ctx, tx, h.Row, h.View, h.Length); err != nil {
+	if rec.Messages, err = loadMessages(ctx, tx, k, h.Row, h.View, h.Length); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
 	return rec, h, nil
 }
 
 // loadRecord reads session id's row with its state, and its children.
-func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *head, error) {
+func loadRecord(ctx context.Context, tx *sql.Tx, k *storekey.Key, id string) (*sessions.Record, *head, error) {
 	var s rowstore.StoredSession
 	var base sql.NullInt64
 	var seqEnd int64
 	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
-			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt, seq_end
+			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt, seq_end,
+			summary_crc, metadata_crc, title_crc, first_prompt_crc
 		FROM session_heads WHERE id = ?`, id).
 		Scan(&s.State.Row, &s.Status, &s.Created, &s.Updated, &s.Summary, &s.Metadata, &s.ParentID,
 			&s.Branched, &s.Turns, &s.MaxTurns, &s.State.Version, &base, &s.State.View.BaseFrom, &s.State.View.BaseTo,
-			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &seqEnd)
+			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &seqEnd,
+			&s.SummarySum, &s.MetadataSum, &s.TitleSum, &s.FirstPromptSum)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
@@ -215,7 +221,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, id string) (*sessions.Record, *
 		return nil, nil, sessions.IDError(id, err)
 	}
 	s.State.View.Base = base.Int64
-	rec, err := s.Record(id)
+	rec, err := s.Record(k, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,19 +250,23 @@ var errEnough = errors.New("enough rows")
 // loadEvents reads session sid's events with seq > after, oldest first:
 // at most limit of them, or all when limit is 0. It reads the writes
 // rows that hold such events.
-func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int64, limit int) ([]sessions.Event, error) {
+func loadEvents(ctx context.Context, tx *sql.Tx, k *storekey.Key, sid int64, id string, after int64, limit int) ([]sessions.Event, error) {
 	var events []sessions.Event
 	var data [][]byte // each event's, within its row's blob
 	lo, hi := sessionKeys(sid)
-	err := eachRow(ctx, tx, `SELECT key, seq, events FROM writes WHERE key >= ? AND key < ? AND seq_end > ? ORDER BY key`, []any{lo, hi, after + 1},
+	err := eachRow(ctx, tx, `SELECT key, seq, events, events_crc FROM writes WHERE key >= ? AND key < ? AND seq_end > ? ORDER BY key`, []any{lo, hi, after + 1},
 		func(rows *sql.Rows) error {
 			if limit > 0 && len(events) == limit {
 				return errEnough // read no more rows
 			}
 			var key, seq int64
 			var blob []byte // copied: data keeps parts of it
-			if err := rows.Scan(&key, &seq, &blob); err != nil {
+			var sum sql.NullInt64
+			if err := rows.Scan(&key, &seq, &blob, &sum); err != nil {
 				return err
+			}
+			if err := verifyEvents(blob, sum); err != nil {
+				return rowError(key, err)
 			}
 			err := eachEvent(blob, seq, func(e *storedEvent) error {
 				if e.seq <= after || (limit > 0 && len(events) == limit) {
@@ -278,7 +288,7 @@ func loadEvents(ctx context.Context, tx *sql.Tx, sid int64, id string, after int
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	dec := rowstore.NewDecoder("event", len(events), func(i int, data []byte) (err error) {
-		events[i].Data, err = jsonvalue.DecodeObject(data)
+		events[i].Data, err = rowstore.DecodeEventData(k, events[i].Seq, data, nil)
 		return err
 	})
 	for i, d := range data {

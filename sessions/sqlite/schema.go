@@ -18,12 +18,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
@@ -194,6 +194,32 @@ CREATE TABLE repos (
 	path       TEXT    NOT NULL,
 	created_at INTEGER NOT NULL
 ) STRICT, WITHOUT ROWID;
+`
+
+// migration12 adds checksums to every stored payload besides message
+// bodies (which have theirs since version 6): columns summary_crc,
+// metadata_crc, title_crc and first_prompt_crc of sessions hold the
+// sessions.Checksum of the value beside them, and events_crc of writes
+// that of the row's events blob. A value sealed with a store key
+// (sessions/storekey) has none (NULL): GCM's tag checks it. Values
+// stored before this version are marked rowstore.LegacySum (-1) and
+// read unchecked; events blobs of earlier rows have no checksum (NULL).
+// View session_heads shows the new session columns.
+const migration12 = `
+ALTER TABLE sessions ADD COLUMN summary_crc INTEGER;
+ALTER TABLE sessions ADD COLUMN metadata_crc INTEGER;
+ALTER TABLE sessions ADD COLUMN title_crc INTEGER;
+ALTER TABLE sessions ADD COLUMN first_prompt_crc INTEGER;
+UPDATE sessions SET summary_crc = iif(summary IS NULL, NULL, -1), metadata_crc = iif(metadata IS NULL, NULL, -1),
+	title_crc = iif(title IS NULL, NULL, -1), first_prompt_crc = iif(first_prompt IS NULL, NULL, -1);
+ALTER TABLE writes ADD COLUMN events_crc INTEGER;
+DROP VIEW session_heads;
+CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
+		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
 `
 
 // migration3 adds the session's title and its derived first prompt (the
@@ -368,7 +394,7 @@ func identifySession(ctx context.Context, tx *sql.Tx, sid int64, created time.Ti
 			continue
 		}
 		m.ID, m.CreatedAt = sessions.DerivedMessageID(at, fmt.Sprintf("sqlite/%d/%d", sid, r.pos)), at
-		body, err := rowstore.EncodeMessage(&m)
+		body, err := rowstore.EncodeMessage(nil, &m)
 		if err != nil {
 			return fmt.Errorf("message row %d: %w", r.pos, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/storekey"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
@@ -38,6 +39,9 @@ type Backend struct {
 	known knownStates // guarded by wmu
 	wconn *writeConn  // guarded by wmu; nil until writeKnown needs it
 	ckpt  checkpointer
+	// key seals the payloads this Backend writes and opens sealed ones
+	// (WithKey); nil writes them plain, with checksums.
+	key *storekey.Key
 }
 
 var (
@@ -55,6 +59,15 @@ type Option func(*Backend)
 // DurabilityFull. See the package doc.
 func WithDurability(d sessions.Durability) Option {
 	return func(b *Backend) { b.durability = d }
+}
+
+// WithKey seals every payload the Backend writes (message bodies, event
+// data, titles, summaries, first prompts, metadata) with k (see package
+// storekey and the package doc's "Encryption at rest") and opens sealed
+// payloads with it. Without it payloads are written plain, with
+// checksums, and reading a sealed one fails with storekey.ErrNoKey.
+func WithKey(k *storekey.Key) Option {
+	return func(b *Backend) { b.key = k }
 }
 
 // Open opens the session database at path, creating its directory (mode

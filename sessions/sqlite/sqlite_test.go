@@ -306,3 +306,13 @@ func flipInFile(t *testing.T, path, marker string) {
 		t.Fatalf("%q is in neither %s nor its WAL", marker, path)
 	}
 }
+
+// TestFieldChecksums flips a byte of each payload besides message bodies
+// (title, summary, metadata, first prompt, event data) in the database
+// file and its WAL and expects loads to fail naming the session and the
+// field.
+func TestFieldChecksums(t *testing.T) {
+	sessionstest.RunFieldChecksumTests(t, func(t *testing.T, path string) sessions.Backend {
+		return openTest(t, path)
+	}, flipInFile)
+}

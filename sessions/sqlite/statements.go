@@ -29,21 +29,23 @@ const (
 	// insertWriteSQL inserts a write's row if its session (the last
 	// parameter, its sid) is stored.
 	insertWriteSQL = `INSERT INTO writes (key, version, length, base_from, base_to, own_from, turns, updated_at,
-		pos, pos_end, seq, seq_end, messages, events)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE sid = ?)`
+		pos, pos_end, seq, seq_end, messages, events, events_crc)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM sessions WHERE sid = ?)`
 	// updateSQL's parameters: the view's base, the status, set-summary
-	// and summary, max turns (twice), set-title and title,
-	// set-first-prompt and first prompt, then sid. The metadata has a
+	// and summary, set-summary and its checksum, max turns (twice), the
+	// same four for the title and for the first prompt, then sid. The metadata has a
 	// statement of its own (metadataSQL): an UPDATE that names it
 	// rewrites the entries of the indexes on columns computed from it.
 	updateSQL = `UPDATE sessions SET base = ?, status = coalesce(?, status),` + updateLeanSet
 	// updateLeanSQL's parameters are updateSQL's without the base and
 	// the status.
 	updateLeanSQL = `UPDATE sessions SET` + updateLeanSet
-	updateLeanSet = ` summary = iif(?, ?, summary), max_turns = iif(? > 0, ?, max_turns),
-		title = iif(?, ?, title), first_prompt = iif(?, ?, first_prompt)
+	updateLeanSet = ` summary = iif(?, ?, summary), summary_crc = iif(?, ?, summary_crc),
+		max_turns = iif(? > 0, ?, max_turns),
+		title = iif(?, ?, title), title_crc = iif(?, ?, title_crc),
+		first_prompt = iif(?, ?, first_prompt), first_prompt_crc = iif(?, ?, first_prompt_crc)
 		WHERE sid = ?`
-	metadataSQL = `UPDATE sessions SET metadata = ? WHERE sid = ?`
+	metadataSQL = `UPDATE sessions SET metadata = ?, metadata_crc = ? WHERE sid = ?`
 )
 
 // statementSQL is a statement and its SQL.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // frozenView reads the frozen view vid.
@@ -22,7 +23,7 @@ func frozenView(ctx context.Context, tx *sql.Tx, vid int64) (rowstore.Frozen, er
 
 // loadMessages returns the n messages of the current view v of session
 // sid.
-func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v rowstore.View, n int64) ([]message.Message, error) {
+func loadMessages(ctx context.Context, tx *sql.Tx, k *storekey.Key, sid int64, v rowstore.View, n int64) ([]message.Message, error) {
 	ranges, err := rowstore.Spans(sid, v, n, func(vid int64) (rowstore.Frozen, error) { return frozenView(ctx, tx, vid) })
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func loadMessages(ctx context.Context, tx *sql.Tx, sid int64, v rowstore.View, n
 	msgs := make([]message.Message, n)
 	// Not json.Unmarshal, which would scan each body twice more (validate,
 	// then find its end) before calling UnmarshalJSON.
-	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return msgs[i].UnmarshalJSON(body) })
+	dec := rowstore.NewDecoder("message", len(msgs), func(i int, body []byte) error { return rowstore.DecodeMessage(k, &msgs[i], body) })
 	err = readBodies(ctx, tx, ranges, dec)
 	// Wait for the decoder's workers even after a read error.
 	if derr := dec.Wait(); err == nil {

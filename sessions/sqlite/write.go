@@ -49,11 +49,13 @@ func checkParentChain(ctx context.Context, tx *sql.Tx, rec *sessions.Record) err
 func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *rowstore.SessionRow, v rowstore.View) (int64, error) {
 	var sid int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, summary, metadata,
-			parent_id, branched_at, max_turns, base, title, first_prompt)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			parent_id, branched_at, max_turns, base, title, first_prompt,
+			summary_crc, metadata_crc, title_crc, first_prompt_crc)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
-		rec.ID, row.Status, row.Created, row.Summary, row.Metadata,
-		row.ParentID, row.Branched, rec.MaxTurns, v.BaseArg(), row.Title, row.FirstPrompt).Scan(&sid)
+		rec.ID, row.Status, row.Created, row.Summary.Text, row.Metadata.Text,
+		row.ParentID, row.Branched, rec.MaxTurns, v.BaseArg(), row.Title.Text, row.FirstPrompt.Text,
+		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -111,7 +113,7 @@ func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos
 	}
 	v := h.View
 	res, err := tx.StmtContext(ctx, b.stmts.insertWrite).ExecContext(ctx, key, h.Version, h.Length,
-		v.BaseFrom, v.BaseTo, v.OwnFrom, h.turns, h.updated, pos, pos+int64(len(rows)), seq, h.seqEnd, msgs, evs, h.Row)
+		v.BaseFrom, v.BaseTo, v.OwnFrom, h.turns, h.updated, pos, pos+int64(len(rows)), seq, h.seqEnd, msgs, evs, eventsSum(evs), h.Row)
 	if err := oneRow(res, err); err != nil {
 		return err
 	}
@@ -130,7 +132,7 @@ func (b *Backend) Create(ctx context.Context, rec *sessions.Record) error {
 // each of some "message" events of rec.Events appended, by seq, stored
 // as message rows before the current ones (sessions.HistoryBackend).
 func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, appended map[int64]message.Message) error {
-	c, err := rowstore.EncodeCreate(rec, appended)
+	c, err := rowstore.EncodeCreate(b.key, rec, appended)
 	if err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // checks it (writeKnown); when another writer has been there meanwhile,
 // the write starts over and reads the state.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
-	encoded, err := rowstore.EncodeChanges(id, changes)
+	encoded, err := rowstore.EncodeChanges(b.key, id, changes)
 	if err != nil {
 		return err
 	}
@@ -216,7 +218,7 @@ func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore
 		}
 	}
 	if p.Update.SetMetadata {
-		if err := oneRow(tx.ExecContext(ctx, metadataSQL, p.Update.Metadata, h.Row)); err != nil {
+		if err := oneRow(tx.ExecContext(ctx, metadataSQL, p.Update.Metadata.Text, p.Update.Metadata.Sum, h.Row)); err != nil {
 			return nil, err
 		}
 	}
@@ -244,8 +246,9 @@ func (b *Backend) rowUpdate(h *head, p *rowstore.Plan) (*sql.Stmt, []any) {
 	if !indexed && !u.SetSummary && u.MaxTurns <= 0 && !u.SetTitle && !u.SetFirstPrompt {
 		return nil, nil
 	}
-	args := []any{u.SetSummary, u.Summary, u.MaxTurns, u.MaxTurns, u.SetTitle, u.Title,
-		u.SetFirstPrompt, u.FirstPrompt, h.Row}
+	args := []any{u.SetSummary, u.Summary.Text, u.SetSummary, u.Summary.Sum, u.MaxTurns, u.MaxTurns,
+		u.SetTitle, u.Title.Text, u.SetTitle, u.Title.Sum,
+		u.SetFirstPrompt, u.FirstPrompt.Text, u.SetFirstPrompt, u.FirstPrompt.Sum, h.Row}
 	if indexed {
 		return b.stmts.update, append([]any{v.BaseArg(), u.Status}, args...)
 	}
@@ -277,7 +280,7 @@ func oneRow(res sql.Result, err error) error {
 // length (see the package doc). Dst's Messages and ChildIDs must be empty
 // and its ParentID empty or Src; the stored ParentID is Src.
 func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
-	f, err := rowstore.EncodeFork(spec)
+	f, err := rowstore.EncodeFork(b.key, spec)
 	if err != nil {
 		return err
 	}

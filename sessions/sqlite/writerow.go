@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -221,6 +222,25 @@ func nullablePrefixed(blob []byte) (field, rest []byte, err error) {
 	}
 	end := k + int(n-1)
 	return blob[k:end:end], blob[end:], nil
+}
+
+// eventsSum returns the events_crc column of an events blob: its
+// sessions.Checksum, NULL for no events.
+func eventsSum(blob []byte) *int64 {
+	if len(blob) == 0 {
+		return nil
+	}
+	sum := int64(sessions.Checksum(blob))
+	return &sum
+}
+
+// verifyEvents checks an events blob against its events_crc column (NULL
+// for a row written before version 11, or without events: unchecked).
+func verifyEvents(blob []byte, sum sql.NullInt64) error {
+	if !sum.Valid {
+		return nil
+	}
+	return sessions.VerifyFieldChecksum("events (type, time, correlation id, data)", blob, uint32(sum.Int64))
 }
 
 // rowError names the writes row of key in err.

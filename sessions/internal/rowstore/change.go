@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // State is what a write needs of a stored session: its row's id, version,
@@ -16,34 +17,44 @@ type State struct {
 
 // Change is a sessions.Change in its stored form.
 type Change struct {
-	Change            *sessions.Change
-	Replace, Appended []Body
-	Events            []EventRow
-	Status, Summary   *string
-	Updated           *int64
-	Metadata          *string
+	Change                                *sessions.Change
+	Replace, Appended                     []Body
+	Events                                []EventRow
+	Status                                *string
+	Summary, Title, Metadata, FirstPrompt Stored
+	Updated                               *int64
 }
 
-// EncodeChange returns the stored form of ch, a change to session id, or
-// an error for a change no backend can apply.
-func EncodeChange(id string, ch *sessions.Change) (*Change, error) {
+// EncodeChange returns the stored form of ch, a change to session id, its
+// payloads sealed with k unless k is nil, or an error for a change no
+// backend can apply.
+func EncodeChange(k *storekey.Key, id string, ch *sessions.Change) (*Change, error) {
 	if ch.DropFirst < 0 {
 		return nil, sessions.IDError(id, fmt.Errorf("cannot drop %d messages", ch.DropFirst))
 	}
 	if ch.DropLast < 0 || (ch.DropLast > 0 && ch.DropFirst > 0 && !ch.Replace) {
 		return nil, sessions.IDError(id, fmt.Errorf("cannot drop the last %d messages (with %d first)", ch.DropLast, ch.DropFirst))
 	}
-	e := &Change{Change: ch, Summary: ch.Summary}
+	e := &Change{Change: ch}
+	if ch.SetSummary {
+		e.Summary = EncodeText(k, FieldSummary, ch.Summary)
+	}
+	if ch.SetTitle {
+		e.Title = EncodeText(k, FieldTitle, NullString(ch.Title))
+	}
+	if ch.SetFirstPrompt {
+		e.FirstPrompt = EncodeText(k, FieldFirstPrompt, NullString(ch.FirstPrompt))
+	}
 	var err error
 	if ch.Replace {
-		if e.Replace, err = EncodeMessages(id, "replacement message", ch.ReplaceWith); err != nil {
+		if e.Replace, err = EncodeMessages(k, id, "replacement message", ch.ReplaceWith); err != nil {
 			return nil, err
 		}
 	}
-	if e.Appended, err = EncodeMessages(id, "appended message", ch.Append); err != nil {
+	if e.Appended, err = EncodeMessages(k, id, "appended message", ch.Append); err != nil {
 		return nil, err
 	}
-	if e.Events, err = EncodeEvents(id, ch.Events); err != nil {
+	if e.Events, err = EncodeEvents(k, id, ch.Events); err != nil {
 		return nil, err
 	}
 	e.Status = NullString(string(ch.Status))
@@ -54,18 +65,18 @@ func EncodeChange(id string, ch *sessions.Change) (*Change, error) {
 		}
 		e.Updated = &t
 	}
-	if e.Metadata, err = EncodeObject(ch.Metadata); err != nil {
+	if e.Metadata, err = encodeObject(k, FieldMetadata, ch.Metadata); err != nil {
 		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
 	}
 	return e, nil
 }
 
 // EncodeChanges is EncodeChange of each change.
-func EncodeChanges(id string, changes []*sessions.Change) ([]*Change, error) {
+func EncodeChanges(k *storekey.Key, id string, changes []*sessions.Change) ([]*Change, error) {
 	out := make([]*Change, len(changes))
 	for i, ch := range changes {
 		var err error
-		if out[i], err = EncodeChange(id, ch); err != nil {
+		if out[i], err = EncodeChange(k, id, ch); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +88,8 @@ func EncodeChanges(id string, changes []*sessions.Change) ([]*Change, error) {
 // A nil Status or Updated leaves the column as it is.
 type RowUpdate struct {
 	SetSummary, SetTitle, SetMetadata, SetFirstPrompt bool
-	Summary, Status, Title, Metadata, FirstPrompt     *string
+	Summary, Title, Metadata, FirstPrompt             Stored
+	Status                                            *string
 	Updated                                           *int64
 	Turns, MaxTurns                                   int
 }
@@ -96,13 +108,13 @@ func (u *RowUpdate) add(e *Change) {
 		u.MaxTurns = ch.MaxTurns
 	}
 	if ch.SetTitle {
-		u.SetTitle, u.Title = true, NullString(ch.Title)
+		u.SetTitle, u.Title = true, e.Title
 	}
 	if ch.SetMetadata {
 		u.SetMetadata, u.Metadata = true, e.Metadata
 	}
 	if ch.SetFirstPrompt {
-		u.SetFirstPrompt, u.FirstPrompt = true, NullString(ch.FirstPrompt)
+		u.SetFirstPrompt, u.FirstPrompt = true, e.FirstPrompt
 	}
 	if e.Updated != nil {
 		u.Updated = e.Updated

@@ -8,6 +8,7 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // Stored values. Nullable columns are pointers (nil is SQL NULL), which
@@ -37,22 +38,8 @@ func DecodeTime(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-// EncodeObject returns a JSON object's stored form (package jsonvalue):
-// nil for a nil map.
-func EncodeObject(m map[string]any) (*string, error) {
-	if m == nil {
-		return nil, nil
-	}
-	data, err := jsonvalue.Encode(m)
-	if err != nil {
-		return nil, err
-	}
-	s := string(data)
-	return &s, nil
-}
-
-// DecodeObject is the inverse of EncodeObject: data nil (a NULL column)
-// is a nil map.
+// DecodeObject returns the JSON object data (package jsonvalue): data
+// nil (a NULL column) is a nil map.
 func DecodeObject(data []byte) (map[string]any, error) {
 	if data == nil {
 		return nil, nil
@@ -70,29 +57,36 @@ func NullString(s string) *string {
 
 // Body is the stored form of one message: its JSON (message.Message's
 // MarshalJSON) and that JSON's sessions.Checksum, computed once when the
-// message is appended and verified on every load (Verify).
+// message is appended and verified on every load (OpenBody); or, sealed
+// with the store key, the sealed JSON string and no checksum (Sealed).
 type Body struct {
-	JSON string
-	Sum  uint32
+	JSON   string
+	Sum    uint32
+	Sealed bool
 }
 
-// EncodeMessage returns the stored form of m.
-func EncodeMessage(m *message.Message) (Body, error) {
+// EncodeMessage returns the stored form of m, sealed with k unless k is
+// nil.
+func EncodeMessage(k *storekey.Key, m *message.Message) (Body, error) {
 	data, err := m.MarshalJSON() // json.Marshal(m) would compact it again
 	if err != nil {
 		return Body{}, err
 	}
-	return Body{string(data), sessions.Checksum(data)}, nil
+	text, sum := EncodeJSON(k, FieldMessage, data)
+	if sum == nil {
+		return Body{JSON: text, Sealed: true}, nil
+	}
+	return Body{JSON: text, Sum: uint32(*sum)}, nil
 }
 
 // EncodeMessages returns the stored form of msgs. An error names the
 // message by what ("message", "appended message") and its index in msgs:
 // the index in the session only for a new session.
-func EncodeMessages(id, what string, msgs []message.Message) ([]Body, error) {
+func EncodeMessages(k *storekey.Key, id, what string, msgs []message.Message) ([]Body, error) {
 	out := make([]Body, len(msgs))
 	for i := range msgs {
 		var err error
-		if out[i], err = EncodeMessage(&msgs[i]); err != nil {
+		if out[i], err = EncodeMessage(k, &msgs[i]); err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("%s %d: %w", what, i, err))
 		}
 	}
@@ -100,13 +94,34 @@ func EncodeMessages(id, what string, msgs []message.Message) ([]Body, error) {
 }
 
 // Verify checks a message row's body against its stored checksum, nil for
-// a row stored before the backend kept checksums; index names the message
-// in errors (sessions.ErrCorrupt).
+// a row stored before the backend kept checksums and for a sealed body
+// (OpenBody checks it); index names the message in errors
+// (sessions.ErrCorrupt).
 func Verify(index int, body []byte, sum *int64) error {
-	if sum == nil {
+	if sum == nil || IsSealedJSON(body) {
 		return nil
 	}
 	return sessions.VerifyChecksum(index, body, uint32(*sum))
+}
+
+// OpenBody returns a message row's JSON: a sealed body opened with k, a
+// plain one as it is (Verify checks it). Decoders call it, so that
+// opening runs on their workers; their errors name the message.
+func OpenBody(k *storekey.Key, body []byte) ([]byte, error) {
+	if !IsSealedJSON(body) {
+		return body, nil
+	}
+	return DecodeJSON(k, FieldMessage, "body", body, nil)
+}
+
+// DecodeMessage decodes message row body (a Decoder's item) into m,
+// opening it with k when it is sealed.
+func DecodeMessage(k *storekey.Key, m *message.Message, body []byte) error {
+	data, err := OpenBody(k, body)
+	if err != nil {
+		return err
+	}
+	return m.UnmarshalJSON(data)
 }
 
 // EventRow is the stored form of a sessions.Event.
@@ -116,6 +131,7 @@ type EventRow struct {
 	Time   int64
 	CorrID *string
 	Data   *string
+	Sum    *int64 // Data's checksum; nil when sealed or NULL
 	Pos    *int64 // a "message" event's message row, or nil
 }
 
@@ -139,10 +155,10 @@ func PairAppended(events []EventRow, first int64, appended int) {
 	}
 }
 
-// EncodeEvents returns the stored form of events logged on session id.
-// An event's SessionID must be id or empty: it is not stored, and loads
-// give the session's id.
-func EncodeEvents(id string, events []sessions.Event) ([]EventRow, error) {
+// EncodeEvents returns the stored form of events logged on session id,
+// their data sealed with k unless k is nil. An event's SessionID must be
+// id or empty: it is not stored, and loads give the session's id.
+func EncodeEvents(k *storekey.Key, id string, events []sessions.Event) ([]EventRow, error) {
 	out := make([]EventRow, len(events))
 	for i, e := range events {
 		if e.SessionID != "" && e.SessionID != id {
@@ -152,18 +168,55 @@ func EncodeEvents(id string, events []sessions.Event) ([]EventRow, error) {
 		if err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
 		}
-		data, err := EncodeObject(e.Data)
+		data, err := encodeObject(k, FieldEvent, e.Data)
 		if err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("event %d: %w", e.Seq, err))
 		}
-		out[i] = EventRow{Seq: e.Seq, Type: e.Type, Time: t, CorrID: NullString(e.CorrID), Data: data}
+		out[i] = EventRow{Seq: e.Seq, Type: e.Type, Time: t, CorrID: NullString(e.CorrID), Data: data.Text, Sum: data.Sum}
 	}
 	return out, nil
 }
 
+// encodeObject returns the stored form of JSON object payload field, m:
+// sealed with k unless k is nil; nil text for a nil map.
+func encodeObject(k *storekey.Key, field string, m map[string]any) (Stored, error) {
+	if m == nil {
+		return Stored{}, nil
+	}
+	data, err := jsonvalue.Encode(m)
+	if err != nil {
+		return Stored{}, err
+	}
+	text, sum := EncodeJSON(k, field, data)
+	return Stored{&text, sum}, nil
+}
+
+// VerifyEventData checks event seq's stored data against its checksum
+// column, nil for no checksum and for sealed data (DecodeEventData opens
+// and so checks it).
+func VerifyEventData(seq int64, stored []byte, sum *int64) error {
+	if sum == nil || stored == nil || IsSealedJSON(stored) {
+		return nil
+	}
+	return sessions.VerifyFieldChecksum(fmt.Sprintf("event %d data", seq), stored, uint32(*sum))
+}
+
+// DecodeEventData returns event seq's data from its stored form (nil:
+// none) and checksum (nil: unchecked), opened with k when sealed.
+func DecodeEventData(k *storekey.Key, seq int64, stored []byte, sum *int64) (map[string]any, error) {
+	if stored == nil {
+		return nil, nil
+	}
+	data, err := DecodeJSON(k, FieldEvent, fmt.Sprintf("event %d data", seq), stored, sum)
+	if err != nil {
+		return nil, err
+	}
+	return jsonvalue.DecodeObject(data)
+}
+
 // DecodeEvent fills e from its stored columns but the data, which the
-// caller decodes (DecodeObject): session id, time and correlation id, and
-// the current name of its type (sessions.EventType).
+// caller decodes (DecodeEventData): session id, time and correlation id,
+// and the current name of its type (sessions.EventType).
 func DecodeEvent(e *sessions.Event, id string, t int64, corrID *string) {
 	e.Type = sessions.EventType(e.Type)
 	e.SessionID, e.Time, e.CorrID = id, DecodeTime(t), deref(corrID)
@@ -174,16 +227,18 @@ func DecodeEvent(e *sessions.Event, id string, t int64, corrID *string) {
 type SessionRow struct {
 	Status             string
 	Created, Updated   int64
-	Summary, Metadata  *string
+	Summary, Metadata  Stored
 	ParentID           *string
 	Branched           *int64
-	Title, FirstPrompt *string
+	Title, FirstPrompt Stored
 }
 
-// EncodeSession returns the stored form of rec's own fields.
-func EncodeSession(rec *sessions.Record) (*SessionRow, error) {
+// EncodeSession returns the stored form of rec's own fields, its payloads
+// sealed with k unless k is nil.
+func EncodeSession(k *storekey.Key, rec *sessions.Record) (*SessionRow, error) {
 	r := &SessionRow{Status: string(rec.Status), ParentID: NullString(rec.ParentID),
-		Title: NullString(rec.Title), FirstPrompt: NullString(rec.FirstPrompt), Summary: rec.Summary}
+		Title: EncodeText(k, FieldTitle, NullString(rec.Title)), FirstPrompt: EncodeText(k, FieldFirstPrompt, NullString(rec.FirstPrompt)),
+		Summary: EncodeText(k, FieldSummary, rec.Summary)}
 	var err error
 	if r.Created, err = EncodeTime(rec.CreatedAt); err != nil {
 		return nil, sessions.IDError(rec.ID, fmt.Errorf("created_at: %w", err))
@@ -191,7 +246,7 @@ func EncodeSession(rec *sessions.Record) (*SessionRow, error) {
 	if r.Updated, err = EncodeTime(rec.UpdatedAt); err != nil {
 		return nil, sessions.IDError(rec.ID, fmt.Errorf("updated_at: %w", err))
 	}
-	if r.Metadata, err = EncodeObject(rec.Metadata); err != nil {
+	if r.Metadata, err = encodeObject(k, FieldMetadata, rec.Metadata); err != nil {
 		return nil, sessions.IDError(rec.ID, fmt.Errorf("metadata: %w", err))
 	}
 	if rec.BranchedAt != nil {
@@ -209,22 +264,37 @@ type StoredSession struct {
 	Summary, ParentID  *string
 	Title, FirstPrompt *string
 	Metadata           []byte
-	Branched           *int64
-	Turns, MaxTurns    int
-	State              State
+	// The payloads' checksum columns (see Stored).
+	SummarySum, TitleSum, FirstPromptSum, MetadataSum *int64
+	Branched                                          *int64
+	Turns, MaxTurns                                   int
+	State                                             State
 }
 
 // Record returns the session's record (without messages, events and
-// children) and its write state.
-func (s *StoredSession) Record(id string) (*sessions.Record, error) {
+// children) and its write state, its payloads checked or opened with k.
+func (s *StoredSession) Record(k *storekey.Key, id string) (*sessions.Record, error) {
 	rec := &sessions.Record{ID: id, Status: sessions.Status(s.Status),
 		CreatedAt: DecodeTime(s.Created), UpdatedAt: DecodeTime(s.Updated),
-		Summary: s.Summary, Turns: s.Turns, MaxTurns: s.MaxTurns, Version: s.State.Version}
+		Turns: s.Turns, MaxTurns: s.MaxTurns, Version: s.State.Version}
 	var err error
-	if rec.Metadata, err = DecodeObject(s.Metadata); err != nil {
-		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
+	if rec.Metadata, err = decodeObject(k, FieldMetadata, s.Metadata, s.MetadataSum); err != nil {
+		return nil, sessions.IDError(id, err)
 	}
-	rec.ParentID, rec.Title, rec.FirstPrompt = deref(s.ParentID), deref(s.Title), deref(s.FirstPrompt)
+	if s.Summary != nil {
+		summary, err := DecodeText(k, FieldSummary, s.Summary, s.SummarySum)
+		if err != nil {
+			return nil, sessions.IDError(id, err)
+		}
+		rec.Summary = &summary
+	}
+	if rec.Title, err = DecodeText(k, FieldTitle, s.Title, s.TitleSum); err != nil {
+		return nil, sessions.IDError(id, err)
+	}
+	if rec.FirstPrompt, err = DecodeText(k, FieldFirstPrompt, s.FirstPrompt, s.FirstPromptSum); err != nil {
+		return nil, sessions.IDError(id, err)
+	}
+	rec.ParentID = deref(s.ParentID)
 	if s.Branched != nil {
 		n := int(*s.Branched)
 		rec.BranchedAt = &n
@@ -237,7 +307,7 @@ func (s *StoredSession) Record(id string) (*sessions.Record, error) {
 // those events' Pos to the rows the messages will take: 0, 1, ... (the
 // history a sessions.HistoryBackend's CreateWithHistory stores before
 // the current messages).
-func EncodeHistory(id string, events []EventRow, appended map[int64]message.Message) ([]Body, error) {
+func EncodeHistory(k *storekey.Key, id string, events []EventRow, appended map[int64]message.Message) ([]Body, error) {
 	if len(appended) == 0 {
 		return nil, nil
 	}
@@ -250,7 +320,7 @@ func EncodeHistory(id string, events []EventRow, appended map[int64]message.Mess
 		if events[i].Type != sessions.EventMessage {
 			return nil, sessions.IDError(id, fmt.Errorf("event %d is a %s event, not a message event: it appended no message", events[i].Seq, events[i].Type))
 		}
-		body, err := EncodeMessage(&m)
+		body, err := EncodeMessage(k, &m)
 		if err != nil {
 			return nil, sessions.IDError(id, fmt.Errorf("message of event %d: %w", events[i].Seq, err))
 		}
@@ -262,6 +332,23 @@ func EncodeHistory(id string, events []EventRow, appended map[int64]message.Mess
 		return nil, sessions.IDError(id, fmt.Errorf("%d appended messages name events the session does not log", len(appended)-len(bodies)))
 	}
 	return bodies, nil
+}
+
+// decodeObject returns JSON object payload field from its stored form
+// (nil: a nil map) and checksum column.
+func decodeObject(k *storekey.Key, field string, stored []byte, sum *int64) (map[string]any, error) {
+	if stored == nil {
+		return nil, nil
+	}
+	data, err := DecodeJSON(k, field, field, stored, sum)
+	if err != nil {
+		return nil, err
+	}
+	m, err := DecodeObject(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return m, nil
 }
 
 // deref returns *s, "" for nil.

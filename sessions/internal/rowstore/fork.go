@@ -6,6 +6,7 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // Fork is a sessions.ForkSpec in its stored form.
@@ -21,7 +22,7 @@ type Fork struct {
 
 // EncodeFork checks spec and returns its stored form: Dst's Messages and
 // ChildIDs must be empty and its ParentID empty or Src.
-func EncodeFork(spec *sessions.ForkSpec) (*Fork, error) {
+func EncodeFork(k *storekey.Key, spec *sessions.ForkSpec) (*Fork, error) {
 	f := &Fork{Spec: spec, Dst: spec.Dst}
 	dst := &f.Dst
 	if len(dst.Messages) > 0 {
@@ -35,13 +36,13 @@ func EncodeFork(spec *sessions.ForkSpec) (*Fork, error) {
 		return nil, err
 	}
 	var err error
-	if f.Row, err = EncodeSession(dst); err != nil {
+	if f.Row, err = EncodeSession(k, dst); err != nil {
 		return nil, err
 	}
-	if f.DstEvents, err = EncodeEvents(dst.ID, dst.Events); err != nil {
+	if f.DstEvents, err = EncodeEvents(k, dst.ID, dst.Events); err != nil {
 		return nil, err
 	}
-	if f.SrcEvents, err = EncodeEvents(spec.Src, []sessions.Event{spec.SrcEvent}); err != nil {
+	if f.SrcEvents, err = EncodeEvents(k, spec.Src, []sessions.Event{spec.SrcEvent}); err != nil {
 		return nil, err
 	}
 	if !spec.SrcTime.IsZero() {
@@ -155,23 +156,23 @@ type Create struct {
 // and returns its stored form: appended, the messages some of its
 // "message" events appended by seq, become rows before the current
 // messages (EncodeHistory).
-func EncodeCreate(rec *sessions.Record, appended map[int64]message.Message) (*Create, error) {
+func EncodeCreate(k *storekey.Key, rec *sessions.Record, appended map[int64]message.Message) (*Create, error) {
 	if err := CheckNoChildren(rec); err != nil {
 		return nil, err
 	}
 	c := &Create{}
 	var err error
-	if c.Row, err = EncodeSession(rec); err != nil {
+	if c.Row, err = EncodeSession(k, rec); err != nil {
 		return nil, err
 	}
-	bodies, err := EncodeMessages(rec.ID, "message", rec.Messages)
+	bodies, err := EncodeMessages(k, rec.ID, "message", rec.Messages)
 	if err != nil {
 		return nil, err
 	}
-	if c.Events, err = EncodeEvents(rec.ID, rec.Events); err != nil {
+	if c.Events, err = EncodeEvents(k, rec.ID, rec.Events); err != nil {
 		return nil, err
 	}
-	history, err := EncodeHistory(rec.ID, c.Events, appended)
+	history, err := EncodeHistory(k, rec.ID, c.Events, appended)
 	if err != nil {
 		return nil, err
 	}

@@ -7,37 +7,47 @@ import (
 	"strings"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // SummaryColumns are the columns a session listing selects from the
 // sessions table (aliased s; children counts its forks there), in the
 // order SummaryRow.Targets scans them.
 const SummaryColumns = `id, status, created_at, updated_at, parent_id, length, turns,
-	(SELECT count(*) FROM %[1]s c WHERE c.parent_id = s.id), title, first_prompt, metadata`
+	(SELECT count(*) FROM %[1]s c WHERE c.parent_id = s.id), title, first_prompt, metadata,
+	title_crc, first_prompt_crc, metadata_crc`
 
 // SummaryRow is one row of a session listing as stored.
 type SummaryRow struct {
-	s                            sessions.Summary
-	status                       string
-	created, updated             int64
-	parentID, title, firstPrompt *string
-	metadata                     []byte
+	s                                 sessions.Summary
+	status                            string
+	created, updated                  int64
+	parentID, title, firstPrompt      *string
+	metadata                          []byte
+	titleSum, firstPromptSum, metaSum *int64
 }
 
 // Targets returns the scan destinations of SummaryColumns.
 func (r *SummaryRow) Targets() []any {
 	return []any{&r.s.ID, &r.status, &r.created, &r.updated, &r.parentID, &r.s.Length, &r.s.Turns, &r.s.Children,
-		&r.title, &r.firstPrompt, &r.metadata}
+		&r.title, &r.firstPrompt, &r.metadata, &r.titleSum, &r.firstPromptSum, &r.metaSum}
 }
 
-// Summary returns the scanned row as a listing entry.
-func (r *SummaryRow) Summary() (sessions.Summary, error) {
+// Summary returns the scanned row as a listing entry, its payloads
+// checked or opened with k.
+func (r *SummaryRow) Summary(k *storekey.Key) (sessions.Summary, error) {
 	s := r.s
 	s.Status = sessions.Status(r.status)
-	s.ParentID, s.Title, s.FirstPrompt = deref(r.parentID), deref(r.title), deref(r.firstPrompt)
+	s.ParentID = deref(r.parentID)
 	var err error
-	if s.Metadata, err = DecodeObject(r.metadata); err != nil {
-		return s, fmt.Errorf("session %q: metadata: %w", s.ID, err)
+	if s.Title, err = DecodeText(k, FieldTitle, r.title, r.titleSum); err != nil {
+		return s, sessions.IDError(s.ID, err)
+	}
+	if s.FirstPrompt, err = DecodeText(k, FieldFirstPrompt, r.firstPrompt, r.firstPromptSum); err != nil {
+		return s, sessions.IDError(s.ID, err)
+	}
+	if s.Metadata, err = decodeObject(k, FieldMetadata, r.metadata, r.metaSum); err != nil {
+		return s, sessions.IDError(s.ID, err)
 	}
 	s.CreatedAt, s.UpdatedAt = DecodeTime(r.created), DecodeTime(r.updated)
 	return s, nil
@@ -175,24 +185,58 @@ func listPage[R any](ctx context.Context, p Pager, table, countTable, columns st
 // List is sessions.Backend.List over p, the sessions being in table;
 // countTable is where the matching sessions are counted (a table with
 // the filter's columns that is cheaper to count than table, or table);
-// noLimit is the database's LIMIT for no limit.
-func List(ctx context.Context, p Pager, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	q, err := SessionFilter(f)
+// noLimit is the database's LIMIT for no limit. Payloads are opened with
+// k.
+//
+// With a key, a sealed session's metadata is ciphertext to the database,
+// so its columns computed from the metadata (repo_id, agent) are NULL:
+// the filters on them then run here, on the opened metadata, over every
+// session the other filters keep, and Limit, Offset and the total are
+// applied after them.
+func List(ctx context.Context, p Pager, k *storekey.Key, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+	inGo := k != nil && (f.RepoID != "" || f.Agent != "")
+	sqlFilter := f
+	if inGo {
+		sqlFilter.RepoID, sqlFilter.Agent, sqlFilter.Limit, sqlFilter.Offset = "", "", 0, 0
+	}
+	q, err := SessionFilter(sqlFilter)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, f.Limit, f.Offset, noLimit,
+	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, sqlFilter.Limit, sqlFilter.Offset, noLimit,
 		func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)
 	}
-	out := make([]sessions.Summary, len(rows))
-	for i, r := range rows {
-		if out[i], err = r.Summary(); err != nil {
+	out := make([]sessions.Summary, 0, len(rows))
+	for _, r := range rows {
+		s, err := r.Summary(k)
+		if err != nil {
 			return nil, 0, fmt.Errorf("list: %w", err)
+		}
+		if inGo && !(metaString(s.Metadata, "repoId", f.RepoID) && metaString(s.Metadata, "agent", f.Agent)) {
+			continue
+		}
+		out = append(out, s)
+	}
+	if inGo {
+		total = len(out)
+		out = out[min(f.Offset, len(out)):]
+		if f.Limit > 0 && len(out) > f.Limit {
+			out = out[:f.Limit]
 		}
 	}
 	return out, total, nil
+}
+
+// metaString reports whether metadata m has the string want under key,
+// or want is "" (no filter): what the columns repo_id and agent compute.
+func metaString(m map[string]any, key, want string) bool {
+	if want == "" {
+		return true
+	}
+	s, ok := m[key].(string)
+	return ok && s == want
 }
 
 // ListRuns is sessions.RunBackend.ListRuns over p, the runs being in
