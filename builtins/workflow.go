@@ -464,7 +464,21 @@ func workflowExecute(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	if err != nil {
 		return nil, fail(b.Name(), err)
 	}
-	return vm.ToStarlark(run.Map()), nil
+	return runToStarlark(run), nil
+}
+
+// runToStarlark is vm.ToStarlark(r.Map()), with the steps' dicts built
+// directly: a run's result has a dict per stage.
+func runToStarlark(r *workflow.Run) starlark.Value {
+	steps := make([]starlark.Value, len(r.Steps))
+	for i := range r.Steps {
+		// 7 keys, 8 with an error, which fit the dict's own bucket: a
+		// hint of 8 would allocate a second table beside it
+		d := starlark.NewDict(7)
+		r.Steps[i].Fields(func(k string, v any) { _ = d.SetKey(starlark.String(k), vm.ToStarlark(v)) })
+		steps[i] = d
+	}
+	return vm.ToStarlark(r.MapWith(starlark.NewList(steps)))
 }
 
 // executeGraph runs g on thread; `skein run flow.yaml` calls it too.
@@ -610,18 +624,28 @@ func stageOptions(g *Graph, n *workflow.Node, sessionID string) (*options, error
 }
 
 // fn calls an fn stage's function with {task, output, outputs, vars,
-// run_id, node}.
+// run_id, node}, outputs a read-only view of the run's outputs.
 func (x *stageExecutor) fn(s *workflow.Stage) (*workflow.StageResult, error) {
 	c := x.graph.fns[s.Node.Name]
 	if c == nil {
 		return nil, fmt.Errorf("node '%s' has no function", s.Node.Name)
 	}
-	outputs := make(map[string]any, len(s.Outputs))
-	for k, v := range s.Outputs {
-		outputs[k] = v
+	// Built directly, keys in sorted order as vm.ToStarlark would give
+	// them. outputs is a view of the run's map, not a copy, so a stage
+	// costs the same however many nodes have run (the map does not
+	// change while the function runs, and nothing of the call outlives
+	// it but its result, which is converted).
+	ctx := starlark.NewDict(6)
+	for _, kv := range [...]struct {
+		k string
+		v starlark.Value
+	}{
+		{"node", starlark.String(s.Node.Name)}, {"output", starlark.String(s.Input)},
+		{"outputs", vm.NewStringMapView(s.Outputs)}, {"run_id", starlark.String(s.RunID)},
+		{"task", starlark.String(s.Task)}, {"vars", vm.ToStarlark(s.Vars)},
+	} {
+		_ = ctx.SetKey(starlark.String(kv.k), kv.v)
 	}
-	ctx := vm.ToStarlark(map[string]any{"task": s.Task, "output": s.Input, "outputs": outputs, "vars": s.Vars,
-		"run_id": s.RunID, "node": s.Node.Name})
 	v, err := starlark.Call(x.thread, c, starlark.Tuple{ctx}, nil)
 	if err != nil {
 		return nil, err

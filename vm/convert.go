@@ -108,7 +108,8 @@ func (e *SecretError) Error() string {
 
 // FromStarlark converts a Starlark value to a Go JSON value: None, bool,
 // int (to int64), float, string, list or tuple (to []any), dict with
-// string keys and struct (to map[string]any). Anything else (a Secret
+// string keys and struct (to map[string]any), a Materializer as the
+// value it stands for. Anything else (a Secret
 // included), a NaN, an int too large for int64 or lists and dicts nested
 // more than jsonvalue.MaxDepth levels (a list that contains itself
 // included) is an error naming the path within v ("x", "x.key", "x[2]"),
@@ -119,6 +120,9 @@ func FromStarlark(v starlark.Value, name string) (any, error) {
 
 // fromStarlark is FromStarlark of a value inside depth lists and dicts.
 func fromStarlark(v starlark.Value, name string, depth int) (any, error) {
+	if m, ok := v.(Materializer); ok {
+		v = m.Materialize()
+	}
 	switch v.(type) {
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlarkstruct.Struct:
 		if depth >= jsonvalue.MaxDepth {

@@ -65,6 +65,9 @@ func checkValueDepth(v starlark.Value) error {
 // most MaxDepth levels; the path is built only on the way out of a
 // refusal.
 func tooDeep(v starlark.Value, depth int) (string, bool) {
+	if m, ok := v.(Materializer); ok {
+		v = m.Materialize()
+	}
 	switch v.(type) {
 	case *starlark.List, starlark.Tuple, *starlark.Dict, *starlarkstruct.Struct:
 		if depth >= jsonvalue.MaxDepth {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -80,6 +82,7 @@ type Run struct {
 	UpdatedAt time.Time
 
 	initialVars map[string]any
+	headPrefix  []byte // the encoded task and initial vars (head)
 	visits      map[string]int
 	completed   int // completed steps
 }
@@ -133,7 +136,7 @@ func (r *Run) reset(vars map[string]any) {
 	if vars == nil {
 		vars = map[string]any{}
 	}
-	r.initialVars = vars
+	r.initialVars, r.headPrefix = vars, nil
 	r.Vars = make(map[string]any, len(vars))
 	for k, v := range vars {
 		r.Vars[k] = v
@@ -158,13 +161,62 @@ func (r *Run) add(s Step) {
 // Visits returns how many times each node completed.
 func (r *Run) Visits() map[string]int { return r.visits }
 
+// head encodes the run's header as json.Marshal(head{...}) would: the
+// task and the initial vars, which never change, are encoded once.
 func (r *Run) head() []byte {
-	b, err := json.Marshal(head{Task: r.Task, Vars: r.initialVars, Next: r.Next, Output: r.Output, Error: r.Error})
-	if err != nil {
-		// initial vars were checked to be JSON when the run started
-		panic(fmt.Sprintf("workflow: run header: %v", err))
+	if r.headPrefix == nil {
+		task, err := json.Marshal(r.Task)
+		if err == nil {
+			var vars []byte
+			if vars, err = json.Marshal(r.initialVars); err == nil {
+				r.headPrefix = append(append(append([]byte(`{"task":`), task...), `,"vars":`...), vars...)
+			}
+		}
+		if err != nil {
+			// initial vars were checked to be JSON when the run started
+			panic(fmt.Sprintf("workflow: run header: %v", err))
+		}
 	}
-	return b
+	b := make([]byte, 0, len(r.headPrefix)+len(r.Next)+len(r.Output)+len(r.Error)+40)
+	b = append(b, r.headPrefix...)
+	if r.Next != "" {
+		b = jsonvalue.AppendString(append(b, `,"next":`...), r.Next)
+	}
+	b = jsonvalue.AppendString(append(b, `,"output":`...), r.Output)
+	if r.Error != "" {
+		b = jsonvalue.AppendString(append(b, `,"error":`...), r.Error)
+	}
+	return append(b, '}')
+}
+
+// appendJSON appends the step as json.Marshal encodes it, without
+// reflection (a run record is written after every stage).
+func (s *Step) appendJSON(b []byte) ([]byte, error) {
+	b = jsonvalue.AppendString(append(b, `{"node":`...), s.Node)
+	b = jsonvalue.AppendString(append(b, `,"session_id":`...), s.SessionID)
+	b = jsonvalue.AppendString(append(b, `,"status":`...), s.Status)
+	b = jsonvalue.AppendString(append(b, `,"output":`...), s.Output)
+	if s.Error != "" {
+		b = jsonvalue.AppendString(append(b, `,"error":`...), s.Error)
+	}
+	b = append(b, `,"started_at":`...)
+	t, err := s.StartedAt.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, t...)
+	b = strconv.AppendInt(append(b, `,"duration_ms":`...), s.DurationMS, 10)
+	b = strconv.AppendInt(append(b, `,"usage":{"input_tokens":`...), int64(s.Usage.InputTokens), 10)
+	b = strconv.AppendInt(append(b, `,"output_tokens":`...), int64(s.Usage.OutputTokens), 10)
+	b = append(b, '}')
+	if len(s.Vars) > 0 {
+		v, err := json.Marshal(s.Vars)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"vars":`...), v...)
+	}
+	return append(b, '}'), nil
 }
 
 // save writes the run's header and the steps from index from on. The
@@ -173,7 +225,7 @@ func (r *Run) save(ctx context.Context, store *sessions.Store, create bool, from
 	ctx = context.WithoutCancel(ctx)
 	steps := make([][]byte, 0, len(r.Steps)-from)
 	for i := from; i < len(r.Steps); i++ {
-		b, err := json.Marshal(&r.Steps[i])
+		b, err := r.Steps[i].appendJSON(nil)
 		if err != nil {
 			return fmt.Errorf("run '%s': step %d (%s): %w", r.ID, i, r.Steps[i].Node, err)
 		}
@@ -186,22 +238,37 @@ func (r *Run) save(ctx context.Context, store *sessions.Store, create bool, from
 	return store.UpdateRun(ctx, r.ID, &sessions.RunUpdate{Status: string(r.Status), UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps})
 }
 
+// Fields calls f with each of the step's fields as Map gives them, the
+// keys in sorted order: duration_ms, error (when set), node, output,
+// session_id, started_at, status, usage.
+func (s *Step) Fields(f func(key string, value any)) {
+	f("duration_ms", s.DurationMS)
+	if s.Error != "" {
+		f("error", s.Error)
+	}
+	f("node", s.Node)
+	f("output", s.Output)
+	f("session_id", s.SessionID)
+	f("started_at", s.StartedAt.UTC().Format(sessions.TimeFormat))
+	f("status", s.Status)
+	f("usage", map[string]any{"input_tokens": s.Usage.InputTokens, "output_tokens": s.Usage.OutputTokens})
+}
+
 // Map returns the run as JSON-like values: the result of
 // workflow_execute and what `skein runs show --json` prints.
 func (r *Run) Map() map[string]any {
 	steps := make([]any, len(r.Steps))
 	for i := range r.Steps {
-		s := &r.Steps[i]
-		m := map[string]any{
-			"node": s.Node, "session_id": s.SessionID, "status": s.Status, "output": s.Output,
-			"started_at": s.StartedAt.UTC().Format(sessions.TimeFormat), "duration_ms": s.DurationMS,
-			"usage": map[string]any{"input_tokens": s.Usage.InputTokens, "output_tokens": s.Usage.OutputTokens},
-		}
-		if s.Error != "" {
-			m["error"] = s.Error
-		}
+		m := make(map[string]any, 8)
+		r.Steps[i].Fields(func(k string, v any) { m[k] = v })
 		steps[i] = m
 	}
+	return r.MapWith(steps)
+}
+
+// MapWith is Map with steps as the value of "steps": for a caller that
+// converts the steps itself (from Step.Fields).
+func (r *Run) MapWith(steps any) map[string]any {
 	outputs := make(map[string]any, len(r.Outputs))
 	for k, v := range r.Outputs {
 		outputs[k] = v
