@@ -335,12 +335,35 @@ func resultToStarlark(res *agent.Result) starlark.Value {
 		"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens, "calls": res.Calls,
 		"cost_usd": costValue(res),
 	}))
-	set("tools", vm.ToStarlark(map[string]any{
-		"calls": nonNil(res.ToolCalls), "successful": nonNil(res.Succeeded), "failed": nonNil(res.Failed),
-	}))
-	set("messages", messagesToStarlark(res.Messages))
+	names := map[string]starlark.Value{}
+	tools := starlark.NewDict(3)
+	_ = tools.SetKey(starlark.String("calls"), toolNames(res.ToolCalls, names))
+	_ = tools.SetKey(starlark.String("failed"), toolNames(res.Failed, names))
+	_ = tools.SetKey(starlark.String("successful"), toolNames(res.Succeeded, names))
+	set("tools", tools)
+	set("messages", newMessageList(res.Messages))
 	set("output", vm.ToStarlark(res.Output))
 	return d
+}
+
+// toolNames is a list of tool names, each distinct name converted once
+// (names holds them): a long loop calls a few tools many times.
+func toolNames(calls []string, names map[string]starlark.Value) *starlark.List {
+	out := make([]starlark.Value, len(calls))
+	var last starlark.Value
+	for i, name := range calls {
+		if i > 0 && name == calls[i-1] {
+			out[i] = last // a tool called again and again
+			continue
+		}
+		v, ok := names[name]
+		if !ok {
+			v = starlark.String(name)
+			names[name] = v
+		}
+		out[i], last = v, v
+	}
+	return starlark.NewList(out)
 }
 
 // costValue is a result's cost_usd: a float, or None when unknown.
@@ -349,13 +372,6 @@ func costValue(res *agent.Result) any {
 		return nil
 	}
 	return res.CostUSD
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // unpackCall unpacks (prompt, system=None, options=None, **kwargs); the

@@ -236,3 +236,68 @@ compactions = len([e for e in agent_session_snapshot(s)["events"] if e["type"] =
 	b.ReportMetric(compactions/float64(b.N), "compactions")
 	b.ReportMetric(turnsPer/float64(b.N), "turns/compaction")
 }
+
+// BenchmarkAgentLoopTail measures what an agent_loop takes after its last
+// tool turn: the final text turn and returning the result, for loops of
+// 10 and of 1,000 iterations (21 and 2,001 messages) on a new session as
+// W1 runs them, alternately within
+// each round. The result holds the loop's new messages as a message_list
+// built only when read, so the tail must not grow with the loop: it
+// reports the median over rounds of each tail (µs) and of their ratio
+// within a round (`tail-1000/10`, 1 is flat), and beside them the median
+// of the 8 tool turns before the tail (`turn-µs-…`): the tail is a turn
+// like them, and the result adds nothing that grows.
+func BenchmarkAgentLoopTail(b *testing.B) {
+	st, th := benchVM(b)
+	globals, err := st.ExecFile("bench.star", `
+def noop(n = 0):
+    """Does nothing."""
+    return "ok"
+
+def tail(n):
+    for i in range(n - 1):
+        llm_mock(tool_calls = [{"name": "noop", "arguments": {"n": i}}])
+    llm_mock(text = "done")
+    marks = []
+    r = agent_loop("go", provider = "mock", session_id = agent_session_open(), tools = [noop], max_iterations = n,
+                   post_turn_callback = lambda info: marks.append(time.now()))
+    end = time.now()
+    if r["status"] != "done" or len(marks) != n - 1:
+        fail(r["status"])
+    turns = sorted([(marks[i] - marks[i - 1]) // time.microsecond for i in range(len(marks) - 8, len(marks))])
+    return ((end - marks[-1]) // time.microsecond, turns[len(turns) // 2])
+`)
+	if err != nil {
+		b.Fatal(vm.FormatError(err))
+	}
+	// tail returns the tail and the median of the 8 turns before it (µs)
+	tail := func(n int) (float64, float64) {
+		v, err := starlark.Call(th, globals["tail"], starlark.Tuple{starlark.MakeInt(n)}, nil)
+		if err != nil {
+			b.Fatal(vm.FormatError(err))
+		}
+		us, _ := starlark.AsInt32(v.(starlark.Tuple)[0])
+		turn, _ := starlark.AsInt32(v.(starlark.Tuple)[1])
+		return float64(us), float64(turn)
+	}
+	tail(10)
+	tail(1000)
+	var small, large, ratio, turnSmall, turnLarge []float64
+	for i := 0; b.Loop(); i++ {
+		var s, l, ts, tl float64
+		if i%2 == 0 {
+			s, ts = tail(10)
+			l, tl = tail(1000)
+		} else {
+			l, tl = tail(1000)
+			s, ts = tail(10)
+		}
+		small, large, ratio = append(small, s), append(large, l), append(ratio, l/s)
+		turnSmall, turnLarge = append(turnSmall, ts), append(turnLarge, tl)
+	}
+	b.ReportMetric(median(small), "tail-µs-10")
+	b.ReportMetric(median(large), "tail-µs-1000")
+	b.ReportMetric(median(ratio), "tail-1000/10")
+	b.ReportMetric(median(turnSmall), "turn-µs-10")
+	b.ReportMetric(median(turnLarge), "turn-µs-1000")
+}
