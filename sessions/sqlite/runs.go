@@ -53,30 +53,77 @@ func appendSteps(ctx context.Context, tx *sql.Tx, rid int64, from int, steps [][
 }
 
 // UpdateRun writes the run's new status and header and appends steps.
+// A workflow writes it after every stage, so it runs on the write
+// connection with prepared statements (see writeConn): one UPDATE that
+// also counts the steps, and an INSERT per step, in one transaction; an
+// update without steps is its UPDATE alone.
 func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdate) error {
 	updated, err := rowstore.EncodeTime(u.UpdatedAt)
 	if err != nil {
 		return err
 	}
-	return b.write(ctx, func(tx *sql.Tx) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx) // see write
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.wconn == nil {
+		if b.wconn, err = b.openWriteConn(ctx); err != nil {
+			return err
+		}
+	}
+	w := b.wconn
+	b.begun()
+	update := func() (int64, int, error) {
 		var rid int64
 		var steps int
-		err := tx.QueryRowContext(ctx, "SELECT rid, steps FROM runs WHERE id = ?", id).Scan(&rid, &steps)
+		err := w.StmtContext(ctx, b.stmts.runUpdate).QueryRowContext(ctx, u.Status, updated, string(u.Head), len(u.Steps), id).
+			Scan(&rid, &steps)
 		if errors.Is(err, sql.ErrNoRows) {
-			return sessions.ErrRunNotFound
+			return 0, 0, sessions.ErrRunNotFound
 		}
+		return rid, steps, err
+	}
+	if len(u.Steps) == 0 {
+		if _, _, err := update(); err != nil {
+			if fromDatabase(err) {
+				return b.dropWriteConn(err)
+			}
+			return err
+		}
+		b.inserted(len(u.Head))
+		b.committed(ctx)
+		return nil
+	}
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		return b.dropWriteConn(err)
+	}
+	err = func() error {
+		rid, steps, err := update()
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE runs SET status = ?, updated_at = ?, head = ? WHERE rid = ?",
-			u.Status, updated, string(u.Head), rid); err != nil {
-			return err
+		n := len(u.Head)
+		insert := w.StmtContext(ctx, b.stmts.runStep)
+		for i, s := range u.Steps {
+			if _, err := insert.ExecContext(ctx, rid, steps-len(u.Steps)+i, string(s)); err != nil {
+				return err
+			}
+			n += len(s)
 		}
-		if len(u.Steps) == 0 {
-			return nil
-		}
-		return appendSteps(ctx, tx, rid, steps, u.Steps)
-	})
+		b.inserted(n)
+		_, err = w.commit.ExecContext(ctx)
+		return err
+	}()
+	if err == nil {
+		b.committed(ctx)
+		return nil
+	}
+	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
+		b.dropWriteConn(rerr)
+	}
+	return err
 }
 
 // LoadRun returns a run record with its steps.

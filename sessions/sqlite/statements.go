@@ -7,9 +7,9 @@ import (
 )
 
 // statements are the Backend's prepared statements for the writes every
-// agent loop step makes. database/sql prepares each once per connection
-// and a transaction reuses it (sql.Tx.StmtContext), so a write compiles
-// no SQL.
+// agent loop step and every workflow stage makes. database/sql prepares
+// each once per connection and a transaction reuses it
+// (sql.Tx.StmtContext), so a write compiles no SQL.
 type statements struct {
 	state       *sql.Stmt // a session's write state by id
 	insertWrite *sql.Stmt // a write's row
@@ -20,6 +20,8 @@ type statements struct {
 	// (SQLite rewrites the entries of every index on a column an UPDATE
 	// assigns, even to the same value).
 	updateLean *sql.Stmt
+	runUpdate  *sql.Stmt // a run record's row after a stage
+	runStep    *sql.Stmt // a run record's step
 }
 
 // The statements' SQL.
@@ -46,6 +48,11 @@ const (
 		first_prompt = iif(?, ?, first_prompt), first_prompt_crc = iif(?, ?, first_prompt_crc)
 		WHERE sid = ?`
 	metadataSQL = `UPDATE sessions SET metadata = ?, metadata_crc = ? WHERE sid = ?`
+	// runUpdateSQL's parameters: status, updated_at, head, the number of
+	// steps appended, the run's id; it returns the run's rid and its
+	// number of steps after the update.
+	runUpdateSQL = `UPDATE runs SET status = ?, updated_at = ?, head = ?, steps = steps + ? WHERE id = ? RETURNING rid, steps`
+	runStepSQL   = `INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)`
 )
 
 // statementSQL is a statement and its SQL.
@@ -61,6 +68,8 @@ func (s *statements) list() []statementSQL {
 		{&s.insertWrite, insertWriteSQL},
 		{&s.update, updateSQL},
 		{&s.updateLean, updateLeanSQL},
+		{&s.runUpdate, runUpdateSQL},
+		{&s.runStep, runStepSQL},
 	}
 }
 
