@@ -415,12 +415,26 @@ func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
 		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
 			return err
 		}
-		if _, err := e.Store.Apply(ctx, sid, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}); err != nil {
+		ch := &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}
+		if ev.Type == EventStageStart {
+			// Staged: it is written with the stage's first write of the
+			// session (an agent loop's first step), or at the latest
+			// with stage_end, one commit fewer a stage.
+			if _, err := e.Store.Stage(ctx, sid, ch); err != nil {
+				return err
+			}
+		} else if _, err := e.Store.Apply(ctx, sid, ch); err != nil {
 			return err
 		}
 	}
 	if e.OnEvent != nil {
-		return e.OnEvent(ev)
+		if err := e.OnEvent(ev); err != nil {
+			if sid != "" && ev.Type == EventStageStart {
+				// the stage will not run: the event is written now
+				err = errors.Join(err, e.Store.Commit(ctx, sid))
+			}
+			return err
+		}
 	}
 	return nil
 }
