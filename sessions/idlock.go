@@ -32,8 +32,9 @@ type idLock struct {
 	refs int // holders and waiters
 }
 
-// lock takes the lock of id and returns its release, or ctx's error if
-// ctx ends first.
+// lock takes the lock of id and returns its release, or the cause of
+// ctx's end if ctx ends while it waits (a free lock is taken whatever
+// ctx says: the backend call under it decides what a done ctx means).
 func (l *idLocks) lock(ctx context.Context, id string) (func(), error) {
 	l.mu.Lock()
 	if l.m == nil {
@@ -46,12 +47,18 @@ func (l *idLocks) lock(ctx context.Context, id string) (func(), error) {
 	}
 	e.refs++
 	l.mu.Unlock()
+	unlock := func() { <-e.ch; l.done(id, e) }
+	select {
+	case e.ch <- struct{}{}: // free: taken whatever ctx says, as before a wait
+		return unlock, nil
+	default:
+	}
 	select {
 	case e.ch <- struct{}{}:
-		return func() { <-e.ch; l.done(id, e) }, nil
+		return unlock, nil
 	case <-ctx.Done():
 		l.done(id, e)
-		return nil, ctx.Err()
+		return nil, context.Cause(ctx)
 	}
 }
 

@@ -237,3 +237,27 @@ func TestOpenEvictSameID(t *testing.T) {
 		t.Fatalf("stored %d messages, want %d", len(rec.Messages), want)
 	}
 }
+
+// TestIDLockContext: a free id lock is taken with a done context (the
+// backend decides what that means, as before id locks); a wait for a
+// held one ends with the context, with its cause.
+func TestIDLockContext(t *testing.T) {
+	var l idLocks
+	done, cancel := context.WithCancelCause(context.Background())
+	cancel(fmt.Errorf("test deadline"))
+	for range 20 {
+		unlock, err := l.lock(done, "a")
+		if err != nil {
+			t.Fatalf("a free lock with a done context: %v", err)
+		}
+		unlock()
+	}
+	unlock, _ := l.lock(context.Background(), "a")
+	if _, err := l.lock(done, "a"); err == nil || err.Error() != "test deadline" {
+		t.Fatalf("waiting with a done context: %v, want its cause", err)
+	}
+	unlock()
+	if len(l.m) != 0 {
+		t.Fatalf("%d lock entries left", len(l.m))
+	}
+}
