@@ -82,7 +82,7 @@ func rotateKey(store *storeFlag, newKey string, std stdio) int {
 	if err != nil {
 		return fail(std, name, err)
 	}
-	fmt.Fprintf(std.out, "skein migrate: %s: sealed %d sessions, %d messages and %d events with key %s; use that key file from now on\n",
-		store, r.Sessions, r.Messages, r.Events, to.ID())
+	fmt.Fprintf(std.out, "skein migrate: %s: sealed %d sessions, %d messages, %d events and %d workflow runs with key %s; use that key file from now on\n",
+		store, r.Sessions, r.Messages, r.Events, r.Runs, to.ID())
 	return exitOK
 }

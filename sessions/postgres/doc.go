@@ -80,7 +80,8 @@
 // mismatch fails the load with sessions.ErrCorrupt naming the session and
 // the field. WithKey seals every payload with a store key (package
 // storekey, AES-256-GCM) instead, as package sqlite does (see its doc):
-// message bodies, event data and metadata become JSON strings of the
+// message bodies, event data, metadata and workflow run records' headers
+// and steps become JSON strings of the
 // base64 of their envelopes, the text payloads the base64 itself, with no
 // checksum (a sealed message row's crc is 0 and unused). RotateKey seals
 // everything anew in one transaction that locks skein's tables against

@@ -37,7 +37,7 @@ func RotateKey(ctx context.Context, dsn string, from, to *storekey.Key) (storeke
 	}
 	defer b.Close()
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE skein_sessions, skein_messages, skein_events IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE skein_sessions, skein_messages, skein_events, skein_runs, skein_run_steps IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		ids, err := resealSessions(ctx, tx, from, to, &r)
@@ -47,7 +47,10 @@ func RotateKey(ctx context.Context, dsn string, from, to *storekey.Key) (storeke
 		if err := resealMessages(ctx, tx, from, to, ids, &r); err != nil {
 			return err
 		}
-		return resealEvents(ctx, tx, from, to, ids, &r)
+		if err := resealEvents(ctx, tx, from, to, ids, &r); err != nil {
+			return err
+		}
+		return resealRuns(ctx, tx, from, to, &r)
 	})
 	if err != nil {
 		return storekey.Rotation{}, fmt.Errorf("postgres: %s: rotate key: %w", b.dsn, redactErr(err, dsn))
@@ -91,6 +94,55 @@ func resealSessions(ctx context.Context, tx pgx.Tx, from, to *storekey.Key, r *s
 		r.Sessions++
 	}
 	return ids, nil
+}
+
+// resealRuns reseals the header and steps of every workflow run record.
+func resealRuns(ctx context.Context, tx pgx.Tx, from, to *storekey.Key, r *storekey.Rotation) error {
+	type run struct {
+		rid  int64
+		id   string
+		head []byte
+	}
+	var runs []run
+	err := readRows(ctx, tx, func(rows pgx.Rows) error {
+		var x run
+		err := rows.Scan(&x.rid, &x.id, &x.head)
+		runs = append(runs, x)
+		return err
+	}, `SELECT rid, id, head FROM skein_runs ORDER BY rid`)
+	if err != nil {
+		return err
+	}
+	for _, x := range runs {
+		head, err := rowstore.ResealRun(from, to, rowstore.FieldRunHead, x.id, "head", x.head)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE skein_runs SET head = $1 WHERE rid = $2`, head, x.rid); err != nil {
+			return err
+		}
+		var pos []int64
+		var bodies []string
+		err = readRows(ctx, tx, func(rows pgx.Rows) error {
+			var p int64
+			var body []byte
+			if err := rows.Scan(&p, &body); err != nil {
+				return err
+			}
+			re, err := rowstore.ResealRun(from, to, rowstore.FieldRunStep, x.id, fmt.Sprintf("step %d", p), body)
+			pos, bodies = append(pos, p), append(bodies, re)
+			return err
+		}, `SELECT pos, body FROM skein_run_steps WHERE rid = $1 ORDER BY pos`, x.rid)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE skein_run_steps s SET body = u.body FROM unnest($1::bigint[], $2::text[]) AS u (pos, body)
+			WHERE s.rid = $3 AND s.pos = u.pos`, pos, bodies, x.rid); err != nil {
+			return err
+		}
+		r.Runs++
+	}
+	return nil
 }
 
 // resealMessages reseals every message row's body, rotateBatch rows at a

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // CreateRun stores a new run record and its first steps
@@ -24,22 +26,23 @@ func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error 
 		var rid int64
 		err := tx.QueryRow(ctx, `INSERT INTO skein_runs (id, workflow, fingerprint, status, created_at, updated_at, head, steps)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 0) ON CONFLICT (id) DO NOTHING RETURNING rid`,
-			rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated, string(rec.Head)).Scan(&rid)
+			rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated, rowstore.EncodeRun(b.key, rowstore.FieldRunHead, rec.Head)).Scan(&rid)
 		if errNoRows(err) {
 			return sessions.ErrRunExists
 		}
 		if err != nil {
 			return err
 		}
-		return appendSteps(ctx, tx, rid, 0, rec.Steps)
+		return appendSteps(ctx, tx, b.key, rid, 0, rec.Steps)
 	})
 }
 
-// appendSteps stores steps as run rid's from position from on.
-func appendSteps(ctx context.Context, tx pgx.Tx, rid int64, from int, steps [][]byte) error {
+// appendSteps stores steps as run rid's from position from on, sealed
+// with k unless it is nil.
+func appendSteps(ctx context.Context, tx pgx.Tx, k *storekey.Key, rid int64, from int, steps [][]byte) error {
 	bodies := make([]string, len(steps))
 	for i, s := range steps {
-		bodies[i] = string(s)
+		bodies[i] = rowstore.EncodeRun(k, rowstore.FieldRunStep, s)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO skein_run_steps (rid, pos, body)
 		SELECT $1, $2 + ord - 1, body FROM unnest($3::text[]) WITH ORDINALITY AS s (body, ord)`, rid, from, bodies); err != nil {
@@ -60,14 +63,14 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 		var rid int64
 		var steps int
 		err := tx.QueryRow(ctx, `UPDATE skein_runs SET status = $1, updated_at = $2, head = $3 WHERE id = $4 RETURNING rid, steps`,
-			u.Status, updated, string(u.Head), id).Scan(&rid, &steps)
+			u.Status, updated, rowstore.EncodeRun(b.key, rowstore.FieldRunHead, u.Head), id).Scan(&rid, &steps)
 		if errNoRows(err) {
 			return sessions.ErrRunNotFound
 		}
 		if err != nil || len(u.Steps) == 0 {
 			return err
 		}
-		return appendSteps(ctx, tx, rid, steps, u.Steps)
+		return appendSteps(ctx, tx, b.key, rid, steps, u.Steps)
 	})
 }
 
@@ -85,13 +88,23 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 		if err != nil {
 			return err
 		}
-		rec.CreatedAt, rec.UpdatedAt, rec.Head = rowstore.DecodeTime(created), rowstore.DecodeTime(updated), []byte(head)
+		rec.CreatedAt, rec.UpdatedAt = rowstore.DecodeTime(created), rowstore.DecodeTime(updated)
+		if rec.Head, err = rowstore.DecodeRun(b.key, rowstore.FieldRunHead, id, "head", []byte(head)); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, "SELECT body FROM skein_run_steps WHERE rid = $1 ORDER BY pos", rid)
 		if err != nil {
 			return err
 		}
-		rec.Steps, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
-		return err
+		if rec.Steps, err = pgx.CollectRows(rows, pgx.RowTo[[]byte]); err != nil {
+			return err
+		}
+		for i, s := range rec.Steps {
+			if rec.Steps[i], err = rowstore.DecodeRun(b.key, rowstore.FieldRunStep, id, fmt.Sprintf("step %d", i), s); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

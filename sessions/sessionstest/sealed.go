@@ -26,7 +26,8 @@ func NewKey(t testing.TB) *storekey.Key {
 	return k
 }
 
-// RunSealedTests checks a durable backend's encryption at rest. open
+// RunSealedTests checks a durable backend's encryption at rest (and, for
+// a sessions.RunBackend, of a workflow run record's header and steps). open
 // opens the store at path with key k (nil: none); raw returns every byte
 // the backend stored at path (the database file and its WAL, or the text
 // of every row). A session holding SealedMarker in its messages, title,
@@ -57,6 +58,18 @@ func RunSealedTests(t *testing.T, open func(t *testing.T, path string, k *storek
 	h.checkList([]*sessions.Record{want}, sessions.ListFilter{RepoID: "repo-1"})
 	h.checkList([]*sessions.Record{want}, sessions.ListFilter{Agent: "a1", Limit: 1})
 	plain := h.create(newRecord("plain-neighbour", at(3)))
+	runs, _ := h.b.(sessions.RunBackend)
+	head := []byte(`{"task":"task ` + SealedMarker + `","output":"out ` + SealedMarker + `"}`)
+	steps := [][]byte{[]byte(`{"node":"a","output":"step ` + SealedMarker + `"}`), []byte(`{"node":"b"}`)}
+	if runs != nil {
+		if err := runs.CreateRun(h.ctx(), &sessions.RunRecord{ID: "run-1", Workflow: "wf", Fingerprint: "f", Status: "running",
+			CreatedAt: at(4), UpdatedAt: at(4), Head: []byte(`{"task":"task ` + SealedMarker + `"}`), Steps: steps[:1]}); err != nil {
+			t.Fatal(err)
+		}
+		if err := runs.UpdateRun(h.ctx(), "run-1", &sessions.RunUpdate{Status: "done", UpdatedAt: at(5), Head: head, Steps: steps[1:]}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	data := raw(t, path)
 	if len(data) == 0 {
@@ -83,6 +96,11 @@ func RunSealedTests(t *testing.T, open func(t *testing.T, path string, k *storek
 		if c.key == nil && !strings.Contains(err.Error(), "SKEIN_STORE_KEY_FILE") {
 			t.Errorf("List without a key: %q does not say how to give one", err)
 		}
+		if runs, ok := h.b.(sessions.RunBackend); ok {
+			if _, err := runs.LoadRun(h.ctx(), "run-1"); !errors.Is(err, c.want) || !strings.Contains(err.Error(), "run 'run-1'") {
+				t.Errorf("LoadRun with %s: %v, want %v naming the run", c.name, err, c.want)
+			}
+		}
 		if _, err := h.b.Load(h.ctx(), plain.ID); err == nil || !errors.Is(err, c.want) {
 			// The neighbour was sealed too (its metadata): it fails the same way.
 			t.Errorf("Load of another sealed session with %s: %v, want %v", c.name, err, c.want)
@@ -94,4 +112,10 @@ func RunSealedTests(t *testing.T, open func(t *testing.T, path string, k *storek
 	h.check(want)
 	h.check(child)
 	h.check(plain)
+	if runs, ok := h.b.(sessions.RunBackend); ok {
+		got, err := runs.LoadRun(h.ctx(), "run-1")
+		if err != nil || string(got.Head) != string(head) || len(got.Steps) != 2 || string(got.Steps[0]) != string(steps[0]) || string(got.Steps[1]) != string(steps[1]) {
+			t.Fatalf("LoadRun of the sealed run: %+v, %v", got, err)
+		}
+	}
 }

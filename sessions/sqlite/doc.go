@@ -137,8 +137,10 @@
 // times, ids, parent, view and event types stay plain: the indexes and
 // the view need them. A listing filtered on repo_id or agent with a key
 // runs that filter in Go over the opened metadata (rowstore.List).
-// RotateKey seals everything anew with another key in one transaction,
-// then vacuums the file and truncates its WAL.
+// Workflow run records' headers and steps are sealed the same way
+// (they hold tasks and outputs). RotateKey seals everything anew with
+// another key in one transaction, then vacuums the file and truncates
+// its WAL.
 //
 // # Message ids
 //

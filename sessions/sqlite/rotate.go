@@ -47,6 +47,9 @@ func RotateKey(ctx context.Context, path string, from, to *storekey.Key) (storek
 	if err := resealWrites(ctx, tx, from, to, ids, &r); err != nil {
 		return r, fmt.Errorf("sqlite: rotate key: %w", err)
 	}
+	if err := resealRuns(ctx, tx, from, to, &r); err != nil {
+		return r, fmt.Errorf("sqlite: rotate key: %w", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return r, fmt.Errorf("sqlite: rotate key: %w", err)
 	}
@@ -94,6 +97,59 @@ func resealSessions(ctx context.Context, tx *sql.Tx, from, to *storekey.Key, r *
 		r.Sessions++
 	}
 	return ids, nil
+}
+
+// resealRuns reseals the header and steps of every workflow run record.
+func resealRuns(ctx context.Context, tx *sql.Tx, from, to *storekey.Key, r *storekey.Rotation) error {
+	type run struct {
+		rid  int64
+		id   string
+		head []byte
+	}
+	var runs []run
+	err := eachRow(ctx, tx, `SELECT rid, id, head FROM runs ORDER BY rid`, nil, func(rows *sql.Rows) error {
+		var x run
+		err := rows.Scan(&x.rid, &x.id, &x.head)
+		runs = append(runs, x)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, x := range runs {
+		head, err := rowstore.ResealRun(from, to, rowstore.FieldRunHead, x.id, "head", x.head)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET head = ? WHERE rid = ?`, head, x.rid); err != nil {
+			return err
+		}
+		type step struct {
+			pos  int64
+			body []byte
+		}
+		var steps []step
+		err = eachRow(ctx, tx, `SELECT pos, body FROM run_steps WHERE rid = ? ORDER BY pos`, []any{x.rid}, func(rows *sql.Rows) error {
+			var s step
+			err := rows.Scan(&s.pos, &s.body)
+			steps = append(steps, s)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for _, s := range steps {
+			body, err := rowstore.ResealRun(from, to, rowstore.FieldRunStep, x.id, fmt.Sprintf("step %d", s.pos), s.body)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE run_steps SET body = ? WHERE rid = ? AND pos = ?`, body, x.rid, s.pos); err != nil {
+				return err
+			}
+		}
+		r.Runs++
+	}
+	return nil
 }
 
 // resealWrites reseals the message bodies and event data of every writes

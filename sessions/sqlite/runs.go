@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 var _ sessions.RunBackend = (*Backend)(nil)
@@ -30,7 +32,8 @@ func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error 
 			return sessions.ErrRunExists
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, fingerprint, status, created_at, updated_at, head, steps)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated, string(rec.Head))
+			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated,
+			rowstore.EncodeRun(b.key, rowstore.FieldRunHead, rec.Head))
 		if err != nil {
 			return err
 		}
@@ -38,13 +41,16 @@ func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error 
 		if err != nil {
 			return err
 		}
-		return appendSteps(ctx, tx, rid, 0, rec.Steps)
+		return appendSteps(ctx, tx, b.key, rid, 0, rec.Steps)
 	})
 }
 
-func appendSteps(ctx context.Context, tx *sql.Tx, rid int64, from int, steps [][]byte) error {
+// appendSteps stores steps as run rid's from position from on, sealed
+// with k unless it is nil.
+func appendSteps(ctx context.Context, tx *sql.Tx, k *storekey.Key, rid int64, from int, steps [][]byte) error {
 	for i, s := range steps {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)", rid, from+i, string(s)); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)", rid, from+i,
+			rowstore.EncodeRun(k, rowstore.FieldRunStep, s)); err != nil {
 			return err
 		}
 	}
@@ -78,7 +84,8 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 	update := func() (int64, int, error) {
 		var rid int64
 		var steps int
-		err := w.StmtContext(ctx, b.stmts.runUpdate).QueryRowContext(ctx, u.Status, updated, string(u.Head), len(u.Steps), id).
+		err := w.StmtContext(ctx, b.stmts.runUpdate).QueryRowContext(ctx, u.Status, updated,
+			rowstore.EncodeRun(b.key, rowstore.FieldRunHead, u.Head), len(u.Steps), id).
 			Scan(&rid, &steps)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, 0, sessions.ErrRunNotFound
@@ -107,7 +114,7 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 		n := len(u.Head)
 		insert := w.StmtContext(ctx, b.stmts.runStep)
 		for i, s := range u.Steps {
-			if _, err := insert.ExecContext(ctx, rid, steps-len(u.Steps)+i, string(s)); err != nil {
+			if _, err := insert.ExecContext(ctx, rid, steps-len(u.Steps)+i, rowstore.EncodeRun(b.key, rowstore.FieldRunStep, s)); err != nil {
 				return err
 			}
 			n += len(s)
@@ -140,7 +147,10 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 		if err != nil {
 			return err
 		}
-		rec.CreatedAt, rec.UpdatedAt, rec.Head = rowstore.DecodeTime(created), rowstore.DecodeTime(updated), []byte(head)
+		rec.CreatedAt, rec.UpdatedAt = rowstore.DecodeTime(created), rowstore.DecodeTime(updated)
+		if rec.Head, err = rowstore.DecodeRun(b.key, rowstore.FieldRunHead, id, "head", []byte(head)); err != nil {
+			return err
+		}
 		rows, err := tx.QueryContext(ctx, "SELECT body FROM run_steps WHERE rid = ? ORDER BY pos", rid)
 		if err != nil {
 			return err
@@ -151,7 +161,11 @@ func (b *Backend) LoadRun(ctx context.Context, id string) (*sessions.RunRecord, 
 			if err := rows.Scan(&body); err != nil {
 				return err
 			}
-			rec.Steps = append(rec.Steps, []byte(body))
+			step, err := rowstore.DecodeRun(b.key, rowstore.FieldRunStep, id, fmt.Sprintf("step %d", len(rec.Steps)), []byte(body))
+			if err != nil {
+				return err
+			}
+			rec.Steps = append(rec.Steps, step)
 		}
 		return rows.Err()
 	})

@@ -173,4 +173,5 @@ func EnvelopeID(envelope []byte) (ID, error) {
 // Rotation counts what a rotation (the backends' RotateKey) sealed anew.
 type Rotation struct {
 	Sessions, Messages, Events int
+	Runs                       int // workflow run records (with their steps)
 }

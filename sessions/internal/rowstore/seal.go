@@ -223,3 +223,38 @@ func corrupt(err error) error {
 	}
 	return err
 }
+
+// Workflow run records' payloads: the header and each step's record, JSON
+// objects sealed like the other JSON payloads. They have no checksum
+// column: a plain one is stored as it is.
+const (
+	FieldRunHead = "run head"
+	FieldRunStep = "run step"
+)
+
+// EncodeRun returns the stored form of a run record's JSON payload field
+// (FieldRunHead, FieldRunStep): sealed with k, or data itself.
+func EncodeRun(k *storekey.Key, field string, data []byte) string {
+	text, _ := EncodeJSON(k, field, data)
+	return text
+}
+
+// DecodeRun returns a run record's JSON payload field from its stored
+// form, opened with k when it is sealed; errors name the run and label.
+func DecodeRun(k *storekey.Key, field, run, label string, stored []byte) ([]byte, error) {
+	data, err := DecodeJSON(k, field, label, stored, nil)
+	if err != nil {
+		return nil, fmt.Errorf("run '%s': %w", sessions.Escape(run), err)
+	}
+	return data, nil
+}
+
+// ResealRun returns a run record's stored JSON payload stored anew with
+// to (see ResealText).
+func ResealRun(from, to *storekey.Key, field, run, label string, stored []byte) (string, error) {
+	re, err := ResealJSON(from, to, field, label, stored, nil)
+	if err != nil {
+		return "", fmt.Errorf("run '%s': %w", sessions.Escape(run), err)
+	}
+	return *re.Text, nil
+}
