@@ -50,7 +50,9 @@ type ExternalConfig struct {
 	// Store holds the sessions (required).
 	Store *sessions.Store
 	// Cwd is the working directory sent in session/new: an absolute path
-	// (required).
+	// (required). A session whose context carries a workspace policy
+	// (workspace.NewContext: skein serve's repository) sends its root
+	// instead.
 	Cwd string
 	// Shared runs one process for every session of the agent, each an
 	// ACP session of its own; otherwise each session has its process.
@@ -158,26 +160,30 @@ func (e *External) open(ctx context.Context, id string) (*extSession, error) {
 		return nil, err
 	}
 	s := &extSession{id: id, proc: p}
+	cwd := e.cfg.Cwd
+	if wp := workspace.FromContext(ctx); wp != nil {
+		cwd = wp.Root() // the session's workspace (its repository)
+	}
 	prev := e.storedSession(ctx, id)
 	if prev != "" && p.caps.LoadSession {
 		// The store knows the agent's session (skein serve restarted):
 		// the agent replays it, which the store already has.
 		p.route(sdk.SessionId(prev), s)
-		if _, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(prev), Cwd: e.cfg.Cwd, McpServers: []sdk.McpServer{}}); err == nil {
+		if _, err := p.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(prev), Cwd: cwd, McpServers: []sdk.McpServer{}}); err == nil {
 			s.acpID = sdk.SessionId(prev)
 		} else {
 			p.unroute(sdk.SessionId(prev))
 		}
 	}
 	if s.acpID == "" {
-		resp, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: e.cfg.Cwd, McpServers: []sdk.McpServer{}})
+		resp, err := p.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
 		if err != nil {
 			e.release(p)
 			return nil, p.failure("session/new", err)
 		}
 		s.acpID = resp.SessionId
 		p.route(s.acpID, s)
-		meta := map[string]any{MetaKey: map[string]any{"sessionId": string(s.acpID), "cwd": e.cfg.Cwd}}
+		meta := map[string]any{MetaKey: map[string]any{"sessionId": string(s.acpID), "cwd": cwd}}
 		if _, err := e.cfg.Store.SetInfo(context.WithoutCancel(ctx), id, sessions.Info{Metadata: meta}); err != nil {
 			e.cfg.Logger.Warn("recording the agent's session id failed", "session", id, "err", err)
 		}

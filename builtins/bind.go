@@ -143,7 +143,11 @@ func contextPolicy(thread *starlark.Thread, fn string, c agent.SessionContext) (
 		}
 		n.Root = c.WorkingDir
 		if !filepath.IsAbs(n.Root) {
-			n.Root = filepath.Join(st.Workspace.Root(), n.Root)
+			base := st.Workspace
+			if p := workspace.FromContext(vm.ContextOf(thread)); p != nil {
+				base = p // the session's workspace (skein serve: its repository)
+			}
+			n.Root = filepath.Join(base.Root(), n.Root)
 		}
 	}
 	if c.FSScopeTier != "" {
@@ -409,6 +413,9 @@ func (h *AgentHandler) Bind(ctx context.Context, sessionContext map[string]any) 
 	defer h.state.Release(thread)
 	restore := vm.WithContext(thread, ctx)
 	defer restore()
+	if p := workspace.FromContext(ctx); p != nil {
+		defer vm.WithWorkspace(thread, p)()
+	}
 	var sc *agent.SessionContext
 	if sessionContext != nil {
 		var err error
@@ -427,6 +434,10 @@ func (h *AgentHandler) Handle(ctx context.Context, sessionID, text string) error
 	vm.SetFile(thread, h.file)
 	restore := vm.WithContext(thread, ctx)
 	defer restore()
+	if p := workspace.FromContext(ctx); p != nil {
+		// the session's workspace (skein serve: its repository)
+		defer vm.WithWorkspace(thread, p)()
+	}
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(context.Cause(ctx).Error()) })
 	defer stop()
 	_, err := RunAgent(thread, h.def, sessionID, nil, text)

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +81,18 @@ func newTestServer(t *testing.T, cfg Config) *testServer {
 	}
 	if cfg.Token == "" {
 		cfg.Token = testToken
+	}
+	if cfg.WorkspaceRoot == "" && cfg.Repos == nil {
+		// repositories repo-1 and repo-2 in a workspace root of their own
+		// (a non-nil Repos without a root: none)
+		cfg.WorkspaceRoot = t.TempDir()
+		cfg.Repos = map[string]string{}
+		for _, id := range []string{"repo-1", "repo-2"} {
+			if err := os.Mkdir(filepath.Join(cfg.WorkspaceRoot, id), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Repos[id] = id
+		}
 	}
 	srv, err := New(cfg)
 	if err != nil {

@@ -20,6 +20,7 @@ type sessionJSON struct {
 	ID           string         `json:"id"`
 	Agent        *string        `json:"agent"`
 	RepoID       *string        `json:"repoId"`
+	Repo         *repoJSON      `json:"repo,omitempty"` // (ext) the repository, in GET /api/sessions/{id} and the 201 of a create
 	Title        string         `json:"title"`
 	Metadata     map[string]any `json:"metadata"`
 	Status       string         `json:"status"`

@@ -12,9 +12,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/telemetry"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // Agent runs prompts. Handle runs one prompt, text, on session
@@ -110,6 +112,18 @@ type Config struct {
 	// Logger receives one line per session change and failure (default:
 	// discard). The token is never logged.
 	Logger *slog.Logger
+	// WorkspaceRoot is the directory every repository must lie in
+	// (--workspace-root, AGENT_WORKSPACE_ROOT); "": no repository can be
+	// registered.
+	WorkspaceRoot string
+	// Repos are repositories to register at start, id to directory (a
+	// relative path is relative to WorkspaceRoot): a new id is created, a
+	// registered id whose path differs gets the new path.
+	Repos map[string]string
+	// Workspace is the policy whose fs scope tier and allowlists a
+	// session bound to a repository gets, rooted at the repository (nil:
+	// sandboxed, no commands, no network).
+	Workspace *workspace.Policy
 }
 
 // Server is the session API. Its Handler serves HTTP; Close stops its
@@ -124,6 +138,8 @@ type Server struct {
 	metrics  *metrics
 	locks    sessions.Locker
 	notifier sessions.Notifier // nil: the backend pushes no word of events
+	repos    sessions.RepoBackend
+	root     string // the workspace root, resolved ("": none)
 
 	// turnCtx is the parent of every turn's context; cancelling it
 	// cancels every running turn (shutdown after the grace period).
@@ -219,6 +235,10 @@ func New(cfg Config) (*Server, error) {
 			return s.notifier.Watch(id, func(seq int64) { s.hub.wake(id, seq) })
 		}
 	}
+	if err := s.openRepos(context.Background()); err != nil {
+		s.closeShared()
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	if err := s.healActive(context.Background()); err != nil {
 		s.closeShared()
 		return nil, fmt.Errorf("serve: reading the session store: %w", err)
@@ -238,6 +258,10 @@ func (s *Server) Handler() http.Handler { return s }
 func (s *Server) observe(e sessions.Event) {
 	s.hub.publish(e)
 	s.metrics.observe(e)
+	if e.Type == agent.EventSecurityDecision {
+		s.log.Warn("security: refused", "session", e.SessionID, "decision", e.Data["decision"], "action", e.Data["action"],
+			"rule", e.Data["rule"], "tool", e.Data["tool"], "reason", e.Data["reason"])
+	}
 }
 
 // observeLogged is the store's observer of logged events: it tells a

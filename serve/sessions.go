@@ -12,6 +12,7 @@ import (
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // createRequest is the body of POST /api/sessions.
@@ -41,8 +42,26 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	meta[metaAgent] = name
+	if v, ok := meta[metaRepoID]; ok && v != req.RepoID {
+		return errorf(http.StatusBadRequest, "bad_field", "field metadata: key repoId is set from field repoId (give the repository there)")
+	}
+	ctx := r.Context()
+	var repo *sessions.Repo
 	if req.RepoID != "" {
-		meta[metaRepoID] = req.RepoID
+		if repo, err = s.lookupRepo(ctx, "repoId", req.RepoID); err != nil {
+			return err
+		}
+		p, escaped, err := s.repoWorkspace(repo)
+		if escaped {
+			s.security("repository outside the workspace root", "bind repo "+repo.ID, "workspace root", errMessage(err), "remote", r.RemoteAddr)
+		}
+		if err != nil {
+			return err
+		}
+		// Binding and the agent's session (an external agent's cwd) see
+		// the repository as the session's workspace.
+		ctx = workspace.NewContext(ctx, p)
+		meta[metaRepoID] = repo.ID
 	}
 	var started []sessions.Event
 	if b, ok := s.cfg.Agents[name].(Binder); ok {
@@ -52,7 +71,17 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 				return errorf(http.StatusBadRequest, "bad_field", "field context must be a JSON object: %v", err)
 			}
 		}
-		bound, events, err := b.Bind(r.Context(), sc)
+		if repo != nil {
+			// The agent works in the repository: its context's workingDir
+			// is the repository, or a directory inside it.
+			if sc == nil {
+				sc = map[string]any{}
+			}
+			if _, ok := sc["workingDir"]; !ok {
+				sc["workingDir"] = repo.Path
+			}
+		}
+		bound, events, err := b.Bind(ctx, sc)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "bad_context", "%v", err)
 		}
@@ -73,7 +102,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	} else if e := checkID(id); e != nil {
 		return e
 	}
-	n, err := s.createCounted(r.Context(), id, info)
+	n, err := s.createCounted(ctx, id, info)
 	if errors.Is(err, sessions.ErrExists) {
 		return errorf(http.StatusConflict, "exists", "session '%s' already exists", id)
 	}
@@ -81,22 +110,31 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(started) > 0 {
-		if _, err := s.store.Apply(r.Context(), id, &sessions.Change{Events: started}); err != nil {
+		if _, err := s.store.Apply(ctx, id, &sessions.Change{Events: started}); err != nil {
 			return err
 		}
 	}
-	s.log.Info("session created", "id", id, "agent", name, "active", n)
+	if repo != nil {
+		// the repository path, for audit (seed 001)
+		s.log.Info("session created", "id", id, "agent", name, "active", n, "repo", repo.ID, "path", repo.Path)
+	} else {
+		s.log.Info("session created", "id", id, "agent", name, "active", n)
+	}
 	if sa, ok := s.cfg.Agents[name].(SessionAgent); ok {
-		if err := sa.Open(r.Context(), id); err != nil {
+		if err := sa.Open(ctx, id); err != nil {
 			s.AgentFailed(id, err)
 			return errorf(http.StatusBadGateway, "agent_failed", "agent '%s' could not start session '%s': %v", name, id, err)
 		}
 	}
-	rec, err := s.store.Meta(r.Context(), id)
+	rec, err := s.store.Meta(ctx, id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, toSessionJSON(summaryOf(rec, 0), false))
+	out := toSessionJSON(summaryOf(rec, 0), false)
+	if repo != nil {
+		out.Repo = toRepoJSON(repo)
+	}
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -266,8 +304,29 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	running := s.runningAnywhere(r.Context(), []string{id})[id]
-	writeJSON(w, http.StatusOK, sessionWithMessages{toSessionJSON(summaryOf(rec, len(rec.Messages)), running), toMessagesJSON(rec)})
+	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), running)
+	if out.Repo, err = s.repoOf(r.Context(), rec); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sessionWithMessages{out, toMessagesJSON(rec)})
 	return nil
+}
+
+// repoOf returns the repository session rec is bound to, as JSON: nil
+// when it has none, or when it is no longer registered.
+func (s *Server) repoOf(ctx context.Context, rec *sessions.Record) (*repoJSON, error) {
+	id := strOf(rec.Metadata, metaRepoID)
+	if id == "" {
+		return nil, nil
+	}
+	r, err := s.repos.LoadRepo(ctx, id)
+	if errors.Is(err, sessions.ErrRepoNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toRepoJSON(r), nil
 }
 
 // snapshot returns the session's full state, or a 404. Like meta, it

@@ -68,6 +68,29 @@ func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessi
 	return srv, hs
 }
 
+// withRepos registers repositories ids, directories of a new workspace
+// root, and returns their resolved paths.
+func withRepos(t testing.TB, paths map[string]string, ids ...string) func(*serve.Config) {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *serve.Config) {
+		c.WorkspaceRoot, c.Repos = root, map[string]string{}
+		for _, id := range ids {
+			dir := filepath.Join(root, id)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			c.Repos[id] = dir
+			if paths != nil {
+				paths[id] = dir
+			}
+		}
+	}
+}
+
 func call(t testing.TB, hs *httptest.Server, method, path string, body any, want int) map[string]any {
 	t.Helper()
 	var rd io.Reader
@@ -114,7 +137,7 @@ func TestConcurrentStarlarkSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, hs := starlarkServer(t, store, agentSource, 50)
+	_, hs := starlarkServer(t, store, agentSource, 50, withRepos(t, nil, "repo-0", "repo-1", "repo-2", "repo-3", "repo-4"))
 	const n, prompts = 50, 3
 	var wg sync.WaitGroup
 	for i := range n {

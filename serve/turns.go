@@ -219,6 +219,9 @@ func (s *Server) admit(ctx context.Context, id string, t *turn) error {
 	if limit := s.turnCap(rec); limit > 0 && rec.Turns >= limit {
 		return errTurnLimit(id, limit)
 	}
+	if err := s.turnWorkspace(ctx, rec, t); err != nil {
+		return err
+	}
 	if rec.Status == sessions.StatusError {
 		if err := s.reactivateErrored(ctx, id, rec); err != nil {
 			return err

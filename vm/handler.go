@@ -10,6 +10,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/skein-dev/skein/llm/mock"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // HandlerName is the function an agent file defines for skein serve:
@@ -66,6 +67,11 @@ func (h *Handler) Name() string {
 // The thread's mock queue is the session's own (mock.NewSessionQueue):
 // llm_mock replies queued while the session's prompts run answer that
 // session only, and those a prompt leaves unused wait for its next one.
+//
+// When ctx carries a workspace policy (workspace.NewContext: skein serve
+// passes the session's repository so), the thread is held to it instead
+// of the VM's: files, commands and the agent tools work in that
+// workspace.
 func (h *Handler) Handle(ctx context.Context, sessionID, text string) error {
 	thread := h.state.NewThread("handle " + sessionID)
 	defer h.state.Release(thread)
@@ -74,6 +80,10 @@ func (h *Handler) Handle(ctx context.Context, sessionID, text string) error {
 	defer h.keepQueue(sessionID, q)
 	ctx = mock.WithQueue(ctx, q)
 	mustScope(thread).ctx = ctx
+	if p := workspace.FromContext(ctx); p != nil {
+		// the session's workspace (skein serve: its repository)
+		mustScope(thread).workspace = p
+	}
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(cancelReason(ctx)) })
 	defer stop()
 	_, err := starlark.Call(thread, h.fn, starlark.Tuple{starlark.String(sessionID), starlark.String(text)}, nil)

@@ -404,3 +404,41 @@ func (p *Policy) Narrow(n Narrowing) (*Policy, error) {
 	q.finish()
 	return q, nil
 }
+
+// WithRoot returns a copy of p whose workspace root is dir (which must
+// be an existing directory; it is made absolute, cleaned and its
+// symbolic links resolved), with p's tier and allowlists. Unlike Narrow,
+// dir need not be inside p's root: the caller vouches for it (skein
+// serve gives a session bound to a repository the repository as its
+// root, after checking that it lies inside the workspace root).
+func (p *Policy) WithRoot(dir string) (*Policy, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	root, err := canonicalDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	q := &Policy{root: root, tier: p.tier, cmds: p.cmds, env: p.env, netRules: p.netRules, lookupIP: p.lookupIP}
+	if q.tier == Project {
+		q.gitRoot = findGitRoot(root)
+	}
+	q.finish()
+	return q, nil
+}
+
+// policyKey is the context key of NewContext.
+type policyKey struct{}
+
+// NewContext returns ctx carrying p: the workspace a request's work is
+// held to (skein serve passes a session's workspace to its agent this
+// way).
+func NewContext(ctx context.Context, p *Policy) context.Context {
+	return context.WithValue(ctx, policyKey{}, p)
+}
+
+// FromContext returns the policy NewContext put in ctx, or nil.
+func FromContext(ctx context.Context) *Policy {
+	p, _ := ctx.Value(policyKey{}).(*Policy)
+	return p
+}

@@ -235,3 +235,42 @@ func TestNarrowKeepsPrivateAddressRule(t *testing.T) {
 	_, err = q.Do(t.Context(), HTTPRequest{URL: "http://api.example.com:" + port + "/ok"})
 	wantRefusal(t, err, "resolves to a loopback address")
 }
+
+// TestWithRoot: WithRoot moves a policy to another root, which need not
+// be inside the old one, keeping its tier and allowlists; the new root's
+// links are resolved and a missing root is an error. NewContext and
+// FromContext carry a policy.
+func TestWithRoot(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(b, "f.txt"), []byte("in b"), 0o644)
+	os.Symlink(b, filepath.Join(a, "to-b"))
+	p := mustNew(t, Config{Root: a, AllowCmds: []string{"go"}, AllowNet: []string{"example.com"}, AllowEnv: []string{"LANG"}})
+	q, err := p.WithRoot(filepath.Join(a, "to-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	realB, _ := filepath.EvalSymlinks(b)
+	if q.Root() != realB || q.Tier() != Sandboxed || !reflect.DeepEqual(q.AllowCmds(), []string{"go"}) ||
+		!reflect.DeepEqual(q.AllowNet(), []string{"example.com"}) || !reflect.DeepEqual(q.AllowEnv(), []string{"LANG"}) {
+		t.Fatalf("WithRoot: %v", q)
+	}
+	if data, err := q.ReadFile("f.txt"); err != nil || string(data) != "in b" {
+		t.Fatalf("read in the new root: %q, %v", data, err)
+	}
+	if _, err := q.ReadFile(filepath.Join(a, "x")); !errors.Is(err, ErrNotAllowed) {
+		t.Fatalf("read in the old root: %v", err)
+	}
+	if p.Root() == q.Root() {
+		t.Fatal("WithRoot changed p")
+	}
+	if _, err := p.WithRoot(filepath.Join(a, "missing")); err == nil || !strings.Contains(err.Error(), "workspace root") {
+		t.Fatalf("missing root: %v", err)
+	}
+	if _, err := (&Policy{}).WithRoot(b); err == nil {
+		t.Fatal("WithRoot of the zero Policy")
+	}
+	ctx := NewContext(t.Context(), q)
+	if FromContext(ctx) != q || FromContext(t.Context()) != nil {
+		t.Fatal("FromContext")
+	}
+}

@@ -41,6 +41,35 @@ type serveFlags struct {
 	poll        time.Duration
 	maxStreams  int
 	perClient   int
+	root        string
+	repos       reposFlag
+}
+
+// reposFlag is the repeatable --repo ID=PATH.
+type reposFlag map[string]string
+
+func (r *reposFlag) String() string {
+	ids := make([]string, 0, len(*r))
+	for id, p := range *r {
+		ids = append(ids, id+"="+p)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, " ")
+}
+
+func (r *reposFlag) Set(v string) error {
+	id, path, ok := strings.Cut(v, "=")
+	switch {
+	case !ok || id == "" || path == "":
+		return fmt.Errorf("want ID=PATH, got %q", v)
+	case (*r)[id] != "":
+		return fmt.Errorf("repository %q is given twice", id)
+	}
+	if *r == nil {
+		*r = reposFlag{}
+	}
+	(*r)[id] = path
+	return nil
 }
 
 // flags is the table of serve's own flags.
@@ -58,6 +87,9 @@ func (f *serveFlags) flags() []flagDef {
 		{name: "max-body", value: &f.maxBody, def: strconv.FormatInt(serve.DefaultMaxBodyBytes, 10), usage: "largest request body in bytes"},
 		{name: "max-streams", value: &f.maxStreams, def: strconv.Itoa(serve.DefaultMaxStreams), usage: "event streams (SSE) open at once; one more is refused with 429"},
 		{name: "max-streams-per-client", value: &f.perClient, def: strconv.Itoa(serve.DefaultMaxStreamsPerClient), usage: "event streams (SSE) one client address may have open at once; one more is refused with 429"},
+		{name: "workspace-root", value: &f.root, env: "AGENT_WORKSPACE_ROOT",
+			usage: "the directory every repository must lie in (default: the workspace, --workspace or the current directory)"},
+		{name: "repo", value: &f.repos, usage: "register a repository, ID=PATH (a directory inside the workspace root; relative to the current directory): sessions created with that repoId work in it; registrations are kept in the store; repeatable"},
 		{name: "poll-interval", value: &f.poll, def: serve.DefaultPollInterval.String(),
 			usage: "how often to look for what other processes sharing the store did (events for SSE streams, cancels of this server's turns, turns a stopped process left behind)"},
 	}
@@ -175,12 +207,19 @@ func serveCommand(args []string, std stdio) int {
 		}
 		agents[name] = h
 	}
+	wsRoot := cmp.Or(f.root, root)
+	repos := map[string]string{}
+	for id, p := range f.repos {
+		if repos[id], err = filepath.Abs(p); err != nil {
+			return failState(std, fs.Name(), err)
+		}
+	}
 	tracer := telemetry.FromEnv(std.err)
 	defer tracer.Close() // after the turns ended: their last spans are exported
 	srv, err := serve.New(serve.Config{Store: st.Store, Agents: agents, Token: token, MaxSessions: f.maxSessions,
 		MaxRunning: f.maxRunning, MaxTurns: maxTurns, IdleTimeout: f.idleTimeout, TurnTimeout: vf.timeout, MaxBodyBytes: f.maxBody, PollInterval: f.poll,
 		MaxStreams: f.maxStreams, MaxStreamsPerClient: f.perClient, NewID: st.NewID, Logger: logger,
-		Tracer: tracer})
+		Tracer: tracer, WorkspaceRoot: wsRoot, Repos: repos, Workspace: st.Workspace})
 	if err != nil {
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
 		return exitFailed

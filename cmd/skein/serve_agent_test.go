@@ -79,3 +79,61 @@ func TestServeAgentFile(t *testing.T) {
 		}
 	}
 }
+
+// TestServeAgentFileRepo: a session of an agent file created with a
+// repoId works in the repository: its context's workingDir is the
+// repository (the system prompt says so), a workingDir given with it is
+// relative to the repository and may not leave it.
+func TestServeAgentFileRepo(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"repos/api/src", "repos/web"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "helper.agent.yaml"), []byte("model: mock/helper\nsystem: You work in {{ctx.workingDir}}.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, dir, "--agent", "helper.agent.yaml", "--workspace-root", "repos", "--repo", "api=repos/api")
+	p.call("POST", "/api/repos", `{"id": "web", "path": "web"}`, 201)
+	p.call("POST", "/api/sessions", `{"id": "r1", "agent": "helper", "repoId": "api"}`, 201)
+	p.call("POST", "/api/sessions", `{"id": "r2", "agent": "helper", "repoId": "api", "context": {"workingDir": "src"}}`, 201)
+	p.call("POST", "/api/sessions", `{"id": "r3", "agent": "helper", "repoId": "api", "context": {"workingDir": "../web"}}`, 400)
+	p.call("POST", "/api/sessions", `{"id": "r4", "agent": "helper", "repoId": "api", "context": {"workingDir": "`+filepath.Join(dir, "repos", "web")+`"}}`, 400)
+	p.call("POST", "/api/sessions", `{"id": "r5", "agent": "helper", "repoId": "nope"}`, 404)
+	for _, id := range []string{"r1", "r2"} {
+		p.call("POST", "/api/sessions/"+id+"/prompt", `{"text": "hello"}`, 202)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for roles(p.call("GET", "/api/sessions/r1/messages", "", 200)) != "user,assistant" || roles(p.call("GET", "/api/sessions/r2/messages", "", 200)) != "user,assistant" {
+		if time.Now().After(deadline) {
+			t.Fatal("the turns did not finish")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+
+	b, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for id, wd := range map[string]string{"r1": filepath.Join(dir, "repos", "api"), "r2": "src"} {
+		rec, err := b.Load(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := rec.Metadata["session_context"].(map[string]any); c["workingDir"] != wd || rec.Metadata["repoId"] != "api" {
+			t.Errorf("session %s: metadata %v", id, rec.Metadata)
+		}
+		for _, e := range rec.Events {
+			if e.Type == "turn_start" {
+				if s, _ := e.Data["system"].(string); !strings.HasPrefix(s, "You work in "+wd+".") {
+					t.Errorf("session %s: system prompt %q", id, s)
+				}
+			}
+		}
+	}
+}

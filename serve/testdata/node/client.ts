@@ -39,4 +39,18 @@ const completed: Complete[200]["content"]["application/json"] = session;
 const other: Delete["default"]["content"]["application/json"] = { error: { code: "method_not_allowed", message: "m" } };
 const e: ApiError = other;
 
-export const all = [user, reply, busy, full, accepted, body, completed, e];
+// Repositories: registered with {id, path}; a session bound to one shows
+// it (repo) in GET /api/sessions/{id}; a path outside the workspace root
+// is a 400.
+type Repo = components["schemas"]["Repo"];
+const repo: Repo = { id: "api", path: "/srv/work/api", createdAt: "2026-11-27T00:00:00Z" };
+type CreateRepo = paths["/api/repos"]["post"];
+const register: CreateRepo["requestBody"] extends { content: { "application/json": infer B } } | undefined ? B : never = { id: "api", path: "api" };
+const registered: CreateRepo["responses"][201]["content"]["application/json"] = repo;
+const outside: CreateRepo["responses"][400]["content"]["application/json"] = { error: { code: "path_outside_root", message: "m" } };
+const repos: paths["/api/repos"]["get"]["responses"][200]["content"]["application/json"] = { repos: [repo], workspaceRoot: "/srv/work" };
+const bound: paths["/api/sessions/{id}"]["get"]["responses"][200]["content"]["application/json"] = { ...session, repoId: "api", repo, messages: [reply] };
+type RepoDelete = paths["/api/repos/{id}"]["delete"]["responses"];
+const inUse: RepoDelete[409]["content"]["application/json"] = { error: { code: "repo_in_use", message: "m" } };
+
+export const all = [user, reply, busy, full, accepted, body, completed, e, register, registered, outside, repos, bound, inUse];
