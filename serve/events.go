@@ -166,6 +166,10 @@ func (h *hub) closeAll() {
 // sseWriteTimeout bounds the write of one SSE frame.
 const sseWriteTimeout = 10 * time.Second
 
+// transient reports whether events of type typ are live only, never
+// stored: an agent's (text_delta, state) and the server's queue events.
+func transient(typ string) bool { return agent.Transient(typ) || typ == eventQueue }
+
 // streamEvents handles GET /api/sessions/{id}/events: the session's
 // event log as Server-Sent Events, from after Last-Event-ID (header, or
 // ?lastEventId=) or from the start, then live. Stored events carry
@@ -215,7 +219,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
-		if agent.Transient(e.Type) {
+		if transient(e.Type) {
 			_, err = fmt.Fprintf(w, "data: %s\n\n", data)
 		} else {
 			_, err = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", e.Seq, data)
@@ -257,7 +261,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	// event after those before it, which another process may have
 	// written (so the hub did not carry them).
 	sendLive := func(e *sessions.Event) error {
-		if agent.Transient(e.Type) {
+		if transient(e.Type) {
 			return send(e)
 		}
 		if e.Seq > last+1 {

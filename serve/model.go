@@ -25,6 +25,7 @@ type sessionJSON struct {
 	Metadata     map[string]any `json:"metadata"`
 	Status       string         `json:"status"`
 	Running      bool           `json:"running"`
+	Queued       int            `json:"queued"` // (ext) prompts waiting behind the running turn in this server
 	MessageCount int            `json:"messageCount"`
 	Turns        int            `json:"turns"`
 	ParentID     *string        `json:"parentId"`

@@ -34,6 +34,27 @@ type promptQueue struct {
 	starting bool
 }
 
+// eventQueue is the transient event the server publishes to a session's
+// SSE clients when its queue changes: {"queued": N}, the prompts waiting.
+const eventQueue = "queue"
+
+// queued returns how many prompts of session id wait in this server's
+// queue.
+func (s *Server) queued(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.queues[id]; q != nil {
+		return len(q.items)
+	}
+	return 0
+}
+
+// queueChanged tells session id's SSE clients that n prompts wait now.
+// Publishing never blocks, so s.mu may be held.
+func (s *Server) queueChanged(id string, n int) {
+	s.store.Publish(sessions.Event{Type: eventQueue, SessionID: id, Data: map[string]any{"queued": int64(n)}})
+}
+
 // enqueueIfBusy queues the prompt when a turn of session id runs in this
 // process or prompts already wait, returning its position (0: not
 // queued, the caller starts the turn).
@@ -83,6 +104,7 @@ func (s *Server) enqueueLocked(id, agentName, text string, rec *sessions.Record)
 	q.items = append(q.items, queuedPrompt{agent: agentName, text: text})
 	s.queues[id] = q
 	s.log.Info("prompt queued", "id", id, "position", len(q.items))
+	s.queueChanged(id, len(q.items))
 	if s.running[id] == nil {
 		s.startQueued(id)
 	}
@@ -152,6 +174,7 @@ func (s *Server) runQueued(id string, q *promptQueue) {
 	if len(q.items) == 0 {
 		delete(s.queues, id)
 	}
+	s.queueChanged(id, len(q.items))
 	s.mu.Unlock()
 	ag, ok := s.cfg.Agents[head.agent]
 	err := s.admitQueued(id, t, ok)
@@ -191,6 +214,7 @@ func (s *Server) dropQueued(id, why string) int {
 	}
 	s.mu.Unlock()
 	if n > 0 {
+		s.queueChanged(id, 0)
 		s.log.Warn("queued prompts dropped", "id", id, "count", n, "reason", why)
 	}
 	return n

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,6 +242,16 @@ func TestPromptConflicts(t *testing.T) {
 	ag := &fakeAgent{store: store, block: block}
 	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}, MaxRunning: 1})
 	a, b := ts.create(nil), ts.create(nil)
+	// The queue's changes reach the session's event streams.
+	var qmu sync.Mutex
+	var queueEvents []int64
+	defer store.Observe(func(e sessions.Event) {
+		if e.Type == eventQueue && e.SessionID == a {
+			qmu.Lock()
+			queueEvents = append(queueEvents, e.Data["queued"].(int64))
+			qmu.Unlock()
+		}
+	})()
 	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
 	// The session's own running turn: the prompt is queued (before the
 	// 429 of --max-running), the ninth waiting one refused.
@@ -257,11 +268,22 @@ func TestPromptConflicts(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Fatal("429 without Retry-After")
 	}
-	if g := ts.do("GET", "/api/sessions/"+a, nil).json(); g["running"] != true {
-		t.Fatalf("running: %v", g)
+	if g := ts.do("GET", "/api/sessions/"+a, nil).json(); g["running"] != true || g["queued"] != float64(MaxQueued) {
+		t.Fatalf("running, queued: %v", g)
+	}
+	if l := ts.do("GET", "/api/sessions?limit=1", nil).json()["sessions"].([]any); l[0].(map[string]any)["queued"] != float64(0) {
+		t.Fatalf("list: session b queued %v", l[0])
 	}
 	close(block)
 	ts.waitIdle(a)
+	if g := ts.do("GET", "/api/sessions/"+a, nil).json(); g["queued"] != float64(0) {
+		t.Fatalf("queued after the queue ran: %v", g["queued"])
+	}
+	qmu.Lock()
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1, 0}; !slices.Equal(queueEvents, want) {
+		t.Errorf("queue events %v, want %v", queueEvents, want)
+	}
+	qmu.Unlock()
 	// The queued prompts ran after the first, in order, each a turn.
 	want := []string{"one", "echo: one"}
 	for i := range MaxQueued {

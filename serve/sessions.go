@@ -274,6 +274,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	running := s.runningAnywhere(r.Context(), ids)
 	for i := range list {
 		out.Sessions[i] = toSessionJSON(&list[i], running[list[i].ID])
+		out.Sessions[i].Queued = s.queued(list[i].ID)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -305,6 +306,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	running := s.runningAnywhere(r.Context(), []string{id})[id]
 	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), running)
+	out.Queued = s.queued(id)
 	if out.Repo, err = s.repoOf(r.Context(), rec); err != nil {
 		return err
 	}
@@ -588,6 +590,8 @@ func (s *Server) writeSession(w http.ResponseWriter, r *http.Request, id string,
 		return err
 	}
 	running := s.runningAnywhere(r.Context(), []string{id})[id]
-	writeJSON(w, status, toSessionJSON(summaryOf(rec, len(rec.Messages)), running))
+	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), running)
+	out.Queued = s.queued(id)
+	writeJSON(w, status, out)
 	return nil
 }

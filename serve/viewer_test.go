@@ -133,6 +133,36 @@ func TestViewerInBrowser(t *testing.T) {
 	do("live reply", chromedp.WaitVisible(chromedp.Search(`//article[@data-role="assistant"][contains(., "echo: hello live")]`)),
 		chromedp.WaitNotPresent(chromedp.ID("running")))
 
+	// Prompts sent while a turn runs are queued: the page says at which
+	// position, the head shows how many wait, live (the server's queue
+	// events), and they run in order.
+	queued := func(n string) chromedp.Action[chromedp.Void] {
+		return chromedp.WaitVisible(chromedp.Search(`//span[@id="queued"][contains(., "` + n + ` queued")]`))
+	}
+	do("queue prompts", chromedp.SendKeys(chromedp.ID("prompt"), "first"), chromedp.Click(chromedp.ID("send")),
+		chromedp.WaitVisible(chromedp.ID("running")),
+		chromedp.WaitVisible(chromedp.Search(`//button[@id="send"][.="Queue"]`)),
+		chromedp.SendKeys(chromedp.ID("prompt"), "second"), chromedp.Click(chromedp.ID("send")),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="queued-notice"][contains(., "Queued (position 1)")]`)), queued("1"),
+		chromedp.SendKeys(chromedp.ID("prompt"), "third"), chromedp.Click(chromedp.ID("send")),
+		chromedp.WaitVisible(chromedp.Search(`//div[@id="queued-notice"][contains(., "Queued (position 2)")]`)), queued("2"))
+	ag.gate <- struct{}{}
+	do("queue moves", queued("1"), chromedp.WaitVisible(chromedp.Search(`//article[@data-role="assistant"][contains(., "echo: first")]`)))
+	ag.gate <- struct{}{}
+	ag.gate <- struct{}{}
+	do("queue drained", chromedp.WaitVisible(chromedp.Search(`//article[@data-role="assistant"][contains(., "echo: third")]`)),
+		chromedp.WaitNotPresent(chromedp.ID("running")), chromedp.WaitNotPresent(chromedp.ID("queued")),
+		chromedp.WaitNotPresent(chromedp.ID("queued-notice")))
+	var order []string
+	for _, m := range ts.do("GET", "/api/sessions/demo", nil).json()["messages"].([]any) {
+		if c, _ := m.(map[string]any)["content"].(string); m.(map[string]any)["role"] == "assistant" && c != "" {
+			order = append(order, c)
+		}
+	}
+	if got := strings.Join(order[len(order)-3:], ", "); got != "echo: first, echo: second, echo: third" {
+		t.Fatalf("queued prompts ran as %s", got)
+	}
+
 	// Views: verbose shows the tool call and result; debug the events.
 	do("verbose view", chromedp.Click(chromedp.CSS(`label:has(#view-verbose)`)),
 		chromedp.WaitVisible(chromedp.CSS(`#transcript article[data-role="tool"]`)))

@@ -365,13 +365,16 @@ async function sessionPage(id) {
   function renderHead() {
     document.title = (session.title || session.id) + " · skein";
     title.textContent = session.title || session.id;
-    badge.replaceChildren(...[statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " " + stateText()) : null].filter(Boolean));
+    badge.replaceChildren(...[statusBadge(session), session.running ? el("span", { class: "muted", id: "running" }, " " + stateText()) : null,
+      session.queued > 0 ? el("span", { class: "queued", id: "queued", title: "prompts waiting for the running turn; each runs as a turn of its own, in order" }, ` ${session.queued} queued`) : null].filter(Boolean));
     meta.replaceChildren(`id ${session.id}`, session.agent ? ` · agent ${session.agent}` : "", session.repoId ? ` · repo ${session.repoId}` : "",
       ` · ${plural(session.messageCount, "message")} · ${plural(session.turns, "turn")} · updated ${fmtTime(session.updatedAt)}`);
     renderLineage();
     renderEnded();
-    const open = session.status === "active";
-    input.disabled = send.disabled = !open || session.running;
+    const open = session.status === "active" || session.status === "error";
+    // A prompt sent while a turn runs is queued (it runs after it).
+    input.disabled = send.disabled = !open;
+    send.textContent = session.running ? "Queue" : "Send";
     cancel.disabled = !session.running;
   }
 
@@ -464,6 +467,11 @@ async function sessionPage(id) {
         if (session) renderHead();
         return;
       }
+      if (e.type === "queue") { // live only: the prompts waiting now
+        if (session) { session.queued = e.queued; renderHead(); }
+        if (e.queued === 0) notice.querySelector("#queued-notice")?.remove();
+        return;
+      }
       if (events.length && e.seq <= events[events.length - 1].seq) return;
       events.push(e);
       if (e.type === "message" && e.role === "assistant") live = null;
@@ -487,9 +495,14 @@ async function sessionPage(id) {
     send.disabled = true;
     notice.replaceChildren();
     try {
-      await api("POST", `/api/sessions/${encodeURIComponent(id)}/prompt`, { text });
+      const r = await api("POST", `/api/sessions/${encodeURIComponent(id)}/prompt`, { text });
       input.value = "";
       session.running = true;
+      if (r.queued) {
+        session.queued = Math.max(session.queued || 0, r.position);
+        notice.replaceChildren(el("div", { class: "notice", id: "queued-notice", role: "status" },
+          `Queued (position ${r.position}): it runs as its own turn after the running one.`));
+      }
       renderHead();
       refreshSoon();
     } catch (err) {
