@@ -1,14 +1,11 @@
 package serve
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -75,18 +72,13 @@ func (s *Server) security(msg, action, rule, reason string, attrs ...any) {
 	s.log.Warn("security: "+msg, append([]any{"decision", "deny", "action", action, "rule", rule, "reason", reason}, attrs...)...)
 }
 
-// errOutsideRoot is the refusal of a repository path outside the
-// workspace root.
-func errOutsideRoot(what, given, how, root string) *apiError {
-	return errorf(http.StatusBadRequest, "path_outside_root", "%s: path %q %s outside the workspace root %s (AGENT_WORKSPACE_ROOT, --workspace-root)", what, truncate(given, 200), how, root)
-}
-
-// checkRepoPath resolves a repository path: a relative path is relative
-// to the workspace root; the path is cleaned and its symbolic links
-// resolved, and must be an existing directory inside the root. It
-// returns the resolved path. A path that leads out of the root (through
-// "..", an absolute path or a symbolic link) is a 400 and a security
-// event in the log.
+// checkRepoPath resolves a repository path (what names it in messages):
+// a relative path is relative to the workspace root; the path is cleaned
+// and its symbolic links resolved, and must be an existing directory
+// inside the root (workspace.DirInside). It returns the resolved path. A
+// path that leads out of the root (through "..", an absolute path or a
+// symbolic link) is a 400 path_outside_root and a security event in the
+// log.
 func (s *Server) checkRepoPath(what, given string, attrs ...any) (string, error) {
 	if s.root == "" {
 		return "", errorf(http.StatusConflict, "no_workspace_root", "this server has no workspace root (start it with --workspace-root DIR or AGENT_WORKSPACE_ROOT): no repository can be registered")
@@ -94,58 +86,17 @@ func (s *Server) checkRepoPath(what, given string, attrs ...any) (string, error)
 	if given == "" {
 		return "", errorf(http.StatusBadRequest, "bad_field", "%s must not be empty", what)
 	}
-	if strings.ContainsRune(given, 0) {
-		return "", errorf(http.StatusBadRequest, "bad_field", "%s contains a NUL byte", what)
-	}
-	abs := given
-	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(s.root, abs)
-	}
-	abs = filepath.Clean(abs)
-	if !within(abs, s.root) {
-		s.security("repository path outside the workspace root", "register "+given, "workspace root", "the path leads outside "+s.root, attrs...)
-		return "", errOutsideRoot(what, given, "is", s.root)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", errorf(http.StatusBadRequest, "bad_path", "%s: no directory %q", what, truncate(given, 200))
-		}
-		return "", errorf(http.StatusBadRequest, "bad_path", "%s: cannot resolve %q: %v", what, truncate(given, 200), pathCause(err))
-	}
-	if !within(real, s.root) {
-		s.security("repository path outside the workspace root", "register "+given, "workspace root", "the path resolves through a symbolic link to "+real, attrs...)
-		return "", errOutsideRoot(what, given, "resolves through a symbolic link to", s.root)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return "", errorf(http.StatusBadRequest, "bad_path", "%s: %q: %v", what, truncate(given, 200), pathCause(err))
-	}
-	if !fi.IsDir() {
-		return "", errorf(http.StatusBadRequest, "bad_path", "%s: %q is not a directory", what, truncate(given, 200))
+	real, err := workspace.DirInside(s.root, given)
+	switch {
+	case errors.Is(err, workspace.ErrNotAllowed):
+		s.security("repository path outside the workspace root", "register "+given, "workspace root", err.Error(), attrs...)
+		return "", errorf(http.StatusBadRequest, "path_outside_root", "%s: %v (AGENT_WORKSPACE_ROOT, --workspace-root)", what, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return "", errorf(http.StatusBadRequest, "bad_path", "%s: no directory %q", what, truncate(given, 200))
+	case err != nil:
+		return "", errorf(http.StatusBadRequest, "bad_path", "%s: %v", what, err)
 	}
 	return real, nil
-}
-
-// pathCause strips the *fs.PathError wrapper (which repeats the path).
-func pathCause(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
-// within reports whether path is dir or below it (both absolute and
-// clean).
-func within(path, dir string) bool {
-	if path == dir {
-		return true
-	}
-	if !strings.HasSuffix(dir, string(filepath.Separator)) {
-		dir += string(filepath.Separator)
-	}
-	return strings.HasPrefix(path, dir)
 }
 
 // openRepos sets up the repositories at New: the workspace root,
@@ -158,20 +109,13 @@ func (s *Server) openRepos(ctx context.Context) error {
 		s.repos = sessions.NewMemoryBackend() // kept for the process only
 	}
 	if s.cfg.WorkspaceRoot != "" {
-		root, err := filepath.Abs(s.cfg.WorkspaceRoot)
-		if err == nil {
-			root, err = filepath.EvalSymlinks(root)
-		}
-		if err == nil {
-			var fi os.FileInfo
-			if fi, err = os.Stat(root); err == nil && !fi.IsDir() {
-				err = fmt.Errorf("%s is not a directory", root)
-			}
-		}
+		// the root made absolute, clean and its links resolved, as a
+		// workspace's
+		p, err := workspace.New(workspace.Config{Root: s.cfg.WorkspaceRoot})
 		if err != nil {
-			return fmt.Errorf("workspace root: %w", err)
+			return err
 		}
-		s.root = root
+		s.root = p.Root()
 	}
 	ids := make([]string, 0, len(s.cfg.Repos))
 	for id := range s.cfg.Repos {
@@ -235,12 +179,15 @@ func (s *Server) lookupRepo(ctx context.Context, field, id string) (*sessions.Re
 // leads out is refused: 409, and escaped reports it, for the caller to
 // record as a security event).
 func (s *Server) repoWorkspace(r *sessions.Repo) (p *workspace.Policy, escaped bool, err error) {
-	real, err := filepath.EvalSymlinks(r.Path)
-	if err != nil {
-		return nil, false, errorf(http.StatusConflict, "repo_unavailable", "repository '%s': %s: %v", r.ID, r.Path, pathCause(err))
+	if s.root == "" {
+		return nil, false, errorf(http.StatusConflict, "repo_unavailable", "repository '%s': this server has no workspace root (AGENT_WORKSPACE_ROOT, --workspace-root)", r.ID)
 	}
-	if s.root == "" || !within(real, s.root) {
-		return nil, true, errorf(http.StatusConflict, "repo_unavailable", "repository '%s': %s resolves to %s, outside the workspace root %s (AGENT_WORKSPACE_ROOT, --workspace-root)", r.ID, r.Path, real, cmp.Or(s.root, "(none)"))
+	real, err := workspace.DirInside(s.root, r.Path)
+	if errors.Is(err, workspace.ErrNotAllowed) {
+		return nil, true, errorf(http.StatusConflict, "repo_unavailable", "repository '%s': %v (AGENT_WORKSPACE_ROOT, --workspace-root)", r.ID, err)
+	}
+	if err != nil {
+		return nil, false, errorf(http.StatusConflict, "repo_unavailable", "repository '%s': %v", r.ID, err)
 	}
 	if s.cfg.Workspace != nil {
 		p, err = s.cfg.Workspace.WithRoot(real)

@@ -299,3 +299,48 @@ func (p *Policy) checkLinks(t *target, f *os.File) error {
 	}
 	return nil
 }
+
+// DirInside resolves path to an existing directory inside root, for a
+// caller that hands out directories of a root (skein serve registers
+// repositories so): a relative path is relative to root; the path is
+// cleaned and its symbolic links resolved before it is checked. It
+// returns the resolved path. A path that leads out of root, through "..",
+// an absolute path or a symbolic link, is refused with an error matching
+// ErrNotAllowed; a missing path is an error matching fs.ErrNotExist; a
+// path that is not a directory is an error too. root must be absolute,
+// clean and resolved (Policy.Root is).
+func DirInside(root, path string) (string, error) {
+	if path == "" {
+		return "", errors.New("empty path")
+	}
+	if strings.ContainsRune(path, 0) {
+		return "", fmt.Errorf("path %q contains a NUL byte", path)
+	}
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(root, abs)
+	}
+	abs = filepath.Clean(abs)
+	action, rule := "use "+path, "workspace root "+root
+	if !within(abs, root) {
+		return "", refusef(action, rule, "path %q is outside the workspace root %s", path, root)
+	}
+	real, exists, err := evalExisting(abs)
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve %q: %w", path, errorCause(err))
+	}
+	if !within(real, root) {
+		return "", refusef(action, rule, "path %q resolves through a symbolic link to outside the workspace root %s", path, root)
+	}
+	if !exists {
+		return "", fmt.Errorf("no directory %q: %w", path, fs.ErrNotExist)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("stat %q: %w", path, errorCause(err))
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%q is not a directory", path)
+	}
+	return real, nil
+}

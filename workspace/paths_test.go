@@ -414,3 +414,43 @@ func swap(t *testing.T, path, target string) {
 	}
 	symlink(t, target, path)
 }
+
+// TestDirInside: a directory of a root, by a relative or absolute path,
+// also through a link that stays inside; escapes through "..", an
+// absolute path or a link are refusals; missing paths and files are
+// errors.
+func TestDirInside(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	out := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(root, "f"), nil, 0o644)
+	os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "in"))
+	os.Symlink(out, filepath.Join(root, "out"))
+	for path, want := range map[string]string{"a": "a", "a/b/..": "a", filepath.Join(root, "a", "b"): "a/b", "in/b": "a/b", ".": ""} {
+		got, err := DirInside(root, path)
+		if err != nil || got != filepath.Join(root, want) {
+			t.Errorf("DirInside(%q) = %q, %v; want %q", path, got, err, filepath.Join(root, want))
+		}
+	}
+	for path, want := range map[string]string{
+		"..":      "is outside the workspace root",
+		"a/../..": "is outside the workspace root",
+		out:       "is outside the workspace root",
+		"out":     "resolves through a symbolic link to outside",
+		"out/x":   "resolves through a symbolic link to outside", // missing, but the link leads out first
+	} {
+		_, err := DirInside(root, path)
+		if !errors.Is(err, ErrNotAllowed) || !strings.Contains(err.Error(), want) {
+			t.Errorf("DirInside(%q) = %v, want a refusal %q", path, err, want)
+		}
+	}
+	if _, err := DirInside(root, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := DirInside(root, "f"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("file: %v", err)
+	}
+	if _, err := DirInside(root, ""); err == nil {
+		t.Error("empty path")
+	}
+}
