@@ -310,11 +310,23 @@ func TestServeExternalACPAgent(t *testing.T) {
 }
 
 // TestServeExternalACPAgentShared runs two sessions on one process of the
-// agent (--acp-shared).
+// agent (--acp-shared); the one bound to a repository gets it as its
+// session/new cwd.
 func TestServeExternalACPAgentShared(t *testing.T) {
-	p, pids, _ := startACPServe(t, "--acp-shared")
+	p, pids, dir := startACPServe(t, "--acp-shared")
+	if err := os.Mkdir(filepath.Join(dir, "repo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.call("POST", "/api/repos", `{"id":"r","path":"repo"}`, 201)
 	a := p.call("POST", "/api/sessions", `{"agent":"tester"}`, 201)["id"].(string)
-	b := p.call("POST", "/api/sessions", `{"agent":"tester"}`, 201)["id"].(string)
+	b := p.call("POST", "/api/sessions", `{"agent":"tester","repoId":"r"}`, 201)["id"].(string)
+	root, _ := filepath.EvalSymlinks(dir)
+	for id, want := range map[string]string{a: root, b: filepath.Join(root, "repo")} {
+		acpMeta, _ := p.call("GET", "/api/sessions/"+id, "", 200)["metadata"].(map[string]any)["acp"].(map[string]any)
+		if acpMeta["cwd"] != want {
+			t.Errorf("session %s: acp metadata %v, want cwd %s", id, acpMeta, want)
+		}
+	}
 	for _, id := range []string{a, b} {
 		p.call("POST", "/api/sessions/"+id+"/prompt", `{"text":"echo `+id+`"}`, 202)
 	}
