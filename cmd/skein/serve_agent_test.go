@@ -34,21 +34,7 @@ func TestServeAgentFile(t *testing.T) {
 	p.call("POST", "/api/sessions", `{"id": "a2", "agent": "helper", "context": {"workingDir": "/"}}`, 400)
 	p.call("POST", "/api/sessions", `{"id": "a3", "agent": "slow", "context": {"workingDir": "skills"}}`, 400)
 	p.call("POST", "/api/sessions/a1/prompt", `{"text": "hello"}`, 202)
-	deadline := time.Now().Add(time.Minute)
-	for roles(p.call("GET", "/api/sessions/a1/messages", "", 200)) != "user,assistant" {
-		if time.Now().After(deadline) {
-			t.Fatal("the turn did not finish")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.cmd.Process.Kill()
-	<-p.done
-
-	b, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := stopAfterTurns(t, p, dir, "a1")
 	rec, err := b.Load(context.Background(), "a1")
 	if err != nil {
 		t.Fatal(err)
@@ -105,21 +91,7 @@ func TestServeAgentFileRepo(t *testing.T) {
 	for _, id := range []string{"r1", "r2"} {
 		p.call("POST", "/api/sessions/"+id+"/prompt", `{"text": "hello"}`, 202)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for roles(p.call("GET", "/api/sessions/r1/messages", "", 200)) != "user,assistant" || roles(p.call("GET", "/api/sessions/r2/messages", "", 200)) != "user,assistant" {
-		if time.Now().After(deadline) {
-			t.Fatal("the turns did not finish")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	p.cmd.Process.Kill()
-	<-p.done
-
-	b, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := stopAfterTurns(t, p, dir, "r1", "r2")
 	for id, wd := range map[string]string{"r1": filepath.Join(dir, "repos", "api"), "r2": "src"} {
 		rec, err := b.Load(context.Background(), id)
 		if err != nil {
@@ -136,4 +108,28 @@ func TestServeAgentFileRepo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stopAfterTurns waits until each session holds its prompt and the
+// reply, stops the server and opens its store (closed when the test
+// ends).
+func stopAfterTurns(t *testing.T, p *serveProcess, dir string, ids ...string) *sqlite.Backend {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for _, id := range ids {
+		for roles(p.call("GET", "/api/sessions/"+id+"/messages", "", 200)) != "user,assistant" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the turn of %s did not finish", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	b, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
