@@ -3,6 +3,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -147,22 +148,55 @@ func (l *loader) resolve(thread *starlark.Thread, module string) (string, func()
 
 // read reads the module file rel of the script directory through an
 // os.Root, so that a symbolic link leading out of the directory is an
-// escape like "..": the real path is checked, not the one written.
+// escape like "..": the real path is checked, not the one written. A
+// file with more than one hard link is refused too, outside the full fs
+// scope (its other link may be outside the directory), and so is one
+// larger than the workspace's read limit.
 func (l *loader) read(module, p, rel string) ([]byte, error) {
 	root, err := os.OpenRoot(l.state.Root)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	data, err := root.ReadFile(rel)
+	f, err := root.Open(rel)
 	var pe *fs.PathError
 	switch {
 	case err == nil:
-		return data, nil
 	case workspace.IsEscape(err):
 		return nil, fmt.Errorf("%q escapes the script directory %s (through a symbolic link)", module, filepath.Dir(p))
 	case errors.As(err, &pe):
 		return nil, &fs.PathError{Op: "open", Path: p, Err: pe.Err}
+	default:
+		return nil, err
 	}
-	return nil, err
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	ws := l.state.Workspace
+	if n := workspace.LinkCount(fi); fi.Mode().IsRegular() && n > 1 && ws.Tier() != workspace.Full {
+		return nil, fmt.Errorf("%q has %d hard links: a module with more than one link may be a file outside the script directory %s (fs scope %s; --fs-scope full allows it)", module, n, l.state.Root, ws.Tier())
+	}
+	limit := ws.MaxReadBytes()
+	if fi.Size() > limit {
+		return nil, workspace.TooBig(module, fi.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: underlyingErr(err)}
+	}
+	if int64(len(data)) > limit {
+		return nil, workspace.TooBig(module, int64(len(data)), limit)
+	}
+	return data, nil
+}
+
+// underlyingErr is the error a *fs.PathError wraps, else err.
+func underlyingErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

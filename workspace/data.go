@@ -25,7 +25,7 @@ func (p *Policy) ReadJSONL(path string) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := p.openRead(t)
+	f, err := p.openWhole(t)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (p *Policy) ReadCSV(path string) (header []string, rows []map[string]string
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := p.openRead(t)
+	f, err := p.openWhole(t)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -69,16 +69,58 @@ func (p *Policy) ReadFile(path string) ([]byte, error) {
 }
 
 func (p *Policy) readTarget(t *target) ([]byte, error) {
-	f, err := p.openRead(t)
+	f, err := p.openWhole(t)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, p.maxRead+1))
 	if err != nil {
 		return nil, ioError("read", t, err)
 	}
+	if int64(len(data)) > p.maxRead { // it grew after the check
+		return nil, TooBig(t.given, int64(len(data)), p.maxRead)
+	}
 	return data, nil
+}
+
+// openWhole opens a file to be read whole, refusing one larger than the
+// read limit.
+func (p *Policy) openWhole(t *target) (*os.File, error) {
+	f, err := p.openRead(t)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > p.maxRead {
+		f.Close()
+		return nil, TooBig(t.given, fi.Size(), p.maxRead)
+	}
+	return f, nil
+}
+
+// TooBig is the error of a file read whole (fs.read, a load()ed module)
+// that is larger than the read limit.
+func TooBig(name string, size, limit int64) error {
+	return fmt.Errorf("%q is %s, more than the %s a file read whole may have (--max-read-bytes raises the limit)", name, formatBytes(size), formatBytes(limit))
+}
+
+// formatBytes writes n as bytes, KiB, MiB or GiB for a message.
+func formatBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // WriteFile writes data to the file at path, checked against the write

@@ -7,9 +7,9 @@ import (
 	"syscall"
 )
 
-// linkCount returns the number of hard links of the file fi describes,
+// LinkCount returns the number of hard links of the file fi describes,
 // or 1 when the system does not say.
-func linkCount(fi fs.FileInfo) uint64 {
+func LinkCount(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Nlink)
 	}

@@ -294,7 +294,7 @@ func (p *Policy) checkLinks(t *target, f *os.File) error {
 	if err != nil {
 		return ioError("stat", t, err)
 	}
-	if n := linkCount(fi); fi.Mode().IsRegular() && n > 1 {
+	if n := LinkCount(fi); fi.Mode().IsRegular() && n > 1 {
 		return refusef(t.access.String()+" "+t.given, "fs scope "+p.tier.String()+" (hard links)", "%q has %d hard links: a file with more than one link may be outside the workspace (fs scope %s: %s)", t.given, n, p.tier, p.scopeDir(t.access))
 	}
 	return nil

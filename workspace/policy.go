@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +108,16 @@ type Config struct {
 	// NODE_OPTIONS, GIT_*, PATH, HOME, ...) are refused even under "*",
 	// and an entry that names or covers one is an error.
 	AllowEnv []string
+	// MaxReadBytes bounds a file read whole (fs.read, fs.read_jsonl,
+	// fs.read_csv) and a module load() reads (--max-read-bytes); zero
+	// means DefaultMaxReadBytes. A bigger file is refused with an error
+	// naming the size and the limit.
+	MaxReadBytes int64
 }
+
+// DefaultMaxReadBytes is the default of Config.MaxReadBytes: 64 MiB (a
+// 150 MB file read into a message peaked at 1.6 GB).
+const DefaultMaxReadBytes = 64 << 20
 
 // Policy is the workspace policy of one run. It is immutable and safe for
 // concurrent use; build it with New and restrict it with Narrow.
@@ -119,6 +129,7 @@ type Policy struct {
 	netRules []hostRule
 	net      []string // netRules as written, for messages
 	env      []string // the environment allowlist
+	maxRead  int64    // Config.MaxReadBytes
 
 	// lookupIP resolves a host name; tests replace it.
 	lookupIP  func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -159,11 +170,15 @@ func New(c Config) (*Policy, error) {
 		}
 		rules = append(rules, r)
 	}
+	if c.MaxReadBytes < 0 {
+		return nil, fmt.Errorf("the read limit must not be negative, got %d", c.MaxReadBytes)
+	}
 	p := &Policy{
 		root:     root,
 		tier:     tier,
 		cmds:     cmds,
 		env:      env,
+		maxRead:  cmp.Or(c.MaxReadBytes, DefaultMaxReadBytes),
 		netRules: rules,
 		lookupIP: defaultLookupIP,
 	}
@@ -244,6 +259,9 @@ func checkCmds(cmds []string) ([]string, error) {
 // Root returns the workspace root: absolute, clean, symbolic links
 // resolved. Relative paths are relative to it and commands run in it.
 func (p *Policy) Root() string { return p.root }
+
+// MaxReadBytes returns the most bytes a file read whole may have.
+func (p *Policy) MaxReadBytes() int64 { return p.maxRead }
 
 // Tier returns the fs scope tier.
 func (p *Policy) Tier() Tier { return p.tier }
@@ -329,6 +347,7 @@ func (p *Policy) Narrow(n Narrowing) (*Policy, error) {
 		gitRoot:  p.gitRoot,
 		cmds:     p.cmds,
 		env:      p.env,
+		maxRead:  p.maxRead,
 		netRules: p.netRules,
 		lookupIP: p.lookupIP,
 	}

@@ -163,7 +163,7 @@ func searchFile(r *os.Root, rel, file string, re *regexp.Regexp, res *SearchResu
 		return true
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || (!full && linkCount(fi) > 1) {
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || (!full && LinkCount(fi) > 1) {
 		return true // a hard-linked file may be outside the scope (see checkLinks)
 	}
 	br := bufio.NewReaderSize(f, binarySniffLen)

@@ -48,6 +48,7 @@ type vmFlags struct {
 	allowNet   listFlag
 	approve    string
 	allowEnv   listFlag
+	maxRead    int64     // --max-read-bytes
 	store      storeFlag // memory unless registerStore added --store
 	eventLog   string    // --event-log DIR (skein run only)
 	trace      bool      // -v/--verbose: a line per event on stderr (skein run only)
@@ -103,6 +104,7 @@ func (f *vmFlags) flags() []flagDef {
 		{name: "allow-cmd", value: &f.allowCmd, usage: "commands exec.run, tools.run_command and mcp_server may run, comma-separated, repeatable (default: none)"},
 		{name: "allow-env", value: &f.allowEnv, usage: "environment variables exec.run's and mcp_server's env may set (an MCP server also gets those of skein's environment): NAME, PREFIX_*, or * (only names known to be safe: LANG, TZ, NO_COLOR, *_API_KEY, ...; see docs/security.md); loader and interpreter hooks such as LD_PRELOAD are never allowed; comma-separated, repeatable (default: none)"},
 		{name: "allow-net", value: &f.allowNet, usage: "hosts http, tools.http_get and mcp_server may reach: host, host:port, *.domain, IP; comma-separated, repeatable (default: none)"},
+		{name: "max-read-bytes", value: &f.maxRead, def: strconv.Itoa(workspace.DefaultMaxReadBytes), usage: "the largest file fs.read, fs.read_jsonl, fs.read_csv and load() read whole, in bytes"},
 		{name: "approve", value: &f.approve, usage: "calls of tools a bound agent lists in approve: yes, no, or ask (on the terminal; default ask when stdin and stderr are terminals, else no)"},
 	}
 }
@@ -142,6 +144,9 @@ func (f *vmFlags) check() error {
 	}
 	if f.maxTurns < 1 {
 		return fmt.Errorf("--max-turns must be >= 1, got %d", f.maxTurns)
+	}
+	if f.maxRead < 1 {
+		return fmt.Errorf("--max-read-bytes must be >= 1, got %d", f.maxRead)
 	}
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout must not be negative")
@@ -218,7 +223,7 @@ func (f *vmFlags) policy(root string) (*workspace.Policy, error) {
 			return nil, fmt.Errorf("--workspace %s: not a directory", root)
 		}
 	}
-	return workspace.New(workspace.Config{Root: root, Tier: f.tier, AllowCmds: f.allowCmd, AllowNet: f.allowNet, AllowEnv: f.allowEnv})
+	return workspace.New(workspace.Config{Root: root, Tier: f.tier, AllowCmds: f.allowCmd, AllowNet: f.allowNet, AllowEnv: f.allowEnv, MaxReadBytes: f.maxRead})
 }
 
 // vmConfig is what a command adds to the shared flags to build a VM.
