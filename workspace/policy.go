@@ -438,7 +438,7 @@ func (p *Policy) WithRoot(dir string) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
 	}
-	q := &Policy{root: root, tier: p.tier, cmds: p.cmds, env: p.env, netRules: p.netRules, lookupIP: p.lookupIP}
+	q := &Policy{root: root, tier: p.tier, cmds: p.cmds, env: p.env, maxRead: p.maxRead, netRules: p.netRules, lookupIP: p.lookupIP}
 	if q.tier == Project {
 		q.gitRoot = findGitRoot(root)
 	}
