@@ -2,12 +2,15 @@ package serve
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
 	"github.com/skein-dev/skein/sessions"
@@ -216,10 +219,21 @@ func (s *Server) countActive(ctx context.Context) (int, error) {
 // listResponse is the body of GET /api/sessions.
 type listResponse struct {
 	Sessions []sessionJSON `json:"sessions"`
-	Total    int           `json:"total"`
-	Limit    int           `json:"limit"`
-	Offset   int           `json:"offset"`
+	// Total counts the matches up to listCountLimit; TotalExact is false
+	// when the count stopped there (more may match).
+	Total      int  `json:"total"`
+	TotalExact bool `json:"totalExact"`
+	Limit      int  `json:"limit"`
+	Offset     int  `json:"offset"`
+	// NextCursor, when the page is not the last, is the cursor of the
+	// next page.
+	NextCursor *string `json:"nextCursor"`
 }
+
+// listCountLimit is where GET /api/sessions stops counting the matches:
+// a count costs what it counts, so an exact count of every match would
+// make the listing grow with the store.
+const listCountLimit = 1000
 
 // listSessions handles GET /api/sessions.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
@@ -244,10 +258,18 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			return errorf(http.StatusBadRequest, "bad_where", "where: %v", err)
 		}
 	}
-	match := textFilter(q.Get("q"))
-	f := sessions.ListFilter{Statuses: statuses, ParentID: q.Get("parentId"), RepoID: q.Get("repoId"), Agent: q.Get("agent"), Limit: limit, Offset: offset}
-	if match != nil {
-		f.Limit, f.Offset = 0, 0
+	f := sessions.ListFilter{Statuses: statuses, ParentID: q.Get("parentId"), RepoID: q.Get("repoId"), Agent: q.Get("agent"),
+		Text: q.Get("q"), Limit: limit + 1, Offset: offset, CountLimit: listCountLimit}
+	for name, t := range map[string]*time.Time{"createdAfter": &f.CreatedAfter, "createdBefore": &f.CreatedBefore,
+		"updatedAfter": &f.UpdatedAfter, "updatedBefore": &f.UpdatedBefore} {
+		if *t, err = queryTime(q, name); err != nil {
+			return err
+		}
+	}
+	if v := q.Get("cursor"); v != "" {
+		if f.After, err = decodeCursor(v); err != nil {
+			return err
+		}
 	}
 	list, total, err := sessions.ListWhere(r.Context(), s.store.Backend(), f, where)
 	if err != nil {
@@ -256,17 +278,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	if match != nil {
-		kept := list[:0]
-		for _, sum := range list {
-			if match(&sum) {
-				kept = append(kept, sum)
-			}
-		}
-		f.Limit, f.Offset = limit, offset
-		list, total = f.Page(kept), len(kept)
+	out := listResponse{Total: total, TotalExact: total < listCountLimit, Limit: limit, Offset: offset}
+	if len(list) > limit { // the extra session read shows there is a next page
+		list = list[:limit]
+		c := encodeCursor(sessions.CursorOf(&list[limit-1]))
+		out.NextCursor = &c
 	}
-	out := listResponse{Sessions: make([]sessionJSON, len(list)), Total: total, Limit: limit, Offset: offset}
+	out.Sessions = make([]sessionJSON, len(list))
 	ids := make([]string, len(list))
 	for i := range list {
 		ids[i] = list[i].ID
@@ -280,17 +298,39 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// textFilter returns the predicate of the list's text filter (q), or
-// nil when none is given. (repoId and agent are filtered by the store,
-// on indexed columns.)
-func textFilter(text string) func(*sessions.Summary) bool {
-	if text == "" {
-		return nil
+// queryTime returns the time of query parameter name (RFC 3339), the
+// zero time when it is not given.
+func queryTime(q url.Values, name string) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, nil
 	}
-	text = strings.ToLower(text)
-	return func(sum *sessions.Summary) bool {
-		return strings.Contains(strings.ToLower(sum.ID+"\n"+sum.Label()), text)
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, errorf(http.StatusBadRequest, "bad_query", "query parameter %s must be an RFC 3339 time such as 2026-11-27T09:30:00Z, got %q", name, truncate(v, 40))
 	}
+	return t, nil
+}
+
+// encodeCursor returns the nextCursor of a page whose last session c
+// is: its creation time (Unix nanoseconds) and id, base64url-encoded.
+func encodeCursor(c *sessions.ListCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "/" + c.ID))
+}
+
+// decodeCursor reads a cursor that encodeCursor wrote.
+func decodeCursor(v string) (*sessions.ListCursor, error) {
+	bad := errorf(http.StatusBadRequest, "bad_query", "query parameter cursor %q is not a cursor this server returned (nextCursor)", truncate(v, 40))
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, bad
+	}
+	ns, id, ok := strings.Cut(string(raw), "/")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || sessions.CheckID(id) != nil {
+		return nil, bad
+	}
+	return &sessions.ListCursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
 }
 
 // getSession handles GET /api/sessions/{id}: the session with all its

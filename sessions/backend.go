@@ -138,15 +138,52 @@ type ForkSpec struct {
 
 // ListFilter selects sessions for Backend.List. Zero fields do not filter.
 type ListFilter struct {
-	Statuses      []Status
-	ParentID      string
-	UpdatedBefore time.Time
+	Statuses []Status
+	ParentID string
+	// CreatedAfter and UpdatedAfter keep the sessions created (last
+	// updated) at or after the time; CreatedBefore and UpdatedBefore
+	// those created (last updated) strictly before it.
+	CreatedAfter, CreatedBefore time.Time
+	UpdatedAfter, UpdatedBefore time.Time
 	// RepoID and Agent, when set, keep the sessions whose metadata has
 	// that string under "repoId" and "agent" (skein serve's keys). The
 	// durable backends read them from indexed columns.
 	RepoID, Agent string
-	Limit         int // 0: no limit
-	Offset        int
+	// Conds keeps the sessions that meet every condition (see
+	// WhereCond; ListWhere puts a filter expression's there).
+	Conds []WhereCond
+	// Text keeps the sessions whose id or title (the first prompt when
+	// the title is empty) contains it, ignoring case (skein serve's q).
+	// Backends fold ASCII letters at least: ListWhere filters a Text
+	// with other characters in Go.
+	Text string
+	// After, when set, keeps the sessions that come after it in the
+	// listing's order: the next page after a page whose last session
+	// it is (keyset paging, which costs the same at any depth, unlike
+	// Offset).
+	After *ListCursor
+	// CountLimit > 0 stops counting the matches at that many: the total
+	// List returns is then min(matches, CountLimit), and costs at most
+	// that many index entries to count.
+	CountLimit int
+	Limit      int // 0: no limit
+	Offset     int
+}
+
+// ListCursor is a place in a listing: a session's creation time and id,
+// the listing's order (newest first, then id descending).
+type ListCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// CursorOf returns the place of s in a listing.
+func CursorOf(s *Summary) *ListCursor { return &ListCursor{CreatedAt: s.CreatedAt, ID: s.ID} }
+
+// Before reports whether s comes after c in a listing (newest first,
+// then id descending): whether a listing with After c keeps it.
+func (c *ListCursor) Before(createdAt time.Time, id string) bool {
+	return createdAt.Before(c.CreatedAt) || createdAt.Equal(c.CreatedAt) && id < c.ID
 }
 
 // Summary is one row of a session listing: no message bodies.
@@ -193,7 +230,7 @@ type Backend interface {
 	// records the fork on Src (ErrNotFound, ErrExists, ErrConflict).
 	Fork(ctx context.Context, spec *ForkSpec) error
 	// List returns the matching sessions, newest first, and the total
-	// number that match before Limit and Offset.
+	// number that match before Limit and Offset (up to CountLimit).
 	List(ctx context.Context, f ListFilter) ([]Summary, int, error)
 	// Delete removes a session; ErrHasChildren if it has forks, unless
 	// recursive, which deletes them too. A fork's shared messages stay

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
@@ -265,10 +266,13 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		if !f.matches(&r.rec) {
 			continue
 		}
-		all = append(all, Summary{ID: r.rec.ID, Status: r.rec.Status, CreatedAt: r.rec.CreatedAt,
+		sum := Summary{ID: r.rec.ID, Status: r.rec.Status, CreatedAt: r.rec.CreatedAt,
 			UpdatedAt: r.rec.UpdatedAt, ParentID: r.rec.ParentID, Length: r.transcript.Len(),
 			Turns: r.rec.Turns, Children: len(r.rec.ChildIDs), Title: r.rec.Title,
-			FirstPrompt: r.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(r.rec.Metadata)})
+			FirstPrompt: r.rec.FirstPrompt, Metadata: jsonvalue.CloneObject(r.rec.Metadata)}
+		if MatchConds(f.Conds, &sum) {
+			all = append(all, sum)
+		}
 	}
 	b.mu.Unlock()
 	sort.Slice(all, func(i, j int) bool {
@@ -277,10 +281,10 @@ func (b *MemoryBackend) List(_ context.Context, f ListFilter) ([]Summary, int, e
 		}
 		return all[i].ID > all[j].ID
 	})
-	return f.Page(all), len(all), nil
+	return f.Page(all), f.Counted(len(all)), nil
 }
 
-// Check reports an error for a negative Limit or Offset.
+// Check reports an error for a negative Limit, Offset or CountLimit.
 func (f *ListFilter) Check() error {
 	if f.Limit < 0 {
 		return fmt.Errorf("list: limit must be >= 0, got %d", f.Limit)
@@ -288,7 +292,32 @@ func (f *ListFilter) Check() error {
 	if f.Offset < 0 {
 		return fmt.Errorf("list: offset must be >= 0, got %d", f.Offset)
 	}
+	if f.CountLimit < 0 {
+		return fmt.Errorf("list: count limit must be >= 0, got %d", f.CountLimit)
+	}
 	return nil
+}
+
+// Counted returns the total List reports for n matches: n, or
+// CountLimit when that is set and smaller.
+func (f *ListFilter) Counted(n int) int {
+	if f.CountLimit > 0 {
+		return min(n, f.CountLimit)
+	}
+	return n
+}
+
+// MatchesText reports whether a session with that id, title and first
+// prompt matches Text (see ListFilter.Text).
+func (f *ListFilter) MatchesText(id, title, firstPrompt string) bool {
+	if f.Text == "" {
+		return true
+	}
+	text := strings.ToLower(f.Text)
+	if title == "" {
+		title = firstPrompt
+	}
+	return strings.Contains(strings.ToLower(id), text) || strings.Contains(strings.ToLower(title), text)
 }
 
 func (f *ListFilter) matches(r *Record) bool {
@@ -304,10 +333,16 @@ func (f *ListFilter) matches(r *Record) bool {
 	if s, _ := r.Metadata["agent"].(string); f.Agent != "" && s != f.Agent {
 		return false
 	}
-	if !f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) {
+	if !f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) ||
+		!f.UpdatedAfter.IsZero() && r.UpdatedAt.Before(f.UpdatedAfter) ||
+		!f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore) ||
+		!f.CreatedAfter.IsZero() && r.CreatedAt.Before(f.CreatedAfter) {
 		return false
 	}
-	return true
+	if f.After != nil && !f.After.Before(r.CreatedAt, r.ID) {
+		return false
+	}
+	return f.MatchesText(r.ID, r.Title, r.FirstPrompt)
 }
 
 // Page returns the page of all (a whole listing, in order) that f's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
@@ -21,6 +22,10 @@ import (
 type Where struct {
 	src  string
 	prog *vm.Program
+	// conds are the conditions the backends apply (see Conds); exact
+	// reports whether they are the whole expression.
+	conds []WhereCond
+	exact bool
 }
 
 // WhereEnv is what a filter expression sees of a session.
@@ -64,7 +69,8 @@ func CompileWhere(src string) (*Where, error) {
 		}
 		return nil, &WhereError{Column: 1, Message: err.Error()}
 	}
-	return &Where{src: src, prog: prog}, nil
+	conds, exact := whereConds(src)
+	return &Where{src: src, prog: prog, conds: conds, exact: exact}, nil
 }
 
 // String returns the expression's source.
@@ -100,30 +106,58 @@ func firstLine(s string) string {
 
 // ListWhere is b.List(f) keeping only the sessions w matches (all of
 // them when w is nil): the page after f.Offset of at most f.Limit
-// sessions, newest first, and the number that match. With a filter it
-// reads every summary f selects, since the expression runs in Go.
+// sessions, newest first, and the number that match (up to
+// f.CountLimit). The conditions of w the backends apply (Where.Conds)
+// go to them in f.Conds; when w has others, or f a Text the backends
+// cannot match (see textInSQL), it reads every summary the rest selects
+// and filters them in Go.
 func ListWhere(ctx context.Context, b Backend, f ListFilter, w *Where) ([]Summary, int, error) {
-	if w == nil {
+	var text ListFilter // the Text matched in Go, if any
+	if !textInSQL(f.Text) {
+		text.Text, f.Text = f.Text, ""
+	}
+	if w != nil {
+		f.Conds = append(f.Conds[:len(f.Conds):len(f.Conds)], w.conds...)
+		if w.exact {
+			w = nil
+		}
+	}
+	if w == nil && text.Text == "" {
 		return b.List(ctx, f)
 	}
 	if err := f.Check(); err != nil {
 		return nil, 0, err
 	}
 	all := f
-	all.Limit, all.Offset = 0, 0
+	all.Limit, all.Offset, all.CountLimit = 0, 0, 0
 	rows, _, err := b.List(ctx, all)
 	if err != nil {
 		return nil, 0, err
 	}
 	var matched []Summary
 	for i := range rows {
-		ok, err := w.Match(&rows[i])
-		if err != nil {
-			return nil, 0, err
+		r := &rows[i]
+		ok := text.MatchesText(r.ID, r.Title, r.FirstPrompt)
+		if ok && w != nil {
+			if ok, err = w.Match(r); err != nil {
+				return nil, 0, err
+			}
 		}
 		if ok {
-			matched = append(matched, rows[i])
+			matched = append(matched, *r)
 		}
 	}
-	return f.Page(matched), len(matched), nil
+	return f.Page(matched), f.Counted(len(matched)), nil
+}
+
+// textInSQL reports whether the backends match text (ListFilter.Text)
+// themselves: when it has ASCII characters only (SQL's lower() folds
+// those at least) and no line break.
+func textInSQL(text string) bool {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= utf8.RuneSelf || text[i] == '\n' {
+			return false
+		}
+	}
+	return true
 }

@@ -382,7 +382,14 @@ func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, q
 // List returns the sessions matching f, newest first (by creation time,
 // then id, descending), and how many match before Limit and Offset.
 func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	return rowstore.List(ctx, b, b.key, "skein_sessions", "skein_sessions", nil, f)
+	return rowstore.List(ctx, b, b.key, dialect, "skein_sessions", "skein_sessions", nil, f)
+}
+
+// dialect is PostgreSQL's rowstore.Dialect.
+var dialect = rowstore.Dialect{
+	MetaString: func(key, value string) (string, []any) {
+		return "(metadata::jsonb -> ?::text) = to_jsonb(?::text)", []any{key, value}
+	},
 }
 
 // ListRuns lists run records, newest first.

@@ -1,6 +1,7 @@
 package sessionstest
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -17,8 +18,13 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 		if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, r.Status) ||
 			f.ParentID != "" && r.ParentID != f.ParentID ||
 			!f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) ||
+			!f.UpdatedAfter.IsZero() && r.UpdatedAt.Before(f.UpdatedAfter) ||
+			!f.CreatedBefore.IsZero() && !r.CreatedAt.Before(f.CreatedBefore) ||
+			!f.CreatedAfter.IsZero() && r.CreatedAt.Before(f.CreatedAfter) ||
 			f.RepoID != "" && metaString(r.Metadata, "repoId") != f.RepoID ||
-			f.Agent != "" && metaString(r.Metadata, "agent") != f.Agent {
+			f.Agent != "" && metaString(r.Metadata, "agent") != f.Agent ||
+			f.Text != "" && !containsFold(r.ID, f.Text) && !containsFold(cmp.Or(r.Title, r.FirstPrompt), f.Text) ||
+			f.After != nil && !(r.CreatedAt.Before(f.After.CreatedAt) || r.CreatedAt.Equal(f.After.CreatedAt) && r.ID < f.After.ID) {
 			continue
 		}
 		all = append(all, sessions.Summary{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
@@ -32,11 +38,19 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 		return all[i].ID > all[j].ID
 	})
 	total := len(all)
+	if f.CountLimit > 0 {
+		total = min(total, f.CountLimit)
+	}
 	all = all[min(f.Offset, len(all)):]
 	if f.Limit > 0 && len(all) > f.Limit {
 		all = all[:f.Limit]
 	}
 	return all, total
+}
+
+// containsFold reports whether s contains sub, ignoring case.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }
 
 // metaString is the string at key of metadata m, "" when it is missing
@@ -71,6 +85,37 @@ func (h *harness) checkList(wants []*sessions.Record, f sessions.ListFilter) []s
 	return got
 }
 
+// checkWhere fails the test unless List with the conditions of filter
+// expression src (all of it: sessions.Where.Conds) keeps the sessions
+// the expression keeps, in order, with their total.
+func (h *harness) checkWhere(wants []*sessions.Record, src string) {
+	h.t.Helper()
+	w, err := sessions.CompileWhere(src)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	conds, exact := w.Conds()
+	if !exact {
+		h.t.Fatalf("%s: not all conditions apply in the backend: %v", src, conds)
+	}
+	all, _ := expectList(wants, sessions.ListFilter{})
+	var want []sessions.Summary
+	for i := range all {
+		if ok, err := w.Match(&all[i]); err != nil {
+			h.t.Fatal(err)
+		} else if ok {
+			want = append(want, all[i])
+		}
+	}
+	got, total, err := h.b.List(h.ctx(), sessions.ListFilter{Conds: conds})
+	if err != nil {
+		h.t.Fatalf("List where %s: %v", src, err)
+	}
+	if summaryIDs(got) != summaryIDs(want) || total != len(want) {
+		h.t.Fatalf("List where %s: %s (total %d), want %s", src, summaryIDs(got), total, summaryIDs(want))
+	}
+}
+
 func summaryIDs(s []sessions.Summary) string {
 	ids := make([]string, len(s))
 	for i := range s {
@@ -92,7 +137,7 @@ func testList(h *harness) {
 	a := mk("a", 0, sessions.StatusActive, 4)
 	mk("b", 1, sessions.StatusCompleted, 0)
 	c := mk("c", 2, sessions.StatusError, 2)
-	mk("d", 3, sessions.StatusCancelled, 1)
+	d := mk("d", 3, sessions.StatusCancelled, 1)
 	e := mk("e", 4, sessions.StatusActive, 3)
 	tie1 := newRecord("tie1", at(5))
 	tie1.Metadata = map[string]any{"repoId": "api", "agent": "helper"}
@@ -102,6 +147,7 @@ func testList(h *harness) {
 	h.write(c, &sessions.Change{DropFirst: 1, UpdatedAt: at(21)})
 	h.write(c, &sessions.Change{SetTitle: true, Title: "Fix the parser", SetMetadata: true,
 		Metadata: map[string]any{"repo": "api", "n": int64(2)}, SetFirstPrompt: true, FirstPrompt: "c 1"})
+	h.write(d, &sessions.Change{SetFirstPrompt: true, FirstPrompt: `Deploy 50%_\x now`})
 	f1 := h.fork(a, "f1", 5, at(6))
 	f2 := h.fork(a, "f2", 2, at(7))
 	h.write(f2, &sessions.Change{Append: users("f2", 3), Status: sessions.StatusCompleted, UpdatedAt: at(30)})
@@ -133,8 +179,39 @@ func testList(h *harness) {
 		{Agent: "bot"},
 		{Agent: "helper", RepoID: "api"},
 		{Agent: "bot", Statuses: []sessions.Status{sessions.StatusActive}, Limit: 1},
+		{CreatedAfter: at(3)},
+		{CreatedBefore: at(3)},
+		{CreatedAfter: at(2), CreatedBefore: at(5)}, // at or after 2, strictly before 5
+		{CreatedAfter: at(5), Statuses: []sessions.Status{sessions.StatusActive}},
+		{UpdatedAfter: at(21)}, // at or after: c (21) and f2 (30) are in
+		{UpdatedAfter: at(6), UpdatedBefore: at(30)},
+		{UpdatedAfter: at(100)},
+		{Text: "PARSER"}, // the title, any case
+		{Text: "f2"},     // the id
+		{Text: "c 1"},    // not the first prompt: c has a title
+		{Text: "dePLOY"}, // the first prompt of a session without a title
+		{Text: `50%_\x`}, // LIKE's wildcards are plain characters
+		{Text: `5_%`},
+		{Text: `y%`},
+		{Text: "i", Statuses: []sessions.Status{sessions.StatusActive}},
+		{After: &sessions.ListCursor{CreatedAt: at(5), ID: "tie2"}},
+		{After: &sessions.ListCursor{CreatedAt: at(5), ID: "tie1"}, Limit: 2},
+		{After: &sessions.ListCursor{CreatedAt: at(3), ID: "zzz"}, Statuses: []sessions.Status{sessions.StatusActive}},
+		{After: &sessions.ListCursor{CreatedAt: t0, ID: "a"}},
+		{CountLimit: 4},
+		{CountLimit: 4, Limit: 2, Offset: 3},
+		{CountLimit: 100},
+		{CountLimit: 1, RepoID: "api"},
 	} {
 		h.checkList(wants, f)
+	}
+	// Filter expressions the backends apply (sessions.WhereCond) give
+	// what the expression itself keeps.
+	for _, src := range []string{`status == "active"`, `status != "active" && status != "error"`, `status in ["error", "cancelled"]`,
+		`metadata.repoId == "api"`, `metadata.repoId != "api"`, `metadata.repo == "api" && turns >= 0`, `metadata.n != "2"`,
+		`metadata.agent == "bot" && status in ["active", "error"]`, `turns > 2`, `turns == 3`, `3 < messages`,
+		`messages <= 2 && status != "completed"`, `parent == "a"`, `parent == ""`, `parent != ""`, `id in ["a", "c", "zz"]`, `id != "a"`} {
+		h.checkWhere(wants, src)
 	}
 	all := h.checkList(wants, sessions.ListFilter{})
 	if got := summaryIDs(all); got != "[g f2 f1 tie2 tie1 e d c b a]" {
@@ -158,7 +235,22 @@ func testListPaging(h *harness) {
 	h.checkList(wants, sessions.ListFilter{Offset: 7})
 	h.checkList(wants, sessions.ListFilter{Offset: 100, Limit: 2})
 	h.checkList(wants, sessions.ListFilter{Limit: 100})
-	for _, f := range []sessions.ListFilter{{Limit: -1}, {Offset: -1}} {
+	// Keyset paging: each page starts after the last session of the
+	// previous one.
+	var keyed []sessions.Summary
+	f := sessions.ListFilter{Limit: 3}
+	for range 4 {
+		page := h.checkList(wants, f)
+		keyed = append(keyed, page...)
+		if len(page) == 0 {
+			break
+		}
+		f.After = sessions.CursorOf(&page[len(page)-1])
+	}
+	if got := summaryIDs(keyed); got != "[s6 s5 s4 s3 s2 s1 s0]" {
+		h.t.Fatalf("keyset pages joined: %s", got)
+	}
+	for _, f := range []sessions.ListFilter{{Limit: -1}, {Offset: -1}, {CountLimit: -1}} {
 		if _, _, err := h.b.List(h.ctx(), f); err == nil {
 			h.t.Errorf("List(%+v): no error", f)
 		}

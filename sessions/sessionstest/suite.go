@@ -25,8 +25,10 @@
 //     either side (append, DropFirst, Replace) never show on the other, down
 //     to grandchildren; lineage (ParentID, ChildIDs in fork order,
 //     BranchedAt).
-//   - List: filters, newest first (CreatedAt, then id, descending), Limit and
-//     Offset, the total, and the summary fields.
+//   - List: filters (status, parent, repoId and agent, creation and update
+//     time ranges, Text in the id or title, After for keyset paging),
+//     newest first (CreatedAt, then id, descending), Limit and Offset, the
+//     total (stopped at CountLimit), and the summary fields.
 //   - Delete: ErrHasChildren unless recursive, lineage kept consistent. A
 //     session cannot be deleted while a fork of it is stored, so a fork's
 //     shared messages can never lose their source through Delete; a

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
@@ -43,10 +44,22 @@ const noLimit = int64(-1)
 // view's join per session.
 func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.Summary, int, error) {
 	count := "sessions"
-	if !f.UpdatedBefore.IsZero() {
+	if !f.UpdatedBefore.IsZero() || !f.UpdatedAfter.IsZero() || slices.ContainsFunc(f.Conds, fromWrites) {
 		count = "session_heads"
 	}
-	return rowstore.List(ctx, b, b.key, "session_heads", count, noLimit, f)
+	return rowstore.List(ctx, b, b.key, dialect, "session_heads", count, noLimit, f)
+}
+
+// fromWrites reports whether c reads a column of table writes (through
+// view session_heads).
+func fromWrites(c sessions.WhereCond) bool { return c.Field == "turns" || c.Field == "messages" }
+
+// dialect is SQLite's rowstore.Dialect: metadata is JSON text.
+var dialect = rowstore.Dialect{
+	MetaString: func(key, value string) (string, []any) {
+		path := `$."` + key + `"`
+		return "(json_type(metadata, ?) = 'text' AND json_extract(metadata, ?) = ?)", []any{path, path, value}
+	},
 }
 
 // ListRuns lists run records, newest first.

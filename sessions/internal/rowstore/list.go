@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/storekey"
@@ -108,8 +109,16 @@ func (f *Filter) Clause() string {
 	return " WHERE " + strings.Join(f.conds, " AND ")
 }
 
+// Dialect is what a backend's SQL writes its own way in a listing.
+type Dialect struct {
+	// MetaString returns a condition, and its arguments, that holds when
+	// the listing's metadata column has the string value under key (a
+	// sessions.WhereCond key: letters, digits, underscores).
+	MetaString func(key, value string) (string, []any)
+}
+
 // SessionFilter returns the WHERE clause of a session listing.
-func SessionFilter(lf sessions.ListFilter) (*Filter, error) {
+func SessionFilter(lf sessions.ListFilter, d Dialect) (*Filter, error) {
 	if err := lf.Check(); err != nil {
 		return nil, err
 	}
@@ -124,15 +133,90 @@ func SessionFilter(lf sessions.ListFilter) (*Filter, error) {
 	if lf.Agent != "" {
 		f.where("agent = ?", lf.Agent)
 	}
-	if !lf.UpdatedBefore.IsZero() {
-		t, err := EncodeTime(lf.UpdatedBefore)
-		if err != nil {
-			return nil, fmt.Errorf("list: updated before: %w", err)
+	for _, c := range []struct {
+		name, cond string
+		t          time.Time
+	}{
+		{"created after", "created_at >= ?", lf.CreatedAfter},
+		{"created before", "created_at < ?", lf.CreatedBefore},
+		{"updated after", "updated_at >= ?", lf.UpdatedAfter},
+		{"updated before", "updated_at < ?", lf.UpdatedBefore},
+		// A session is updated no earlier than it is created: one
+		// updated before t was created before t, which the listing's
+		// index on the creation time can seek to.
+		{"updated before", "created_at < ?", lf.UpdatedBefore},
+	} {
+		if c.t.IsZero() {
+			continue
 		}
-		f.where("updated_at < ?", t)
+		t, err := EncodeTime(c.t)
+		if err != nil {
+			return nil, fmt.Errorf("list: %s: %w", c.name, err)
+		}
+		f.where(c.cond, t)
+	}
+	if lf.Text != "" {
+		// The title, else the first prompt (sessions.ListFilter.Text);
+		// LIKE with the text's own % _ \ escaped, on lower() of both.
+		p := "%" + likeEscaper.Replace(strings.ToLower(lf.Text)) + "%"
+		f.conds = append(f.conds, `(lower(id) LIKE ? ESCAPE '\' OR lower(CASE WHEN coalesce(title, '') = '' THEN coalesce(first_prompt, '') ELSE title END) LIKE ? ESCAPE '\')`)
+		f.Args = append(f.Args, p, p)
+	}
+	for _, c := range lf.Conds {
+		if err := f.cond(c, d); err != nil {
+			return nil, err
+		}
+	}
+	if lf.After != nil {
+		t, err := EncodeTime(lf.After.CreatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("list: after: %w", err)
+		}
+		// A row value, which both databases compare in the order of
+		// the (created_at, id) indexes and seek to.
+		f.conds = append(f.conds, "(created_at, id) < (?, ?)")
+		f.Args = append(f.Args, t, lf.After.ID)
 	}
 	return &f, nil
 }
+
+// condColumns are the columns of WhereCond fields.
+var condColumns = map[string]string{"id": "id", "status": "status", "parent": "coalesce(parent_id, '')",
+	"turns": "turns", "messages": "length"}
+
+// sqlOps are the SQL operators of WhereCond's.
+var sqlOps = map[string]string{"==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+// cond adds the condition c (sessions.WhereCond, with its meaning).
+func (f *Filter) cond(c sessions.WhereCond, d Dialect) error {
+	if key, ok := c.MetadataKey(); ok {
+		v, _ := c.Value.(string)
+		cond, args := d.MetaString(key, v)
+		if c.Op == "!=" {
+			cond = "NOT coalesce(" + cond + ", FALSE)"
+		}
+		f.conds = append(f.conds, cond)
+		f.Args = append(f.Args, args...)
+		return nil
+	}
+	col, op := condColumns[c.Field], sqlOps[c.Op]
+	switch v := c.Value.(type) {
+	case []string:
+		if c.Op == "in" && col != "" {
+			whereIn(f, col, v)
+			return nil
+		}
+	case string, int64:
+		if col != "" && op != "" {
+			f.where(col+" "+op+" ?", v)
+			return nil
+		}
+	}
+	return fmt.Errorf("list: condition %s cannot be applied", c)
+}
+
+// likeEscaper escapes the wildcards of a LIKE pattern (with ESCAPE '\').
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
 
 // RunFilter returns the WHERE clause of a run listing.
 func RunFilter(rf sessions.RunFilter) *Filter {
@@ -161,14 +245,19 @@ type Pager interface {
 // and columns of those rows (the table aliased s) in ListOrder, limit
 // (0: all, which the database writes as noLimit) and offset applied,
 // each scanned into the targets of a new row.
-func listPage[R any](ctx context.Context, p Pager, table, countTable, columns string, f *Filter, limit, offset int, noLimit any,
+func listPage[R any](ctx context.Context, p Pager, table, countTable, columns string, f *Filter, limit, offset, countLimit int, noLimit any,
 	newRow func() (*R, []any)) ([]*R, int, error) {
 	var page any = noLimit
 	if limit > 0 {
 		page = limit
 	}
+	count, countArgs := "SELECT count(*) FROM "+countTable+f.Clause(), f.Args
+	if countLimit > 0 {
+		count = "SELECT count(*) FROM (SELECT 1 FROM " + countTable + f.Clause() + " LIMIT ?) c"
+		countArgs = append(slices.Clone(f.Args), countLimit)
+	}
 	var out []*R
-	total, err := p.ReadPage(ctx, "SELECT count(*) FROM "+countTable+f.Clause(), f.Args,
+	total, err := p.ReadPage(ctx, count, countArgs,
 		"SELECT "+columns+" FROM "+table+" s"+f.Clause()+" ORDER BY "+ListOrder+" LIMIT ? OFFSET ?",
 		append(slices.Clone(f.Args), page, offset),
 		func(scan func(dest ...any) error) error {
@@ -182,28 +271,40 @@ func listPage[R any](ctx context.Context, p Pager, table, countTable, columns st
 	return out, total, err
 }
 
-// List is sessions.Backend.List over p, the sessions being in table;
+// List is sessions.Backend.List over p in dialect d, the sessions being in table;
 // countTable is where the matching sessions are counted (a table with
 // the filter's columns that is cheaper to count than table, or table);
 // noLimit is the database's LIMIT for no limit. Payloads are opened with
 // k.
 //
-// With a key, a sealed session's metadata is ciphertext to the database,
-// so its columns computed from the metadata (repo_id, agent) are NULL:
-// the filters on them then run here, on the opened metadata, over every
-// session the other filters keep, and Limit, Offset and the total are
-// applied after them.
-func List(ctx context.Context, p Pager, k *storekey.Key, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
-	inGo := k != nil && (f.RepoID != "" || f.Agent != "")
-	sqlFilter := f
-	if inGo {
-		sqlFilter.RepoID, sqlFilter.Agent, sqlFilter.Limit, sqlFilter.Offset = "", "", 0, 0
+// With a key, a sealed session's metadata, title and first prompt are
+// ciphertext to the database, so its columns computed from the metadata
+// (repo_id, agent) are NULL and SQL cannot match them: the filters on
+// them (RepoID, Agent, Text, the metadata conditions of Conds) then run
+// here, on the opened values, over every session the other filters
+// keep, and Limit, Offset and the total are applied after them.
+func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
+	sqlFilter, goFilter := f, sessions.ListFilter{}
+	if k != nil {
+		goFilter.RepoID, goFilter.Agent, goFilter.Text = f.RepoID, f.Agent, f.Text
+		sqlFilter.RepoID, sqlFilter.Agent, sqlFilter.Text, sqlFilter.Conds = "", "", "", nil
+		for _, c := range f.Conds {
+			if _, ok := c.MetadataKey(); ok {
+				goFilter.Conds = append(goFilter.Conds, c)
+			} else {
+				sqlFilter.Conds = append(sqlFilter.Conds, c)
+			}
+		}
 	}
-	q, err := SessionFilter(sqlFilter)
+	inGo := goFilter.RepoID != "" || goFilter.Agent != "" || goFilter.Text != "" || len(goFilter.Conds) > 0
+	if inGo {
+		sqlFilter.Limit, sqlFilter.Offset, sqlFilter.CountLimit = 0, 0, 0
+	}
+	q, err := SessionFilter(sqlFilter, d)
 	if err != nil {
 		return nil, 0, err
 	}
-	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, sqlFilter.Limit, sqlFilter.Offset, noLimit,
+	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, sqlFilter.Limit, sqlFilter.Offset, sqlFilter.CountLimit, noLimit,
 		func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)
@@ -214,13 +315,14 @@ func List(ctx context.Context, p Pager, k *storekey.Key, table, countTable strin
 		if err != nil {
 			return nil, 0, fmt.Errorf("list: %w", err)
 		}
-		if inGo && !(metaString(s.Metadata, "repoId", f.RepoID) && metaString(s.Metadata, "agent", f.Agent)) {
+		if inGo && !(metaString(s.Metadata, "repoId", f.RepoID) && metaString(s.Metadata, "agent", f.Agent) &&
+			goFilter.MatchesText(s.ID, s.Title, s.FirstPrompt) && sessions.MatchConds(goFilter.Conds, &s)) {
 			continue
 		}
 		out = append(out, s)
 	}
 	if inGo {
-		total = len(out)
+		total = f.Counted(len(out))
 		out = out[min(f.Offset, len(out)):]
 		if f.Limit > 0 && len(out) > f.Limit {
 			out = out[:f.Limit]
@@ -242,7 +344,7 @@ func metaString(m map[string]any, key, want string) bool {
 // ListRuns is sessions.RunBackend.ListRuns over p, the runs being in
 // table; noLimit is as for List.
 func ListRuns(ctx context.Context, p Pager, table string, noLimit any, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	rows, total, err := listPage(ctx, p, table, table, RunColumns, RunFilter(f), f.Limit, f.Offset, noLimit,
+	rows, total, err := listPage(ctx, p, table, table, RunColumns, RunFilter(f), f.Limit, f.Offset, 0, noLimit,
 		func() (*RunRow, []any) { r := &RunRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs: %w", err)
