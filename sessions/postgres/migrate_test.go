@@ -3,12 +3,15 @@ package postgres
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
 
@@ -216,5 +219,72 @@ func TestMigrateFromVersion2(t *testing.T) {
 		if got := countObjects(t, backends[0]); got != want {
 			t.Fatalf("served %v: after Migrate: %+v, want %+v", served, got, want)
 		}
+	}
+}
+
+// TestMigrateToJSONB upgrades a schema at version 6 holding a session:
+// after migration 7 column meta holds its metadata as jsonb, the
+// metadata is the same object on load, and the listing's filters find
+// the session by repoId, by a metadata condition and by its update time
+// (column touched, computed for the rows already stored).
+func TestMigrateToJSONB(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	v6 := migrationsTable + ";" + strings.Join(migrations[:6], ";") + ";INSERT INTO skein_migrations (version) VALUES (1), (2), (3), (4), (5), (6);"
+	if _, err := conn.Exec(t.Context(), v6); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	updated := created.Add(90*time.Minute + 42*time.Second)
+	if _, err := conn.Exec(t.Context(), `INSERT INTO skein_sessions (id, status, created_at, updated_at, metadata, turns, max_turns,
+		version, base_from, base_to, own_from, length) VALUES ('old', 'active', $1, $2, $3, 0, 0, 0, 0, 0, 0, 0)`,
+		created.UnixNano(), updated.UnixNano(), `{"repoId": "api", "user": "ann", "n": 1.5, "big": 12345678901234}`); err != nil {
+		t.Fatal(err)
+	}
+	expectNeedsMigration(t, dsn)
+	if from, err := Migrate(t.Context(), dsn); err != nil || from != 6 {
+		t.Fatalf("Migrate = %d, %v", from, err)
+	}
+	var typ string
+	var touched int64
+	if err := conn.QueryRow(t.Context(), `SELECT pg_typeof(meta)::text, touched FROM skein_sessions WHERE id = 'old'`).Scan(&typ, &touched); err != nil {
+		t.Fatal(err)
+	}
+	if want := updated.Truncate(time.Minute).UnixNano(); typ != "jsonb" || touched != want {
+		t.Fatalf("after migration 7: meta %s, touched %d; want jsonb, %d", typ, touched, want)
+	}
+	be := openClosed(t, dsn)
+	rec, err := be.Load(t.Context(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"repoId": "api", "user": "ann", "n": 1.5, "big": int64(12345678901234)}; !reflect.DeepEqual(rec.Metadata, want) {
+		t.Fatalf("metadata after migration: %#v, want %#v", rec.Metadata, want)
+	}
+	w, err := sessions.CompileWhere(`metadata.user == "ann"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds, _ := w.Conds()
+	for _, f := range []sessions.ListFilter{{RepoID: "api"}, {Conds: conds}, {UpdatedAfter: updated}, {UpdatedBefore: updated.Add(time.Nanosecond)}} {
+		list, total, err := be.List(t.Context(), f)
+		if err != nil || total != 1 || len(list) != 1 || list[0].ID != "old" {
+			t.Errorf("List(%+v) after migration: %d of %d, %v", f, len(list), total, err)
+		}
+	}
+	if list, _, err := be.List(t.Context(), sessions.ListFilter{UpdatedAfter: updated.Add(time.Nanosecond)}); err != nil || len(list) != 0 {
+		t.Errorf("updated after its update: %d, %v", len(list), err)
+	}
+	// A write keeps touched the minute of the last update.
+	later := updated.Add(3 * time.Minute)
+	if err := be.Write(t.Context(), "old", 0, &sessions.Change{UpdatedAt: later}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(t.Context(), `SELECT touched FROM skein_sessions WHERE id = 'old'`).Scan(&touched); err != nil || touched != later.Truncate(time.Minute).UnixNano() {
+		t.Fatalf("touched after a write: %d, %v", touched, err)
 	}
 }

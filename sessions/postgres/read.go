@@ -388,7 +388,7 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 // dialect is PostgreSQL's rowstore.Dialect.
 var dialect = rowstore.Dialect{
 	MetaString: func(key, value string) (string, []any) {
-		return "(metadata::jsonb -> ?::text) = to_jsonb(?::text)", []any{key, value}
+		return "(meta -> ?::text) = to_jsonb(?::text)", []any{key, value}
 	},
 }
 

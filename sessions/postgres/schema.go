@@ -11,7 +11,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -19,7 +19,7 @@ const SchemaVersion = 6
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
 
 // migration1 is the first schema: the tables of package sqlite's version
 // 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
@@ -208,6 +208,23 @@ UPDATE skein_sessions SET
 	title_crc = CASE WHEN title IS NULL THEN NULL ELSE -1 END,
 	first_prompt_crc = CASE WHEN first_prompt IS NULL THEN NULL ELSE -1 END;
 ALTER TABLE skein_events ADD COLUMN crc bigint;
+`
+
+// migration7 adds column meta, the metadata as jsonb (generated from
+// the text column, which keeps the bytes its checksum, metadata_crc, is
+// of: jsonb would rewrite them), which a listing's metadata conditions
+// read (sessions.WhereCond: meta -> 'key') without parsing every row's
+// text; and column touched, the minute of the session's last write
+// (rowstore.Touched), indexed: a listing by update time seeks to the
+// sessions written about then. Computed from updated_at, touched
+// changes at most once a minute, so most writes leave every indexed
+// column as it was (PostgreSQL then updates the row in place, without
+// new index entries: a HOT update).
+const migration7 = `
+ALTER TABLE skein_sessions
+	ADD COLUMN meta jsonb GENERATED ALWAYS AS (metadata::jsonb) STORED,
+	ADD COLUMN touched bigint GENERATED ALWAYS AS (updated_at - updated_at % 60000000000) STORED;
+CREATE INDEX skein_sessions_by_touched ON skein_sessions (touched);
 `
 
 // migrationsTable records the migrations applied, one row each.

@@ -130,7 +130,13 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		}
 	}
 	w := b.wconn
-	if update, _ := b.rowUpdate(h, p); update == nil && !p.Update.SetMetadata {
+	updated := h.updated
+	if p.Update.Updated != nil {
+		updated = *p.Update.Updated
+	}
+	// A write that changes the sessions row (its fields, or touched: see
+	// insertWrite) needs a transaction of its two statements.
+	if update, _ := b.rowUpdate(h, p); update == nil && !p.Update.SetMetadata && rowstore.Touched(updated) == h.touched {
 		return b.insertAlone(ctx, w, id, h, p, base)
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {

@@ -11,6 +11,9 @@ type head struct {
 	rowstore.State // sid, version, length and view (its base from the sessions row)
 	turns, updated int64
 	seqEnd         int64 // the seq after the newest event
+	// touched is the sessions row's column touched: the minute of the
+	// write before (rowstore.Touched), which insertWrite updates.
+	touched int64
 }
 
 // knownStates holds, by session id, the state this Backend's last write

@@ -283,3 +283,88 @@ func migrated(t *testing.T, path string, from int) *Backend {
 	}
 	return openClosed(t, path)
 }
+
+// TestMigrateTouched upgrades a database of schema version 12 holding
+// sessions written at several times: migration 13 gives each its
+// minute of last write (column touched), the listing by update time
+// finds them through it, and later writes keep it.
+func TestMigrateTouched(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v12.db")
+	b := openClosed(t, path)
+	ctx := t.Context()
+	base := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		at := base.Add(time.Duration(i) * time.Hour)
+		if err := b.Create(ctx, &sessions.Record{ID: fmt.Sprint("s", i), Status: sessions.StatusActive, CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Write(ctx, fmt.Sprint("s", i), 0, &sessions.Change{UpdatedAt: at.Add(30*time.Minute + 5*time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	// Back to version 12: what migration 13 adds, removed.
+	db := rawDB(t, path)
+	for _, q := range []string{`DROP VIEW session_heads`, `DROP INDEX sessions_by_touched`, `ALTER TABLE sessions DROP COLUMN touched`,
+		`CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
+		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32)`,
+		`PRAGMA user_version = 12`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	b = migrated(t, path, 12)
+	db = rawDB(t, path)
+	defer db.Close()
+	touched := func(id string) int64 {
+		var v int64
+		if err := db.QueryRow(`SELECT touched FROM sessions WHERE id = ?`, id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for i := range 3 {
+		if got, want := touched(fmt.Sprint("s", i)), base.Add(time.Duration(i)*time.Hour+30*time.Minute).UnixNano(); got != want {
+			t.Errorf("s%d: touched %d, want %d", i, got, want)
+		}
+	}
+	for f, want := range map[*sessions.ListFilter]string{
+		{UpdatedAfter: base.Add(90 * time.Minute)}:                                         "[s2 s1]",
+		{UpdatedAfter: base.Add(90*time.Minute + 5*time.Second)}:                           "[s2 s1]",
+		{UpdatedAfter: base.Add(90*time.Minute + 6*time.Second)}:                           "[s2]",
+		{UpdatedBefore: base.Add(90*time.Minute + 5*time.Second)}:                          "[s0]",
+		{UpdatedAfter: base.Add(30 * time.Minute), UpdatedBefore: base.Add(2 * time.Hour)}: "[s1 s0]",
+	} {
+		list, _, err := b.List(ctx, *f)
+		var ids []string
+		for _, s := range list {
+			ids = append(ids, s.ID)
+		}
+		if got := fmt.Sprint(ids); err != nil || got != want {
+			t.Errorf("List(%+v) = %s, %v; want %s", *f, got, err, want)
+		}
+	}
+	// A write in the same minute leaves touched; one in a later minute
+	// moves it (also the first write after the migration, which reads
+	// the state through the view).
+	if err := b.Write(ctx, "s0", 1, &sessions.Change{UpdatedAt: base.Add(30*time.Minute + 50*time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := touched("s0"); got != base.Add(30*time.Minute).UnixNano() {
+		t.Errorf("s0 after a write in the same minute: touched %d", got)
+	}
+	if err := b.Write(ctx, "s0", 2, &sessions.Change{UpdatedAt: base.Add(4 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := touched("s0"); got != base.Add(4*time.Hour).UnixNano() {
+		t.Errorf("s0 after a write hours later: touched %d", got)
+	}
+	if list, _, err := b.List(ctx, sessions.ListFilter{UpdatedAfter: base.Add(4 * time.Hour)}); err != nil || len(list) != 1 || list[0].ID != "s0" {
+		t.Errorf("updated after the last write: %v, %v", list, err)
+	}
+}

@@ -205,15 +205,15 @@ func loadTranscript(ctx context.Context, tx *sql.Tx, k *storekey.Key, id string)
 func loadRecord(ctx context.Context, tx *sql.Tx, k *storekey.Key, id string) (*sessions.Record, *head, error) {
 	var s rowstore.StoredSession
 	var base sql.NullInt64
-	var seqEnd int64
+	var seqEnd, touched int64
 	err := tx.QueryRowContext(ctx, `SELECT sid, status, created_at, updated_at, summary, metadata, parent_id,
 			branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length, title, first_prompt, seq_end,
-			summary_crc, metadata_crc, title_crc, first_prompt_crc
+			summary_crc, metadata_crc, title_crc, first_prompt_crc, touched
 		FROM session_heads WHERE id = ?`, id).
 		Scan(&s.State.Row, &s.Status, &s.Created, &s.Updated, &s.Summary, &s.Metadata, &s.ParentID,
 			&s.Branched, &s.Turns, &s.MaxTurns, &s.State.Version, &base, &s.State.View.BaseFrom, &s.State.View.BaseTo,
 			&s.State.View.OwnFrom, &s.State.Length, &s.Title, &s.FirstPrompt, &seqEnd,
-			&s.SummarySum, &s.MetadataSum, &s.TitleSum, &s.FirstPromptSum)
+			&s.SummarySum, &s.MetadataSum, &s.TitleSum, &s.FirstPromptSum, &touched)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
@@ -240,7 +240,7 @@ func loadRecord(ctx context.Context, tx *sql.Tx, k *storekey.Key, id string) (*s
 	if err := rows.Err(); err != nil {
 		return nil, nil, sessions.IDError(id, err)
 	}
-	return rec, &head{State: s.State, turns: int64(s.Turns), updated: s.Updated, seqEnd: seqEnd}, nil
+	return rec, &head{State: s.State, turns: int64(s.Turns), updated: s.Updated, seqEnd: seqEnd, touched: touched}, nil
 }
 
 // errEnough stops eachRow when the rows read so far are all the caller

@@ -18,12 +18,12 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 12
+const SchemaVersion = 13
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12, migration13}
 
 // migrationSteps are Go steps of migrations, by the version they move to:
 // run after that migration's SQL, in the same transaction.
@@ -219,6 +219,27 @@ CREATE VIEW session_heads AS
 		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
 		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
 		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
+`
+
+// migration13 adds column touched to sessions: the minute of the
+// session's last write (rowstore.Touched of its newest writes row's
+// updated_at), indexed, so that a listing by update time seeks to the
+// sessions written about then instead of reading every session's newest
+// write. A write changes it (an UPDATE of the sessions row and its index
+// entry) only when its minute is not the row's (see insertWrite): once a
+// minute at most. View session_heads shows it.
+const migration13 = `
+ALTER TABLE sessions ADD COLUMN touched INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET touched = coalesce((SELECT w.updated_at - w.updated_at % 60000000000 FROM writes w
+	WHERE w.key = (SELECT max(key) FROM writes WHERE key >= sessions.sid << 32 AND key < (sessions.sid + 1) << 32)), 0);
+CREATE INDEX sessions_by_touched ON sessions (touched);
+DROP VIEW session_heads;
+CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
+		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc, s.touched
 	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
 `
 

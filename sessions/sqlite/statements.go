@@ -22,11 +22,12 @@ type statements struct {
 	updateLean *sql.Stmt
 	runUpdate  *sql.Stmt // a run record's row after a stage
 	runStep    *sql.Stmt // a run record's step
+	touch      *sql.Stmt // the sessions row's touched (see migration13)
 }
 
 // The statements' SQL.
 const (
-	stateSQL = `SELECT sid, version, length, base, base_from, base_to, own_from, turns, updated_at, seq_end
+	stateSQL = `SELECT sid, version, length, base, base_from, base_to, own_from, turns, updated_at, seq_end, touched
 		FROM session_heads WHERE id = ?`
 	// insertWriteSQL inserts a write's row if its session (the last
 	// parameter, its sid) is stored.
@@ -53,6 +54,9 @@ const (
 	// number of steps after the update.
 	runUpdateSQL = `UPDATE runs SET status = ?, updated_at = ?, head = ?, steps = steps + ? WHERE id = ? RETURNING rid, steps`
 	runStepSQL   = `INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)`
+	// touchSQL sets the minute of the session's last write (see
+	// migration13).
+	touchSQL = `UPDATE sessions SET touched = ? WHERE sid = ?`
 )
 
 // statementSQL is a statement and its SQL.
@@ -70,6 +74,7 @@ func (s *statements) list() []statementSQL {
 		{&s.updateLean, updateLeanSQL},
 		{&s.runUpdate, runUpdateSQL},
 		{&s.runStep, runStepSQL},
+		{&s.touch, touchSQL},
 	}
 }
 

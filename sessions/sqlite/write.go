@@ -16,7 +16,7 @@ func (b *Backend) loadState(ctx context.Context, tx *sql.Tx, id string) (*head, 
 	var h head
 	var base sql.NullInt64
 	err := tx.StmtContext(ctx, b.stmts.state).QueryRowContext(ctx, id).
-		Scan(&h.Row, &h.Version, &h.Length, &base, &h.View.BaseFrom, &h.View.BaseTo, &h.View.OwnFrom, &h.turns, &h.updated, &h.seqEnd)
+		Scan(&h.Row, &h.Version, &h.Length, &base, &h.View.BaseFrom, &h.View.BaseTo, &h.View.OwnFrom, &h.turns, &h.updated, &h.seqEnd, &h.touched)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sessions.IDError(id, sessions.ErrNotFound)
 	}
@@ -50,12 +50,12 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *r
 	var sid int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, summary, metadata,
 			parent_id, branched_at, max_turns, base, title, first_prompt,
-			summary_crc, metadata_crc, title_crc, first_prompt_crc)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			summary_crc, metadata_crc, title_crc, first_prompt_crc, touched)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
 		rec.ID, row.Status, row.Created, row.Summary.Text, row.Metadata.Text,
 		row.ParentID, row.Branched, rec.MaxTurns, v.BaseArg(), row.Title.Text, row.FirstPrompt.Text,
-		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum).Scan(&sid)
+		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum, rowstore.Touched(row.Updated)).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -111,6 +111,12 @@ func (b *Backend) insertWrite(ctx context.Context, tx stmter, h *head, base, pos
 	if err != nil {
 		return err
 	}
+	if t := rowstore.Touched(h.updated); t != h.touched {
+		if err := oneRow(tx.StmtContext(ctx, b.stmts.touch).ExecContext(ctx, t, h.Row)); err != nil {
+			return err
+		}
+		h.touched = t
+	}
 	v := h.View
 	res, err := tx.StmtContext(ctx, b.stmts.insertWrite).ExecContext(ctx, key, h.Version, h.Length,
 		v.BaseFrom, v.BaseTo, v.OwnFrom, h.turns, h.updated, pos, pos+int64(len(rows)), seq, h.seqEnd, msgs, evs, eventsSum(evs), h.Row)
@@ -144,7 +150,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err != nil {
 			return err
 		}
-		h := &head{State: c.State, turns: int64(rec.Turns), updated: c.Row.Updated}
+		h := &head{State: c.State, turns: int64(rec.Turns), updated: c.Row.Updated, touched: rowstore.Touched(c.Row.Updated)}
 		h.Row = sid
 		if err := b.insertCreated(ctx, tx, h, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
@@ -228,7 +234,7 @@ func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore
 // insertPlanned inserts the row of the write p plans on session h at
 // version base and returns the state after it.
 func (b *Backend) insertPlanned(ctx context.Context, tx stmter, h *head, p *rowstore.Plan, base int64) (*head, error) {
-	after := &head{State: p.After(&h.State), turns: h.turns + int64(p.Update.Turns), updated: h.updated, seqEnd: h.seqEnd}
+	after := &head{State: p.After(&h.State), turns: h.turns + int64(p.Update.Turns), updated: h.updated, seqEnd: h.seqEnd, touched: h.touched}
 	if p.Update.Updated != nil {
 		after.updated = *p.Update.Updated
 	}
@@ -325,7 +331,8 @@ func (t *forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v
 	if err != nil {
 		return 0, err
 	}
-	t.dst = &head{State: rowstore.State{Row: sid, Version: rec.Version, Length: n, View: v}, turns: int64(rec.Turns), updated: row.Updated}
+	t.dst = &head{State: rowstore.State{Row: sid, Version: rec.Version, Length: n, View: v}, turns: int64(rec.Turns), updated: row.Updated,
+		touched: rowstore.Touched(row.Updated)}
 	return sid, nil
 }
 
