@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,7 +57,11 @@ func openTarget(dsn string) (sessions.Backend, error) {
 
 func TestMain(m *testing.M) {
 	sessionstest.ProcessHelper(openTarget)
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range slices.Backward(listBench.cleanup) {
+		f()
+	}
+	os.Exit(code)
 }
 
 func TestProcesses(t *testing.T) {

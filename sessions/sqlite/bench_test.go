@@ -3,6 +3,7 @@ package sqlite
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -282,13 +283,31 @@ func BenchmarkMessageIDs(b *testing.B) {
 // sessionstest.ListFilters over 10,000 and over 100,000 stored sessions,
 // side by side (sessionstest.BenchList): the listings read the matching
 // rows through indexes and count at most 1000 of them, so they stay flat
-// in the number of sessions.
+// in the number of sessions. The sessions are stored once per process
+// (a -count run reuses them) and removed by TestMain.
 func BenchmarkList(b *testing.B) {
-	var backends []sessions.Backend
-	for _, n := range sessionstest.ListSizes {
-		be := openClosed(b, filepath.Join(b.TempDir(), fmt.Sprint(n, ".db")))
-		sessionstest.FillForList(b, be, n, 4)
-		backends = append(backends, be)
+	if listBench.backends == nil {
+		dir, err := os.MkdirTemp("", "skein-listbench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		listBench.cleanup = append(listBench.cleanup, func() { os.RemoveAll(dir) })
+		for _, n := range sessionstest.ListSizes {
+			be, err := Open(filepath.Join(dir, fmt.Sprint(n, ".db")))
+			if err != nil {
+				b.Fatal(err)
+			}
+			listBench.cleanup = append(listBench.cleanup, func() { be.Close() })
+			sessionstest.FillForList(b, be, n, 4)
+			listBench.backends = append(listBench.backends, be)
+		}
 	}
-	sessionstest.BenchList(b, backends)
+	sessionstest.BenchList(b, listBench.backends)
+}
+
+// listBench holds BenchmarkList's backends for the process, and what
+// TestMain calls to remove them, last first.
+var listBench struct {
+	backends []sessions.Backend
+	cleanup  []func()
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/skein-dev/skein/sessions"
@@ -14,7 +15,11 @@ func openTarget(path string) (sessions.Backend, error) { return Open(path) }
 
 func TestMain(m *testing.M) {
 	sessionstest.ProcessHelper(openTarget)
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range slices.Backward(listBench.cleanup) {
+		f()
+	}
+	os.Exit(code)
 }
 
 func TestProcesses(t *testing.T) {
