@@ -48,7 +48,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 6)
+// # Schema (version 7)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
@@ -56,7 +56,10 @@
 //	                view: base base_from base_to own_from length; repo_id
 //	                and agent, generated from the metadata (migration 4,
 //	                indexed: ListFilter.RepoID and .Agent); summary_crc
-//	                metadata_crc title_crc first_prompt_crc (migration 6)
+//	                metadata_crc title_crc first_prompt_crc (migration 6);
+//	                meta, the metadata as jsonb, and touched, the minute
+//	                of updated_at (both generated, migration 7; touched
+//	                indexed: the update-time filters)
 //	skein_views     vid sid base base_from base_to own_from (frozen views)
 //	skein_messages  sid pos body (JSON of message.Message) crc  key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos crc    key (sid, seq)
@@ -67,8 +70,11 @@
 //
 // Times are Unix nanoseconds (bigint), so they round-trip exactly; JSON is
 // stored as text in the encodings of package sessions, which give every
-// value back with its type (jsonb would reorder keys and turn integers
-// into numbers). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
+// value back with its type (and the bytes their checksums are of); the
+// listings' metadata conditions (sessions.WhereCond) read column meta,
+// the same metadata as jsonb, which PostgreSQL generates from the text
+// (a sealed metadata is a JSON string there, which no condition on a key
+// matches: with a key those conditions run in Go). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
 // a listing orders equal creation times the same way on both.
 //
 // # Checksums and encryption at rest

@@ -288,3 +288,28 @@ func TestMigrateToJSONB(t *testing.T) {
 		t.Fatalf("touched after a write: %d, %v", touched, err)
 	}
 }
+
+// TestMetadataNumbersJSONB: metadata numbers come back from the jsonb
+// column with their types and values (jsonb keeps a number's digits, so
+// a whole float written with its fraction stays a float).
+func TestMetadataNumbersJSONB(t *testing.T) {
+	be := openClosed(t, pgtest.DSN(t))
+	meta := map[string]any{"whole": 2.0, "big": 1e20, "huge": 1e300, "tiny": 1e-300, "tenth": 0.1, "neg": -3.5,
+		"max": int64(9223372036854775807), "min": int64(-9223372036854775808), "zero": int64(0),
+		"nested": map[string]any{"list": []any{1.0, int64(1), "x", nil, true}}}
+	now := time.Now()
+	if err := be.Create(t.Context(), &sessions.Record{ID: "n", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now, Metadata: meta}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := be.Load(t.Context(), "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rec.Metadata, meta) {
+		t.Fatalf("metadata through jsonb:\n got %#v\nwant %#v", rec.Metadata, meta)
+	}
+	list, _, err := be.List(t.Context(), sessions.ListFilter{})
+	if err != nil || len(list) != 1 || !reflect.DeepEqual(list[0].Metadata, meta) {
+		t.Fatalf("listed metadata: %v, %v", list, err)
+	}
+}

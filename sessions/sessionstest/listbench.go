@@ -13,7 +13,8 @@ import (
 
 // FillForList stores n sessions in b for BenchList, from workers
 // goroutines at once: session i is "s<i>", created and last updated i
-// milliseconds after a fixed time (listBase), active when i%4 == 0 (else
+// seconds after a fixed time (listAt: a session a second, 100,000 over
+// 28 hours), active when i%4 == 0 (else
 // completed), titled "Fix bug <i>" when i%10 == 0 (else "Task <i>"),
 // with metadata repoId "repo-<i%100>" and agent "agent-<i%10>"; every
 // 1000th is a fork parent of the next one ("s<i+1>" has parent "s<i>").
@@ -52,7 +53,7 @@ func FillForList(b testing.TB, be sessions.Backend, n, workers int) {
 
 // listAt is the creation time of FillForList's session i.
 func listAt(i int) time.Time {
-	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
 }
 
 // ListCountLimit is where BenchList's listings stop counting, as skein

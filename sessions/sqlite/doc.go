@@ -52,7 +52,7 @@
 // itself only when the goroutine has fallen 4,000 pages behind (see
 // checkpoint.go). Closing the last connection checkpoints the rest.
 //
-// # Schema (version 12)
+// # Schema (version 13)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at summary
 //	          metadata (JSON) parent_id branched_at max_turns title
@@ -61,7 +61,10 @@
 //	          repo_id and agent, computed from the metadata (version 10,
 //	          indexed: ListFilter.RepoID and .Agent); summary_crc
 //	          metadata_crc title_crc first_prompt_crc (version 12: the
-//	          checksums of the payloads beside them, see Checksums)
+//	          checksums of the payloads beside them, see Checksums);
+//	          touched, the minute of the newest write's updated_at
+//	          (version 13, indexed: the update-time filters; a write
+//	          updates it when its minute is not the row's)
 //	writes    one row per write (version 9): key (sid << 32 | version the
 //	          write was made on + 2^31), the session's state after it
 //	          (version length base_from base_to own_from turns
@@ -79,8 +82,9 @@
 // A write, however many changes it has (an agent loop step commits
 // several), is one row of table writes, and touches the sessions row
 // only when it changes the session's own fields (its status, title,
-// summary, first prompt, metadata, maximum turns or its view's base), so
-// an append writes one page: the last leaf of table writes
+// summary, first prompt, metadata, maximum turns or its view's base) or
+// is the session's first write in a new minute (touched), so an append
+// writes one page: the last leaf of table writes
 // (TestWritePages). writes is a rowid table, not a WITHOUT ROWID one:
 // its key is one integer, so a session's rows are in write order and the
 // newest session's writes append at the end of the b-tree, where SQLite
