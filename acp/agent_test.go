@@ -235,7 +235,7 @@ func (h permHandler) Handle(ctx context.Context, id, text string) error {
 	if _, err := h.store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: text}}}); err != nil {
 		return err
 	}
-	h.store.Publish(sessions.Event{Type: "state", SessionID: id, CorrID: "call-" + text, Data: map[string]any{"state": "tool_executing", "tool": "run_command"}})
+	h.store.Publish(sessions.Event{Type: "session_state", SessionID: id, CorrID: "call-" + text, Data: map[string]any{"state": "tool_executing", "tool": "run_command"}})
 	ok, err := h.perms.Approve("run_command", map[string]any{"command": text})
 	if err != nil {
 		return err

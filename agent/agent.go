@@ -68,8 +68,9 @@ const (
 	EventTurnEnd          = "turn_end"
 	EventLLMCall          = "llm_call"
 	EventLLMRetry         = "llm_retry"
-	EventTextDelta        = "text_delta" // delivered to subscribers, never stored
-	EventState            = "state"      // what the loop is doing now; delivered, never stored
+	EventTextDelta        = "text_delta"    // delivered to subscribers, never stored
+	EventState            = "session_state" // what the loop is doing now; delivered, never stored
+	EventChildState       = "child_state"   // a state of a loop started by one of this session's tools; published, never stored
 	EventToolCall         = "tool_call"
 	EventToolResult       = "tool_result"
 	EventFeedbackInjected = sessions.EventDirectiveInjected // queued feedback reached the loop
@@ -85,7 +86,7 @@ const (
 	EventSecurityDecision = "security_decision"
 )
 
-// States of a "state" event: what a running loop is doing. A live view
+// States of a "session_state" event: what a running loop is doing. A live view
 // (skein serve's viewer) shows them; they are not stored, since the log
 // already says the same after the fact (turn_start, llm_call, tool_call,
 // tool_result, turn_end) and a stored "generating" of a process that
@@ -97,9 +98,12 @@ const (
 )
 
 // Transient reports whether events of type typ are delivered live (to
-// subscribers and the store's observers) but never stored: text_delta
-// and state. Their seq is that of the latest stored event.
-func Transient(typ string) bool { return typ == EventTextDelta || typ == EventState }
+// subscribers and the store's observers) but never stored: text_delta,
+// session_state and child_state. Their seq is that of the latest stored
+// event.
+func Transient(typ string) bool {
+	return typ == EventTextDelta || typ == EventState || typ == EventChildState
+}
 
 // ToolErrors says what a failing tool does to the loop.
 type ToolErrors string
@@ -142,7 +146,7 @@ type Hooks struct {
 	// PostTurn runs after every turn.
 	PostTurn func(TurnInfo) (PostTurn, error)
 	// Listening, when set, reports whether Emit delivers the transient
-	// "state" events anywhere. When it returns false and no observer
+	// "session_state" events anywhere. When it returns false and no observer
 	// watches the store (sessions.Store.Observed), the loop does not
 	// build them at all. Unset means Emit always listens.
 	Listening func() bool
@@ -191,6 +195,14 @@ type Config struct {
 	// run inside this one (sub-agents its tools spawned), which count
 	// against MaxIterations as well as the loop's own.
 	NestedIterations func() int
+
+	// ParentStore and ParentID, when set, are the session of the loop
+	// whose tool started this one (a sub-agent's parent): each state this
+	// loop announces is also published to ParentStore's observers as a
+	// child_state event of the parent (skein serve streams it to the
+	// parent's clients).
+	ParentStore *sessions.Store
+	ParentID    string
 
 	// MaxNudges is how many text-only replies a persistent loop nudges
 	// before it is stuck (0: DefaultMaxNudges; negative: none).
@@ -652,7 +664,7 @@ func (l *loop) event(typ string, data map[string]any) error {
 	return l.stage(&sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})
 }
 
-// setState announces what the loop is doing when it changes: a "state"
+// setState announces what the loop is doing when it changes: a "session_state"
 // event, published to the store's observers (live viewers) and emitted
 // to the hooks, never stored. Every tool call is a change (the event
 // names the tool, and its corr_id is the call's id).
@@ -671,13 +683,21 @@ func (l *loop) setState(state string, call *message.ToolCall) error {
 	if l.cfg.Store != nil {
 		l.cfg.Store.Publish(e)
 	}
+	if p := l.cfg.ParentStore; p != nil && l.cfg.ParentID != "" && p.Observed() {
+		c := sessions.Event{Type: EventChildState, Seq: p.LastSeq(l.cfg.ParentID), SessionID: l.cfg.ParentID, Time: e.Time, CorrID: e.CorrID,
+			Data: map[string]any{"state": state, "child_id": l.cfg.SessionID}}
+		if call != nil {
+			c.Data["tool"] = call.Name
+		}
+		p.Publish(c)
+	}
 	return l.emit(e)
 }
 
-// stateHeard reports whether a "state" event would reach anyone: the
+// stateHeard reports whether a "session_state" event would reach anyone: the
 // store's observers or the hooks.
 func (l *loop) stateHeard() bool {
-	if l.cfg.Store != nil && l.cfg.Store.Observed() {
+	if l.cfg.Store != nil && l.cfg.Store.Observed() || l.cfg.ParentStore != nil && l.cfg.ParentStore.Observed() {
 		return true
 	}
 	return l.cfg.Hooks.Emit != nil && (l.cfg.Hooks.Listening == nil || l.cfg.Hooks.Listening())

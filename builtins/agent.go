@@ -249,6 +249,9 @@ func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system st
 		cfg.Retry.FallbackTransientOnly = true
 		cfg.Approval = approvalFunc(thread, fn, st, o.callable("approve"))
 	}
+	if parent := currentLoop(thread); parent != nil && parent.sessionID != cfg.SessionID {
+		cfg.ParentStore, cfg.ParentID = parent.store, parent.sessionID
+	}
 	frame := &loopFrame{sessionID: cfg.SessionID, store: cfg.Store, provider: c.provider, model: c.model, baseURL: c.baseURL,
 		apiVersion: c.apiVersion, maxIterations: cfg.MaxIterations, depth: depth, budgets: cfg.Budgets, bound: b}
 	cfg.NestedIterations = func() int { return frame.childIterations }

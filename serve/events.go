@@ -213,10 +213,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	msgs := newAppended(s.store.Backend(), rec)
 	send := func(e *sessions.Event) error {
 		data, err := json.Marshal(e)
 		if err != nil {
 			return err
+		}
+		if e.Type == sessions.EventMessage {
+			if m := msgs.message(r.Context(), e); m != nil {
+				if data, err = withMessage(data, e, m); err != nil {
+					return err
+				}
+			}
 		}
 		rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 		if transient(e.Type) {

@@ -4,11 +4,21 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skein-dev/skein/builtins"
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/sqlite"
+	"github.com/skein-dev/skein/vm"
 )
 
 // sseFrame is one parsed Server-Sent Event (or comment).
@@ -127,7 +137,7 @@ func TestEventsResume(t *testing.T) {
 	for len(live) < 4 {
 		live = append(live, s.next(t))
 	}
-	if live[0].data["role"] != "user" || live[1].data["type"] != "state" || live[1].data["state"] != "llm_generating" || live[1].id != "" ||
+	if live[0].data["role"] != "user" || live[1].data["type"] != "session_state" || live[1].data["state"] != "llm_generating" || live[1].id != "" ||
 		live[2].data["type"] != "text_delta" || live[2].id != "" || live[3].data["role"] != "assistant" {
 		t.Fatalf("live events: %+v", live)
 	}
@@ -249,4 +259,228 @@ func (s *sseStream) waitForReady(t *testing.T, seen map[int64]bool) {
 		}
 	}
 	t.Fatal("stream ended before ready")
+}
+
+// TestChildStateOnTheParentsStream: a sub-agent's states reach its
+// parent's stream as child_state events (seed 004's payload: the state,
+// child_id, the tool when one runs), beside the parent's own
+// session_state events; none is stored.
+func TestChildStateOnTheParentsStream(t *testing.T) {
+	src := `
+def lookup():
+    return "42"
+
+def delegate():
+    return agent_spawn("look it up", tools = [lookup])["output"]
+
+def handle(session_id, text):
+    llm_mock(tool_calls = [{"name": "delegate"}])  # the parent delegates
+    llm_mock(tool_calls = [{"name": "lookup"}])    # the child calls its tool
+    agent_loop(text, session_id = session_id, tools = [delegate])
+`
+	ts := starlarkTestServer(t, "spawner", src)
+	id := ts.create(map[string]any{"agent": "spawner"})
+	s := ts.events(id, "")
+	s.waitComment(t, "ready")
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "go"}), http.StatusAccepted, "")
+	var own, child []string
+	childID := ""
+	for {
+		f := s.next(t)
+		switch f.data["type"] {
+		case "session_state":
+			own = append(own, fmt.Sprint(f.data["state"], "/", f.data["tool"]))
+		case "child_state":
+			if f.id != "" || f.data["session_id"] != id {
+				t.Fatalf("child_state frame %+v: want no id and the parent's session_id", f)
+			}
+			if childID == "" {
+				childID, _ = f.data["child_id"].(string)
+			}
+			if f.data["child_id"] != childID || childID == "" || childID == id {
+				t.Fatalf("child_state frame %+v: child_id", f)
+			}
+			child = append(child, fmt.Sprint(f.data["state"], "/", f.data["tool"]))
+		}
+		if f.data["type"] == "session_state" && f.data["state"] == "idle" {
+			break
+		}
+	}
+	if got := strings.Join(own, " "); got != "llm_generating/<nil> tool_executing/delegate llm_generating/<nil> idle/<nil>" {
+		t.Fatalf("the parent's session_state events: %s", got)
+	}
+	if got := strings.Join(child, " "); got != "llm_generating/<nil> tool_executing/lookup llm_generating/<nil> idle/<nil>" {
+		t.Fatalf("child_state events: %s", got)
+	}
+	ts.waitIdle(id)
+	rec, _ := ts.store.Snapshot(t.Context(), id)
+	for _, e := range rec.Events {
+		if e.Type == "child_state" || e.Type == "session_state" {
+			t.Fatalf("stored %s event", e.Type)
+		}
+	}
+	// the child is the session the parent's subagent_start names
+	meta, err := ts.store.Meta(t.Context(), childID)
+	if err != nil || meta.ParentID != id {
+		t.Fatalf("child %q: parent %v (%v)", childID, meta, err)
+	}
+}
+
+// TestMessageEventsCarryTheMessage: on the stream, every "message" event
+// carries the message it appended, as GET .../messages gives it: in the
+// history (also a message a trim dropped since, from the store's history)
+// and live.
+func TestMessageEventsCarryTheMessage(t *testing.T) {
+	be, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	store, err := sessions.NewStore(be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, Config{Store: store})
+	id := ts.create(nil)
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
+	ts.waitIdle(id)
+	// drop the first message: its event still carries it
+	if _, err := store.Apply(t.Context(), id, &sessions.Change{DropFirst: 1, Events: []sessions.Event{sessions.NewEvent(sessions.EventTrim, nil)}}); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.do("GET", "/api/sessions/"+id+"/messages", nil)
+	ts.expect(r, http.StatusOK, "")
+	listed := r.json()["messages"].([]any)
+	check := func(f sseFrame, text string) {
+		t.Helper()
+		m, _ := f.data["message"].(map[string]any)
+		seq, _ := strconv.ParseInt(f.id, 10, 64)
+		if m == nil || m["role"] != f.data["role"] || m["content"] != text || m["seq"] != float64(seq) || m["id"] == "" || m["createdAt"] == nil {
+			t.Fatalf("message event %+v: want its message %q", f, text)
+		}
+	}
+	s := ts.events(id, "")
+	check(s.next(t), "one")
+	second := s.next(t)
+	check(second, "echo: one")
+	if !reflect.DeepEqual(second.data["message"], listed[0]) {
+		t.Fatalf("the event's message %v, the listed one %v", second.data["message"], listed[0])
+	}
+	s.waitComment(t, "ready")
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "two"}), http.StatusAccepted, "")
+	for _, want := range []string{"two", "echo: two"} {
+		f := s.next(t)
+		for f.data["type"] != "message" {
+			f = s.next(t)
+		}
+		check(f, want)
+	}
+}
+
+// starlarkTestServer serves the Starlark agent src, named name, over a
+// memory store, with the mock provider.
+func starlarkTestServer(t *testing.T, name, src string) *testServer {
+	t.Helper()
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, name+".star")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := builtins.NewState(vm.Options{Store: store, Root: dir, Stdout: io.Discard, Stderr: io.Discard, MaxTurns: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.LLM.Provider = "mock"
+	h, err := st.LoadHandler(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTestServer(t, Config{Store: store, Agents: map[string]Agent{name: h}})
+}
+
+// TestStreamOrderOfATurn checks the order docs/serve.md gives for the
+// frames of one turn. Stored events come in seq order, each once. Live
+// frames come when they happen: a model call's session_state and
+// text_delta frames before the llm_call and reply of that call (the
+// step is committed once the reply is complete); a tool's
+// tool_executing before its result; session:turn_completed is the
+// turn's last stored event and the idle state its last frame.
+func TestStreamOrderOfATurn(t *testing.T) {
+	src := `
+def lookup():
+    return "42"
+
+def handle(session_id, text):
+    llm_mock(tool_calls = [{"name": "lookup"}])
+    llm_mock(text = "it is 42")
+    agent_loop(text, session_id = session_id, tools = [lookup])
+`
+	ts := starlarkTestServer(t, "order", src)
+	id := ts.create(map[string]any{"agent": "order"})
+	s := ts.events(id, "")
+	s.waitComment(t, "ready")
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "go"}), http.StatusAccepted, "")
+	var all, stored []string
+	lastStored := int64(0)
+	at := map[string]int{} // the position of each frame, by name
+	for {
+		f := s.next(t)
+		name := fmt.Sprint(f.data["type"])
+		switch name {
+		case "message":
+			name += ":" + fmt.Sprint(f.data["role"])
+		case "session_state":
+			name = fmt.Sprint(f.data["state"])
+		}
+		if f.id != "" {
+			seq, _ := strconv.ParseInt(f.id, 10, 64)
+			if seq <= lastStored {
+				t.Fatalf("frame %s: id %d after %d", name, seq, lastStored)
+			}
+			lastStored = seq
+			stored = append(stored, name)
+		} else if name != "text_delta" && f.data["type"] != "session_state" {
+			t.Fatalf("frame %s without an id", name)
+		}
+		// a repeated frame is numbered: the second turn_end is turn_end2
+		key := name
+		for n := 2; ; n++ {
+			if _, seen := at[key]; !seen {
+				break
+			}
+			key = fmt.Sprint(name, n)
+		}
+		at[key] = len(all)
+		all = append(all, name)
+		if name == "idle" {
+			break
+		}
+	}
+	want := "message:user turn_start llm_call message:assistant tool_call message:tool tool_result turn_end " +
+		"turn_start llm_call message:assistant turn_end session:turn_completed"
+	if got := strings.Join(stored, " "); got != want {
+		t.Fatalf("stored frames: %s\nwant %s", got, want)
+	}
+	before := func(a, b string) {
+		t.Helper()
+		if at[a] >= at[b] {
+			t.Fatalf("%s after %s in %s", a, b, strings.Join(all, " "))
+		}
+	}
+	before("llm_generating", "llm_call")
+	before("llm_call", "tool_executing")
+	before("tool_call", "tool_executing") // not a quick tool yet: its call is committed first
+	before("tool_executing", "message:tool")
+	before("turn_end", "llm_generating2")
+	before("llm_generating2", "text_delta")
+	before("text_delta", "llm_call2")
+	before("text_delta", "message:assistant2")
+	before("session:turn_completed", "idle")
+	if all[len(all)-2] != "session:turn_completed" {
+		t.Fatalf("frames end %s", strings.Join(all[len(all)-2:], " "))
+	}
 }

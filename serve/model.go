@@ -100,16 +100,20 @@ func toMessagesJSON(rec *sessions.Record) []messageJSON {
 	st := stamps(rec)
 	out := make([]messageJSON, len(rec.Messages))
 	for i := range rec.Messages {
-		m := &rec.Messages[i]
-		var content any = m.Text
-		if m.Blocks != nil {
-			content = m.Blocks
-		}
-		out[i] = messageJSON{ID: m.ID, Seq: st[i].seq, Role: m.Role, Content: content, ToolCalls: m.ToolCalls,
-			ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError, Model: m.Model, Usage: m.Usage,
-			Metadata: m.Metadata, CreatedAt: formatTime(createdAt(m, st[i]))}
+		out[i] = toMessageJSON(&rec.Messages[i], st[i])
 	}
 	return out
+}
+
+// toMessageJSON converts a message appended by the event stamped st.
+func toMessageJSON(m *message.Message, st stamp) messageJSON {
+	var content any = m.Text
+	if m.Blocks != nil {
+		content = m.Blocks
+	}
+	return messageJSON{ID: m.ID, Seq: st.seq, Role: m.Role, Content: content, ToolCalls: m.ToolCalls,
+		ToolCallID: m.ToolCallID, Name: m.Name, IsError: m.IsError, Model: m.Model, Usage: m.Usage,
+		Metadata: m.Metadata, CreatedAt: formatTime(createdAt(m, st))}
 }
 
 // createdAt is a message's own time; a message without one (none is,

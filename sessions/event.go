@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Event types written by this package. The agent loop and the compaction
@@ -64,6 +65,11 @@ type Event struct {
 	Time      time.Time
 	CorrID    string
 	Data      map[string]any
+	// Message is the message a "message" event appended, as stored, on
+	// the events a store gives its observers of committed events
+	// (Store.Observe); nil elsewhere. It is not part of the event's
+	// stored or JSON form.
+	Message *message.Message
 }
 
 // envelopeKeys are the keys of an event's JSON form that Data must not use.

@@ -18,7 +18,8 @@ type observer struct {
 // Observe registers fn to receive every event of every session of the
 // store: each logged event once it is committed to the backend (a staged
 // change's events when it is committed, see Stage), in seq order per
-// session, and each transient event given to Publish (text_delta).
+// session, a "message" event with the message it appended as its Message,
+// and each transient event given to Publish (text_delta).
 // fn runs on the writing goroutine while the session is locked, so it
 // must be quick and must not call back into the store; it may not modify
 // the event. The returned function unregisters fn.
@@ -58,18 +59,22 @@ func (s *Store) Publish(e Event) {
 	s.observers.notify([]Event{e}, false)
 }
 
+// LastSeq returns the seq of the newest event logged to session id while
+// it is live in this store (0 when it is not): the seq a transient event
+// published for the session carries.
+func (s *Store) LastSeq(id string) int64 {
+	sess, ok := s.live(id)
+	if !ok {
+		return 0
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	return sess.lastSeq
+}
+
 // Observed reports whether any observer of committed events is
 // registered: whether Publish reaches anyone.
-func (s *Store) Observed() bool {
-	s.observers.mu.RLock()
-	defer s.observers.mu.RUnlock()
-	for _, ob := range s.observers.fns {
-		if !ob.logged {
-			return true
-		}
-	}
-	return false
-}
+func (s *Store) Observed() bool { return s.observers.observed() }
 
 // notify calls the observers of logged events (logged set) or of
 // committed ones with events.
@@ -86,9 +91,51 @@ func (o *observers) notify(events []Event, logged bool) {
 	}
 }
 
-// committed notifies the events of changes just written to the backend.
+// committed notifies the events of changes just written to the backend,
+// each "message" event with the message it appended (Event.Message).
 func (o *observers) committed(changes []*Change) {
-	for _, ch := range changes {
-		o.notify(ch.Events, false)
+	if !o.observed() {
+		return
 	}
+	for _, ch := range changes {
+		o.notify(withMessages(ch), false)
+	}
+}
+
+// observed reports whether an observer of committed events is registered.
+func (o *observers) observed() bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for _, ob := range o.fns {
+		if !ob.logged {
+			return true
+		}
+	}
+	return false
+}
+
+// withMessages returns ch's events with the message each "message" event
+// appended set as its Message, when there is one such event per appended
+// message (the store logs them so); ch is not changed.
+func withMessages(ch *Change) []Event {
+	n := 0
+	for i := range ch.Events {
+		if ch.Events[i].Type == EventMessage {
+			n++
+		}
+	}
+	if n == 0 || n != len(ch.Append) {
+		return ch.Events
+	}
+	out := make([]Event, len(ch.Events))
+	copy(out, ch.Events)
+	k := 0
+	for i := range out {
+		if out[i].Type == EventMessage {
+			m := ch.Append[k]
+			out[i].Message = &m
+			k++
+		}
+	}
+	return out
 }

@@ -737,7 +737,7 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 	s.logged(sess, w.Events, w.Append)
 	s.observers.notify(w.Events, true)
 	if !stage {
-		s.observers.notify(w.Events, false)
+		s.observers.committed([]*Change{&w})
 	}
 	return w.Events, nil
 }

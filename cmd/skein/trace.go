@@ -84,7 +84,7 @@ func (t *tracer) event(e sessions.Event) {
 func traceLine(e sessions.Event) (style, text string) {
 	d := traceData(e.Data)
 	switch e.Type {
-	case sessions.EventMessage, agent.EventTextDelta, agent.EventState:
+	case sessions.EventMessage, agent.EventTextDelta, agent.EventState, agent.EventChildState:
 		return "", ""
 	case agent.EventTurnStart:
 		return styleBold, "turn " + d.str("iteration")

@@ -328,6 +328,7 @@ async function sessionPage(id) {
   const q = new URLSearchParams(location.search);
   let view = VIEWS.includes(q.get("view")) ? q.get("view") : "basic";
   let session, messages = [], events = [], live = null, source = null, state = null, timeline = null, children = [];
+  const childStates = {}; // child id -> its latest child_state event (not idle)
 
   const title = el("h1", {});
   const meta = el("div", { class: "meta", id: "session-meta" });
@@ -355,10 +356,11 @@ async function sessionPage(id) {
   }
   viewGroup.addEventListener("change", e => setView(e.target.value));
 
-  // What the running loop is doing, from its latest state event.
-  function stateText() {
-    if (state && state.state === "llm_generating") return "generating…";
-    if (state && state.state === "tool_executing") return `running tool ${state.tool || ""}…`;
+  // What a running loop is doing, from its latest session_state (or a
+  // child's child_state) event.
+  function stateText(s = state) {
+    if (s && s.state === "llm_generating") return "generating…";
+    if (s && s.state === "tool_executing") return `running tool ${s.tool || ""}…`;
     return "running…";
   }
 
@@ -388,7 +390,8 @@ async function sessionPage(id) {
     if (children.length) {
       parts.push(el("div", { id: "children" }, plural(children.length, "child", "children") + ": ",
         el("ul", { class: "kids" }, children.map(c => el("li", { "data-id": c.id }, el("a", { href: sessionHref(c.id) }, c.title || c.id), " ", statusBadge(c),
-          c.running ? el("span", { class: "muted" }, " running") : null)))));
+          childStates[c.id] ? el("span", { class: "muted child-state" }, " " + stateText(childStates[c.id])) :
+            c.running ? el("span", { class: "muted" }, " running") : null)))));
     }
     lineage.replaceChildren(...parts);
   }
@@ -462,7 +465,7 @@ async function sessionPage(id) {
         renderTranscript();
         return;
       }
-      if (e.type === "state") { // live only, never stored
+      if (e.type === "session_state") { // live only, never stored
         state = e.state === "idle" ? null : e;
         if (session) renderHead();
         return;
@@ -470,6 +473,12 @@ async function sessionPage(id) {
       if (e.type === "queue") { // live only: the prompts waiting now
         if (session) { session.queued = e.queued; renderHead(); }
         if (e.queued === 0) notice.querySelector("#queued-notice")?.remove();
+        return;
+      }
+      if (e.type === "child_state") { // a sub-agent's state, live only
+        if (e.state === "idle") delete childStates[e.child_id]; else childStates[e.child_id] = e;
+        if (!children.some(c => c.id === e.child_id)) loadChildren();
+        else if (session) renderLineage();
         return;
       }
       if (events.length && e.seq <= events[events.length - 1].seq) return;
