@@ -1099,9 +1099,6 @@ func (l *loop) runTool(call message.ToolCall) error {
 	if err := l.refused(call, toolErr); err != nil {
 		return err
 	}
-	if raised != nil {
-		return raised
-	}
 	status := "ok"
 	data := map[string]any{"name": call.Name, "duration_ms": l.clock().Sub(started).Milliseconds()}
 	if toolErr != nil {
@@ -1115,7 +1112,12 @@ func (l *loop) runTool(call message.ToolCall) error {
 	result := message.Message{Role: message.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, Blocks: blocks, IsError: toolErr != nil}
 	ev := sessions.NewEvent(EventToolResult, data)
 	ev.CorrID = call.ID
-	return l.stage(&sessions.Change{Append: []message.Message{result}, Events: []sessions.Event{ev}})
+	if err := l.stage(&sessions.Change{Append: []message.Message{result}, Events: []sessions.Event{ev}}); err != nil {
+		return err
+	}
+	// A raised error ends the loop with the tool's own result stored: the
+	// calls after it are healed ("interrupted").
+	return raised
 }
 
 // Refusal is implemented by an error that refuses an action because of a

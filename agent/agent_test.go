@@ -157,7 +157,9 @@ func TestRaisedToolErrorHealsAndFails(t *testing.T) {
 	if err := message.Validate(rec.Messages); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != sessions.StatusError || rec.Messages[2].Text != "interrupted" || rec.Messages[3].Text != "interrupted" {
+	// the raising call's result is its own error; the call after it was
+	// never run
+	if rec.Status != sessions.StatusError || rec.Messages[2].Text != "boom" || !rec.Messages[2].IsError || rec.Messages[3].Text != "interrupted" {
 		t.Fatalf("status %s messages %+v", rec.Status, rec.Messages)
 	}
 }

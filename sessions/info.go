@@ -58,13 +58,21 @@ func infoChange(rec *Record, info Info) *Change {
 
 // firstPromptAfter returns the session's FirstPrompt as it will be after
 // ch (already checked). The caller holds s.mu. Appends to a session that
-// has a first prompt keep it; every other change looks at the messages.
+// has a first prompt keep it, and so does a compaction (a Replace that
+// sets a summary): the messages it archived still began the session, and
+// the user message holding its summary is never a first prompt (nor,
+// through it, a listing's title). Every other change looks at the
+// messages.
 func (s *Session) firstPromptAfter(ch *Change) string {
-	if s.promptChecked && s.rec.FirstPrompt != "" && !ch.Replace && ch.DropFirst == 0 && ch.DropLast == 0 {
+	compaction := ch.Replace && ch.SetSummary && ch.Summary != nil
+	if s.rec.FirstPrompt != "" && (compaction || s.promptChecked && !ch.Replace && ch.DropFirst == 0 && ch.DropLast == 0) {
 		return s.rec.FirstPrompt
 	}
 	var base message.View = s.transcript
 	switch {
+	case compaction:
+		// no first prompt before it: only the appended messages can give one
+		base = message.Transcript{}
 	case ch.Replace:
 		base = message.NewTranscript(ch.ReplaceWith)
 	case ch.DropFirst > 0:

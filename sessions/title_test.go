@@ -57,6 +57,22 @@ func TestFirstPromptKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("reset", "")
+	mustAppend(t, s, "a", user("plan a trip"), message.Message{Role: message.RoleAssistant, Text: "where to?"}, user("Lisbon"))
+	want("before a compaction", "plan a trip")
+	summary := "a trip to Lisbon"
+	compacted := []message.Message{user("[auto-compacted 2 older messages via truncate]\n" + summary), user("Lisbon")}
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: compacted, SetSummary: true, Summary: &summary}); err != nil {
+		t.Fatal(err)
+	}
+	want("compacted", "plan a trip")
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true, SetSummary: true}); err != nil {
+		t.Fatal(err)
+	}
+	want("reset after the compaction", "")
+	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: compacted, SetSummary: true, Summary: &summary}); err != nil {
+		t.Fatal(err)
+	}
+	want("a summary is never the first prompt", "")
 }
 
 // TestSlug: ASCII letters and digits, lower-cased; runs of other ASCII

@@ -25,8 +25,10 @@ import (
 // JSON (WriteJSON) is one document in the shape of agent_session_snapshot:
 // {"_type": "transcript", "version": 1, id, status, created_at,
 // updated_at, title, summary, metadata, parent_id, child_ids, branched_at,
-// turns, max_turns, messages, events}. max_turns is null when the
-// session uses the VM's default cap.
+// turns, max_turns, first_prompt, messages, events}. max_turns is null
+// when the session uses the VM's default cap; first_prompt is there only
+// when it is not the first user message of messages (a compaction keeps
+// the first prompt, and its summary never becomes one).
 //
 // JSONL (WriteJSONL) is the forensic event log, one JSON object per line,
 // each with a "_type":
@@ -62,6 +64,10 @@ type sessionFields struct {
 	BranchedAt *int            `json:"branched_at"`
 	Turns      int             `json:"turns"`
 	MaxTurns   *int            `json:"max_turns"`
+	// FirstPrompt is written only when the session's first prompt is not
+	// its current transcript's first user message (a compaction kept an
+	// older one): an import derives it from the messages otherwise.
+	FirstPrompt *string `json:"first_prompt,omitempty"`
 }
 
 // snapshotJSON is the JSON export.
@@ -112,6 +118,9 @@ func fieldsOf(rec *sessions.Record) (sessionFields, error) {
 	}
 	if rec.Title != "" {
 		f.Title = &rec.Title
+	}
+	if rec.FirstPrompt != "" && rec.FirstPrompt != sessions.FirstPrompt(message.NewTranscript(rec.Messages)) {
+		f.FirstPrompt = &rec.FirstPrompt
 	}
 	if rec.ParentID != "" {
 		f.ParentID = &rec.ParentID
@@ -425,7 +434,7 @@ func readRecord(line []byte, rec *sessions.Record, appended map[int64]message.Me
 	case recordHeader:
 		return errors.New("a second header")
 	default:
-		return fmt.Errorf("unknown record _type %q (expected event or message)", typ)
+		return fmt.Errorf("unknown record _type '%s' (expected event or message)", sessions.Escape(typ))
 	}
 	return nil
 }
@@ -460,7 +469,7 @@ func (f *sessionFields) record() (*sessions.Record, error) {
 		return nil, err
 	}
 	if !f.Status.Valid() {
-		return nil, fmt.Errorf("unknown status %q", f.Status)
+		return nil, fmt.Errorf("unknown status '%s'", sessions.Escape(string(f.Status)))
 	}
 	rec := &sessions.Record{ID: f.ID, Status: f.Status, Summary: f.Summary, BranchedAt: f.BranchedAt, Turns: f.Turns}
 	var err error
@@ -484,6 +493,9 @@ func (f *sessionFields) record() (*sessions.Record, error) {
 	if f.Title != nil {
 		rec.Title = *f.Title
 	}
+	if f.FirstPrompt != nil {
+		rec.FirstPrompt = *f.FirstPrompt
+	}
 	if f.MaxTurns != nil {
 		rec.MaxTurns = *f.MaxTurns
 	}
@@ -503,7 +515,7 @@ func checkImported(rec *sessions.Record, appended map[int64]message.Message) err
 		}
 		last = e.Seq
 		if e.SessionID != "" && e.SessionID != rec.ID {
-			return fmt.Errorf("event %d belongs to session %q, not %q", e.Seq, e.SessionID, rec.ID)
+			return fmt.Errorf("event %d belongs to session '%s', not '%s'", e.Seq, sessions.Escape(e.SessionID), rec.ID)
 		}
 		e.SessionID = rec.ID
 		if err := sessions.CheckEvent(e); err != nil {
@@ -525,7 +537,9 @@ func checkImported(rec *sessions.Record, appended map[int64]message.Message) err
 		}
 		view = view.Append(rec.Messages[i])
 	}
-	rec.FirstPrompt = sessions.FirstPrompt(view)
+	if rec.FirstPrompt == "" { // else the export's first_prompt
+		rec.FirstPrompt = sessions.FirstPrompt(view)
+	}
 	return nil
 }
 

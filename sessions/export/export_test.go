@@ -162,11 +162,11 @@ func TestReadExportErrors(t *testing.T) {
 		{"other json", `{"_type":"other"}`, `_type is "other"`},
 		{"truncated", join([]string{header}, events, msgs[:1]), "the export is incomplete: 12 events and 1 messages, but its header announces 12 and 2"},
 		{"version", strings.Replace(buf.String(), `"version":1`, `"version":9`, 1), "export version 9 is not supported"},
-		{"record type", join([]string{header, `{"_type":"footer"}`}), `line 2: unknown record _type "footer"`},
+		{"record type", join([]string{header, `{"_type":"footer"}`}), `line 2: unknown record _type 'footer'`},
 		{"second header", join([]string{header, header}), "line 2: a second header"},
 		{"message order", join([]string{header}, events, msgs[1:], msgs[:1]), "line 14: message record 1 out of order: want index 0"},
 		{"seq order", join([]string{header}, events[1:2], events[:1], events[2:], msgs), "event seq 1 follows 2"},
-		{"bad status", strings.Replace(buf.String(), `"status":"cancelled"`, `"status":"zombie"`, 1), `line 1: header: unknown status "zombie"`},
+		{"bad status", strings.Replace(buf.String(), `"status":"cancelled"`, `"status":"zombie"`, 1), `line 1: header: unknown status 'zombie'`},
 		{"no id", strings.Replace(buf.String(), `"id":"x"`, `"id":""`, 1), "line 1: header: no session id"},
 		{"bad time", strings.Replace(buf.String(), `"created_at":"2023`, `"created_at":"yesterday`, 1), "created_at: parsing time"},
 		{"invalid transcript", join([]string{strings.Replace(header, `"message_count":2`, `"message_count":1`, 1)}, events,
@@ -174,7 +174,7 @@ func TestReadExportErrors(t *testing.T) {
 			`message 0: tool message's tool_call_id "nope" matches no tool call awaiting a result`},
 		{"bad message", join([]string{header}, events, msgs[:1], []string{`{"_type":"message","index":1,"message":{"role":"robot"}}`}),
 			"message must have a string 'role'"},
-		{"foreign event", strings.Replace(buf.String(), `"session_id":"x"`, `"session_id":"z"`, 1), `event 1 belongs to session "z", not "x"`},
+		{"foreign event", strings.Replace(buf.String(), `"session_id":"x"`, `"session_id":"z"`, 1), `event 1 belongs to session 'z', not 'x'`},
 	} {
 		_, _, err := ReadExport(strings.NewReader(tc.input))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
