@@ -26,7 +26,7 @@ func ParseDataset(name string, data []byte) ([]map[string]any, error) {
 	case ".csv":
 		return parseCSV(name, data)
 	default:
-		return nil, fmt.Errorf("%s: unknown dataset format %q (expected .jsonl, .ndjson or .csv)", name, ext)
+		return nil, fmt.Errorf("%s: unknown dataset format '%s' (expected .jsonl, .ndjson or .csv)", name, ext)
 	}
 }
 

@@ -29,7 +29,7 @@ func TestParseDataset(t *testing.T) {
 		{"d.csv", "a,,c\n1,2,3\n", "d.csv: header: column 2 has no name"},
 		{"d.csv", "", "d.csv: empty file"},
 		{"d.csv", "a,b\n", "d.csv: no cases (only a header row)"},
-		{"d.txt", "x", `d.txt: unknown dataset format ".txt" (expected .jsonl, .ndjson or .csv)`},
+		{"d.txt", "x", `d.txt: unknown dataset format '.txt' (expected .jsonl, .ndjson or .csv)`},
 	}
 	for _, tc := range bad {
 		_, err := ParseDataset(tc.name, []byte(tc.data))

@@ -207,7 +207,7 @@ func TestBuildFromPresets(t *testing.T) {
 		{name: "openai_responses", err: "provider openai_responses: OPENAI_API_KEY is not set"},
 		{name: "azure", err: "provider azure needs a base_url (or AZURE_OPENAI_ENDPOINT)"},
 		{name: "openai_compatible", err: `provider "openai_compatible" needs a base_url`},
-		{name: "myserver", err: `unknown provider "myserver"`},
+		{name: "myserver", err: `unknown provider 'myserver'`},
 	}
 	for _, tt := range tests {
 		got = ProviderConfig{}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skein-dev/skein/internal/didyoumean"
 	"github.com/skein-dev/skein/sessions/message"
 )
 
@@ -159,7 +160,11 @@ func (s *Settings) build(name, baseURL, apiVersion string) (Provider, error) {
 	if f == nil || (!known && baseURL == "" && name != ProviderOpenAICompatible) {
 		known := append([]string{ProviderMock, ProviderOpenAICompatible}, PresetNames()...)
 		sort.Strings(known)
-		return nil, fmt.Errorf("unknown provider %q (expected one of: %s, or any name with a base_url)", name, strings.Join(known, ", "))
+		hint := ""
+		if near := didyoumean.Closest(name, known); near != "" {
+			hint = fmt.Sprintf("did you mean '%s'? ", near)
+		}
+		return nil, fmt.Errorf("unknown provider '%s' (%sexpected one of: %s, or any name with a base_url)", name, hint, strings.Join(known, ", "))
 	}
 	cfg := ProviderConfig{Name: name, Protocol: preset.Protocol, BaseURL: baseURL, Getenv: s.Getenv, HTTPClient: s.HTTPClient}
 	if cfg.Getenv == nil {

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/skein-dev/skein/sessions"
 )
 
 // maxIDLength bounds a session id.
@@ -109,10 +111,10 @@ func checkFieldNames(data []byte, v any) error {
 		}
 		for k := range known {
 			if strings.EqualFold(k, name) {
-				return errorf(http.StatusBadRequest, "unknown_field", "unknown field %q (field names are case-sensitive: %q)", truncate(name, 40), k)
+				return errorf(http.StatusBadRequest, "unknown_field", "unknown field '%s' (field names are case-sensitive: '%s')", sessions.Escape(truncate(name, 40)), k)
 			}
 		}
-		return errorf(http.StatusBadRequest, "unknown_field", "unknown field %q", truncate(name, 40))
+		return errorf(http.StatusBadRequest, "unknown_field", "unknown field '%s'", sessions.Escape(truncate(name, 40)))
 	}
 	return nil
 }
@@ -136,7 +138,11 @@ func badJSON(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errorf(http.StatusBadRequest, "bad_json", "request body is truncated JSON")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return errorf(http.StatusBadRequest, "unknown_field", "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if n, err := strconv.Unquote(name); err == nil {
+			name = n
+		}
+		return errorf(http.StatusBadRequest, "unknown_field", "unknown field '%s'", sessions.Escape(truncate(name, 40)))
 	}
 	return errorf(http.StatusBadRequest, "bad_json", "request body is not valid JSON: %v", err)
 }

@@ -87,7 +87,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 				known = known || string(k) == st
 			}
 			if !known {
-				return errorf(http.StatusBadRequest, "bad_query", "unknown run status %q (expected one of: cancelled, completed, failed, max_steps, running)", truncate(st, 40))
+				return errorf(http.StatusBadRequest, "bad_query", "unknown run status '%s' (expected one of: cancelled, completed, failed, max_steps, running)", sessions.Escape(truncate(st, 40)))
 			}
 			f.Statuses = append(f.Statuses, st)
 		}

@@ -247,7 +247,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 		for st := range strings.SplitSeq(v, ",") {
 			st := sessions.Status(strings.TrimSpace(st))
 			if !st.Valid() {
-				return errorf(http.StatusBadRequest, "bad_query", "unknown status %q (expected one of: active, cancelled, completed, error)", truncate(string(st), 40))
+				return errorf(http.StatusBadRequest, "bad_query", "unknown status '%s' (expected one of: active, cancelled, completed, error)", sessions.Escape(truncate(string(st), 40)))
 			}
 			statuses = append(statuses, st)
 		}

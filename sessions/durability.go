@@ -28,5 +28,5 @@ func ParseDurability(s string) (Durability, error) {
 	case DurabilityProcess, DurabilityFull:
 		return d, nil
 	}
-	return "", fmt.Errorf("unknown durability %q (want %s or %s)", s, DurabilityProcess, DurabilityFull)
+	return "", fmt.Errorf("unknown durability '%s' (want %s or %s)", Escape(s), DurabilityProcess, DurabilityFull)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -796,7 +795,7 @@ func checkChange(t *message.Transcript, ch *Change) error {
 		}
 	}
 	if ch.Status != "" && !ch.Status.Valid() {
-		return fmt.Errorf("unknown status %q", ch.Status)
+		return fmt.Errorf("unknown status '%s'", Escape(string(ch.Status)))
 	}
 	return nil
 }
@@ -961,7 +960,7 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 	if open := message.OpenToolCalls(parent.transcript.Head(keep)); len(open) > 0 && keep < n {
 		parent.mu.Unlock()
 		for i := range open {
-			open[i] = strconv.Quote(open[i])
+			open[i] = "'" + Escape(open[i]) + "'"
 		}
 		return nil, fmt.Errorf("keeping the first %d messages of session '%s' would cut tool calls %s from their results", keep, src, strings.Join(open, ", "))
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/skein-dev/skein/internal/didyoumean"
+	"github.com/skein-dev/skein/sessions"
 	"io"
 	"regexp"
 	"sort"
@@ -70,7 +71,7 @@ func skein(args []string, std stdio) int {
 			if c, ok := commands()[rest[0]]; ok {
 				return c.run([]string{"-h"}, std)
 			}
-			fmt.Fprintf(std.err, "skein help: unknown command %q\n", rest[0])
+			fmt.Fprintf(std.err, "skein help: unknown command '%s'\n", sessions.Escape(rest[0]))
 			return exitUsage
 		}
 		printUsage(std.out)
@@ -78,7 +79,7 @@ func skein(args []string, std stdio) int {
 	}
 	c, ok := commands()[name]
 	if !ok {
-		fmt.Fprintf(std.err, "skein: unknown command %q (run 'skein help' for the list)\n", name)
+		fmt.Fprintf(std.err, "skein: unknown command '%s' (run 'skein help' for the list)\n", sessions.Escape(name))
 		return exitUsage
 	}
 	return c.run(rest, std)

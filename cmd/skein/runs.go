@@ -69,7 +69,7 @@ func runsLs(args []string, std stdio) int {
 		for _, s := range strings.Split(*status, ",") {
 			s = strings.TrimSpace(s)
 			if !contains(runStatuses(), s) {
-				return usageError(std, fs.Name(), fmt.Sprintf("--status: unknown run status %q (one of: %s)", s, strings.Join(runStatuses(), ", ")))
+				return usageError(std, fs.Name(), fmt.Sprintf("--status: unknown run status '%s' (expected one of: %s)", sessions.Escape(s), strings.Join(runStatuses(), ", ")))
 			}
 			statuses = append(statuses, s)
 		}

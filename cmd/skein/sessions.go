@@ -63,7 +63,7 @@ func dispatch(args []string, std stdio, group, usage string, cmds []sessionsComm
 			return c.run(args[1:], std)
 		}
 	}
-	return usageError(std, group, fmt.Sprintf("unknown command %q (one of: %s)", args[0], strings.Join(names, ", ")))
+	return usageError(std, group, fmt.Sprintf("unknown command '%s' (one of: %s)", sessions.Escape(args[0]), strings.Join(names, ", ")))
 }
 
 // sessionsFlags returns the flag set of a sessions subcommand, with its
@@ -201,7 +201,7 @@ func parseStatuses(flagName, s string) ([]sessions.Status, error) {
 			for i, x := range sessions.Statuses {
 				names[i] = string(x)
 			}
-			return nil, errUsage(fmt.Sprintf("--%s: unknown status %q (expected one of: %s)", flagName, st, strings.Join(names, ", ")))
+			return nil, errUsage(fmt.Sprintf("--%s: unknown status '%s' (expected one of: %s)", flagName, sessions.Escape(string(st)), strings.Join(names, ", ")))
 		}
 		out = append(out, st)
 	}

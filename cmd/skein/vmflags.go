@@ -161,7 +161,7 @@ func (f *vmFlags) check() error {
 		return err
 	}
 	if !slices.Contains(mock.ReplayModes, f.replayMode) {
-		return fmt.Errorf("--llm-replay-mode: unknown mode %q (expected one of: %s)", f.replayMode, strings.Join(mock.ReplayModes, ", "))
+		return fmt.Errorf("--llm-replay-mode: unknown mode '%s' (expected one of: %s)", sessions.Escape(f.replayMode), strings.Join(mock.ReplayModes, ", "))
 	}
 	tier, err := workspace.ParseTier(f.fsScope)
 	if err != nil {
@@ -204,9 +204,9 @@ func checkProvider(name string) error {
 	}
 	hint := ""
 	if near := didyoumean.Closest(name, known); near != "" {
-		hint = fmt.Sprintf("did you mean %s? ", near)
+		hint = fmt.Sprintf("did you mean '%s'? ", near)
 	}
-	return fmt.Errorf("--provider: unknown provider %q (%sexpected one of: %s; another OpenAI-compatible server is provider=NAME with base_url= in the script)", name, hint, strings.Join(known, ", "))
+	return fmt.Errorf("--provider: unknown provider '%s' (%sexpected one of: %s; another OpenAI-compatible server is provider=NAME with base_url= in the script)", sessions.Escape(name), hint, strings.Join(known, ", "))
 }
 
 // policy builds the workspace policy from the flags (after check); root

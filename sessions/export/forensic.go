@@ -555,7 +555,7 @@ func readForensic(first []byte, br *bufio.Reader) (*sessions.Record, map[int64]m
 		case forensicHeader:
 			return errors.New("a second header")
 		default:
-			return fmt.Errorf("unknown record type %q (expected event or footer)", probe.Type)
+			return fmt.Errorf("unknown record type '%s' (expected event or footer)", sessions.Escape(probe.Type))
 		}
 		return nil
 	})

@@ -122,7 +122,7 @@ func TestReadForensicErrors(t *testing.T) {
 		{"after footer", join([]string{header}, events, []string{footer, footer}), "a record after the footer"},
 		{"count", join([]string{header}, events, []string{strings.Replace(footer, `"event_count":12`, `"event_count":13`, 1)}), "the footer counts 13 events, the log has 12"},
 		{"foreign", join([]string{`{"_type":"header","id":"x","workflow_name":"w","created_at":"2023-11-14T22:13:20Z"}`}), `forensic header has no "skein" fields`},
-		{"unknown record", join([]string{header, `{"_type":"state"}`}), `line 2: unknown record type "state"`},
+		{"unknown record", join([]string{header, `{"_type":"state"}`}), `line 2: unknown record type 'state'`},
 		{"bad time", join([]string{header}, []string{strings.Replace(events[0], `"timestamp":"2023`, `"timestamp":"then`, 1)}, events[1:], []string{footer}), "line 2: event 1: timestamp"},
 	} {
 		_, _, err := ReadExport(strings.NewReader(tc.input))

@@ -214,7 +214,7 @@ func (m *Message) unmarshalSlow(data []byte) error {
 		if len(c.Arguments) > 0 && string(c.Arguments) != "null" {
 			args, err := jsonvalue.DecodeObject(c.Arguments)
 			if err != nil {
-				return fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+				return fmt.Errorf("tool call '%s' arguments: %v", c.ID, err)
 			}
 			call.Arguments = args
 		}
@@ -438,7 +438,7 @@ func CheckKeys(m map[string]any) error {
 func CheckValues(m *Message) error {
 	for _, c := range m.ToolCalls {
 		if err := jsonvalue.Check(map[string]any(c.Arguments)); err != nil {
-			return fmt.Errorf("tool call %q arguments: %w", c.ID, err)
+			return fmt.Errorf("tool call %s arguments: %w", quoted(c.ID), err)
 		}
 	}
 	if err := jsonvalue.Check(map[string]any(m.Metadata)); err != nil {

@@ -17,6 +17,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -219,7 +220,7 @@ func checkBlock(b Block) error {
 		}
 		return checkImage(b)
 	default:
-		return fmt.Errorf("unknown block type %q (expected one of: %s)", b.Type, strings.Join(BlockTypes, ", "))
+		return fmt.Errorf("unknown block type '%s' (expected one of: %s)", quoted(b.Type), strings.Join(BlockTypes, ", "))
 	}
 	return nil
 }
@@ -295,9 +296,17 @@ func Validate(msgs []Message) error {
 func quoteList(ids []string) string {
 	q := make([]string, len(ids))
 	for i, id := range ids {
-		q[i] = fmt.Sprintf("%q", id)
+		q[i] = quoted(id)
 	}
 	return strings.Join(q, ", ")
+}
+
+// quoted quotes a name or an id for an error message with single quotes,
+// as the rest of skein's errors do, with the escapes of Go's %q inside
+// (a control character cannot reach a terminal as it is).
+func quoted(s string) string {
+	q := strconv.Quote(s)
+	return "'" + q[1:len(q)-1] + "'"
 }
 
 // checkImage checks an image block's media type (image/SUBTYPE) and that

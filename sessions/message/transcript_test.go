@@ -117,8 +117,8 @@ func TestValidate(t *testing.T) {
 		{"pair", []Message{user, call("a"), result("a"), {Role: RoleAssistant, Text: "done"}}, ""},
 		{"parallel any order", []Message{user, call("a", "b"), result("b"), result("a")}, ""},
 		{"orphan result", []Message{user, result("a")}, `message 1: tool message's tool_call_id "a" matches no tool call awaiting a result`},
-		{"interleaved user", []Message{call("a"), user, result("a")}, `message 1: tool calls "a" have no results yet; a user message cannot follow them`},
-		{"open at end", []Message{user, call("a", "b"), result("a")}, `tool calls "b" have no results`},
+		{"interleaved user", []Message{call("a"), user, result("a")}, `message 1: tool calls 'a' have no results yet; a user message cannot follow them`},
+		{"open at end", []Message{user, call("a", "b"), result("a")}, `tool calls 'b' have no results`},
 		{"result of older turn", []Message{call("a"), result("a"), call("b"), result("a")}, `message 3: tool message's tool_call_id "a" matches no tool call`},
 		{"bad role", []Message{{Role: "bot"}}, "message 0: message must have a string 'role'"},
 	}

@@ -159,7 +159,7 @@ func helper(mode string, open func(string) (sessions.Backend, error)) error {
 		}
 		return st.Shutdown()
 	default:
-		return fmt.Errorf("unknown mode %q", mode)
+		return fmt.Errorf("unknown mode '%s'", mode)
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestDurability(t *testing.T) {
 		b.Close()
 	}
 	_, err := Open(filepath.Join(t.TempDir(), "x.db"), WithDurability("fast"))
-	if err == nil || err.Error() != `sqlite: unknown durability "fast" (want process or full)` {
+	if err == nil || err.Error() != `sqlite: unknown durability 'fast' (want process or full)` {
 		t.Fatalf("Open with durability fast: %v", err)
 	}
 }

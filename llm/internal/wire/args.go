@@ -41,7 +41,7 @@ func EncodeArguments(c *message.ToolCall) (string, error) {
 	}
 	b, err := json.Marshal(args)
 	if err != nil {
-		return "", fmt.Errorf("tool call %q arguments: %v", c.ID, err)
+		return "", fmt.Errorf("tool call '%s' arguments: %v", c.ID, err)
 	}
 	return string(b), nil
 }
