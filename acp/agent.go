@@ -13,7 +13,9 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/google/uuid"
 
+	"github.com/skein-dev/skein/agent"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // Handler runs one prompt, text, on session sessionID and returns when
@@ -44,6 +46,16 @@ type AgentConfig struct {
 	// Permissions, when set, is the approval callback of the VM that runs
 	// Handler: it asks this connection's client.
 	Permissions *Permissions
+	// AttachTools gives the tools of a session's MCP servers (the
+	// client's mcpServers of session/new and session/load) to every turn
+	// of that session, until detach (vm.State.AttachTools). Nil, or a nil
+	// Policy: a request with MCP servers is refused.
+	AttachTools func(sessionID string, tools []agent.Tool) (detach func())
+	// Policy is what the client's MCP servers are checked against before
+	// anything starts: the command allowlist for stdio servers (and the
+	// environment allowlist for their env), the network allowlist for
+	// http ones.
+	Policy *workspace.Policy
 }
 
 // Binder is implemented by a Handler whose sessions are bound to an
@@ -95,6 +107,11 @@ func Serve(ctx context.Context, cfg AgentConfig, in io.Reader, out io.Writer) er
 	}
 	a.cancel(errClosed)
 	a.turns.Wait()
+	a.mu.Lock()
+	for _, s := range a.sessions {
+		s.detachMCP()
+	}
+	a.mu.Unlock()
 	return nil
 }
 
@@ -123,6 +140,28 @@ type agentSession struct {
 	exec *executing // the tool call its turn announced last
 	// always are the tools the client allowed for good in this session.
 	always map[string]bool
+	// mcp are the client's MCP servers for this session, detach takes
+	// their tools away from its turns.
+	mcp    *sessionServers
+	detach func()
+}
+
+// attachMCP gives the session's turns the tools of servers (nil: none),
+// replacing and closing the servers it had. The caller holds a.mu.
+func (a *agentSide) attachMCP(s *agentSession, servers *sessionServers) {
+	s.detachMCP()
+	if servers != nil {
+		s.mcp, s.detach = servers, a.cfg.AttachTools(s.id, servers.tools)
+	}
+}
+
+// detachMCP takes the session's MCP tools away and closes its servers.
+func (s *agentSession) detachMCP() {
+	if s.detach != nil {
+		s.detach()
+	}
+	s.mcp.close()
+	s.mcp, s.detach = nil, nil
 }
 
 // agentTurn is one running prompt.
@@ -168,6 +207,7 @@ func (a *agentSide) Initialize(ctx context.Context, p sdk.InitializeRequest) (sd
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: sdk.PromptCapabilities{EmbeddedContext: true},
+			McpCapabilities:    sdk.McpCapabilities{Http: true},
 		},
 		AgentInfo:   info,
 		AuthMethods: []sdk.AuthMethod{},
@@ -208,44 +248,59 @@ func (a *agentSide) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sd
 	if err := checkCwd(method, p.Cwd); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	if len(p.McpServers) > 0 {
-		a.cfg.Logger.Warn("session/new: MCP servers from the client are not connected", "count", len(p.McpServers))
+	// The client's MCP servers start first: one that fails refuses the
+	// request before anything is stored.
+	servers, err := a.connectMCP(ctx, method, p.McpServers)
+	if err != nil {
+		return sdk.NewSessionResponse{}, err
 	}
 	// Store writes finish even when the request is cancelled (the client
 	// went away): a session is never left half-written.
 	ctx = context.WithoutCancel(ctx)
 	id := a.cfg.NewID()
-	meta := a.meta(p.Cwd)
+	meta := a.meta(p.Cwd, servers)
 	var events []sessions.Event
 	if b, ok := a.cfg.Handler.(Binder); ok {
 		bound, evs, err := b.Bind(ctx, map[string]any{"workingDir": p.Cwd})
 		if err != nil {
+			servers.close()
 			return sdk.NewSessionResponse{}, rpcError(codeInvalidParams, method, "%v", err)
 		}
 		meta, events = sessions.MergeMetadata(bound, meta), evs
 	}
 	if err := a.cfg.Store.Create(ctx, id, sessions.Info{Metadata: meta}); err != nil {
+		servers.close()
 		return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
 	}
 	if len(events) > 0 {
 		if _, err := a.cfg.Store.Apply(ctx, id, &sessions.Change{Events: events}); err != nil {
+			servers.close()
 			return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
 		}
 	}
 	a.mu.Lock()
-	a.sessions[id] = &agentSession{id: id, cwd: p.Cwd, always: map[string]bool{}}
+	s := &agentSession{id: id, cwd: p.Cwd, always: map[string]bool{}}
+	a.sessions[id] = s
+	a.attachMCP(s, servers)
 	a.mu.Unlock()
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(id)}, nil
 }
 
 // meta is the metadata recorded on a session opened with working
-// directory cwd.
-func (a *agentSide) meta(cwd string) map[string]any {
+// directory cwd and the client's MCP servers (their names).
+func (a *agentSide) meta(cwd string, servers *sessionServers) map[string]any {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	m := map[string]any{"cwd": cwd}
 	if a.client != "" {
 		m["client"] = a.client
+	}
+	if servers != nil {
+		names := make([]any, len(servers.names))
+		for i, n := range servers.names {
+			names[i] = n
+		}
+		m["mcpServers"] = names
 	}
 	return map[string]any{MetaKey: m}
 }
@@ -282,12 +337,18 @@ func (a *agentSide) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (
 	if err != nil {
 		return sdk.LoadSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
 	}
-	if _, err := a.cfg.Store.SetInfo(wctx, id, sessions.Info{Metadata: a.meta(p.Cwd)}); err != nil {
+	servers, err := a.connectMCP(ctx, method, p.McpServers)
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	if _, err := a.cfg.Store.SetInfo(wctx, id, sessions.Info{Metadata: a.meta(p.Cwd, servers)}); err != nil {
+		servers.close()
 		return sdk.LoadSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
 	}
 	conn := a.peer()
 	for _, u := range replay(msgs) {
 		if err := conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+			servers.close()
 			return sdk.LoadSessionResponse{}, err
 		}
 	}
@@ -296,6 +357,7 @@ func (a *agentSide) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (
 		a.sessions[id] = &agentSession{id: id, always: map[string]bool{}}
 	}
 	a.sessions[id].cwd = p.Cwd
+	a.attachMCP(a.sessions[id], servers)
 	a.mu.Unlock()
 	return sdk.LoadSessionResponse{}, nil
 }

@@ -102,6 +102,11 @@ func engineConfig(thread *starlark.Thread, st *vm.State, fn, prompt string, syst
 	for _, t := range c.tools {
 		cfg.Tools = append(cfg.Tools, t.Bind(thread))
 	}
+	if c.sessionID != "" {
+		// tools the host attached to the session (skein acp: the
+		// client's MCP servers)
+		cfg.Tools = append(cfg.Tools, st.SessionTools(c.sessionID)...)
+	}
 	// The loop opens the session (creating it if missing).
 	if c.sessionID != "" {
 		cfg.Store, cfg.SessionID = st.Store, c.sessionID

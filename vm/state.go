@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -112,6 +113,9 @@ type State struct {
 	closeMu  sync.Mutex
 	closers  []func() error
 	isClosed bool
+
+	toolsMu      sync.Mutex
+	sessionTools map[string]*attached // see AttachTools
 }
 
 // New returns a State configured by opts.
@@ -272,6 +276,40 @@ func (s *State) Release(t *starlark.Thread) {
 	s.runMu.Lock()
 	defer s.runMu.Unlock()
 	delete(s.threads, t)
+}
+
+// AttachTools gives every agent loop on session id tools, besides the
+// loop's own, until detach is called: how a host adds tools that belong
+// to one session (skein acp: the MCP servers the client passed with
+// session/new). Attaching again replaces the session's tools.
+func (s *State) AttachTools(id string, tools []agent.Tool) (detach func()) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	if s.sessionTools == nil {
+		s.sessionTools = map[string]*attached{}
+	}
+	a := &attached{tools: slices.Clone(tools)}
+	s.sessionTools[id] = a
+	return func() {
+		s.toolsMu.Lock()
+		defer s.toolsMu.Unlock()
+		if s.sessionTools[id] == a {
+			delete(s.sessionTools, id)
+		}
+	}
+}
+
+// attached is one AttachTools call's tools.
+type attached struct{ tools []agent.Tool }
+
+// SessionTools returns the tools attached to session id (AttachTools).
+func (s *State) SessionTools(id string) []agent.Tool {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	if a := s.sessionTools[id]; a != nil {
+		return a.tools
+	}
+	return nil
 }
 
 // AtClose registers fn to run when the VM is closed: how a builtin that

@@ -71,7 +71,11 @@ func acpCommand(args []string, std stdio) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(std.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err = acp.Serve(ctx, acp.AgentConfig{Store: st.Store, Handler: h, Name: h.Name(), Version: version(), NewID: st.NewID, Logger: logger, Permissions: perms}, std.in, std.out)
+	// The client's MCP servers (session/new) give their session's turns
+	// tools, under the run's policy (--allow-cmd, --allow-net,
+	// --allow-env).
+	err = acp.Serve(ctx, acp.AgentConfig{Store: st.Store, Handler: h, Name: h.Name(), Version: version(), NewID: st.NewID, Logger: logger,
+		Permissions: perms, AttachTools: st.AttachTools, Policy: st.Workspace}, std.in, std.out)
 	if err != nil {
 		closeVM()
 		fmt.Fprintf(std.err, "%s: %v\n", fs.Name(), err)
