@@ -13,6 +13,7 @@ import (
 	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/workflow"
+	"github.com/skein-dev/skein/workspace"
 )
 
 // Export formats of `skein sessions export`.
@@ -98,9 +99,13 @@ func sessionsImport(args []string, std stdio) int {
 	var store storeFlag
 	fs := sessionsFlags("import", &store)
 	newID := fs.String("id", "", "store the session under this id instead of the exported one")
+	maxRead := fs.Int64("max-read-bytes", workspace.DefaultMaxReadBytes, "the largest export FILE (or standard input) read, in bytes")
 	files, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
+	}
+	if *maxRead < 1 {
+		return usageError(std, fs.Name(), fmt.Sprintf("--max-read-bytes must be >= 1, got %d", *maxRead))
 	}
 	switch {
 	case len(files) == 0:
@@ -115,9 +120,18 @@ func sessionsImport(args []string, std stdio) int {
 			return usageError(std, fs.Name(), fmt.Sprintf("cannot read %s: %v", name, underlying(err)))
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > *maxRead {
+			return fail(std, fs.Name(), workspace.TooBig(name, fi.Size(), *maxRead))
+		}
 		in = f
 	}
-	rec, appended, err := export.ReadExport(in)
+	// A stream (stdin, a pipe) has no size to check first: it is cut at
+	// the limit, and reading past it is the same refusal.
+	capped := &cappedReader{r: in, left: *maxRead}
+	rec, appended, err := export.ReadExport(capped)
+	if capped.over {
+		return fail(std, fs.Name(), fmt.Errorf("%s holds more than the %d bytes an import may read (--max-read-bytes raises the limit)", streamName(files[0]), *maxRead))
+	}
 	if err != nil {
 		return fail(std, fs.Name(), fmt.Errorf("%s: %v", files[0], err))
 	}
@@ -185,3 +199,43 @@ func exportStar(std stdio, cmd string, rec *sessions.Record, path string, withTe
 	fmt.Fprintf(std.out, "wrote %s\n", printableList(wrote))
 	return exitOK
 }
+
+// cappedReader reads at most left bytes of r; a read past them fails
+// and sets over, so an import never holds more than the limit in
+// memory whatever the file claims.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a stream that ends exactly at the limit
+		// from one that goes on.
+		var one [1]byte
+		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+			c.over = true
+			return 0, errImportTooBig
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// streamName names an import's input in a message.
+func streamName(name string) string {
+	if name == "-" {
+		return "standard input"
+	}
+	return "'" + name + "'"
+}
+
+// errImportTooBig stops ReadExport at the limit; sessionsImport reports
+// the limit itself (cappedReader.over).
+var errImportTooBig = errors.New("export larger than --max-read-bytes")
