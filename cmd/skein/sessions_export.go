@@ -214,11 +214,16 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 		// One byte more tells a stream that ends exactly at the limit
 		// from one that goes on.
 		var one [1]byte
-		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+		n, err := c.r.Read(one[:])
+		if n > 0 {
 			c.over = true
 			return 0, errImportTooBig
 		}
-		return 0, io.EOF
+		if err == nil {
+			// A reader may return 0, nil: ask again on the next Read.
+			return 0, nil
+		}
+		return 0, err
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]
