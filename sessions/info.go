@@ -29,7 +29,7 @@ func (s *Store) SetInfo(ctx context.Context, id string, info Info) ([]Event, err
 	if len(ch.Events) == 0 {
 		return nil, nil
 	}
-	return s.write(ctx, id, ch, version, false)
+	return s.write(ctx, id, ch, version, false, nil)
 }
 
 // infoChange returns the change that applies info to rec, with its "info"

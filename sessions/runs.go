@@ -82,6 +82,54 @@ type RunBackend interface {
 	ListRuns(ctx context.Context, f RunFilter) ([]RunSummary, int, error)
 }
 
+// RunWriteBackend is implemented by backends that write a session's
+// changes and a run record's update in one transaction, as a workflow
+// stage ends (its stage_end event and its step): Store.ApplyRun.
+type RunWriteBackend interface {
+	// WriteRun is Write that also applies u to the run runID, in the
+	// same transaction: both are made or neither is. A missing run is
+	// ErrRunNotFound.
+	WriteRun(ctx context.Context, id string, base int64, runID string, u *RunUpdate, changes ...*Change) error
+}
+
+// runWrite is a run record's update that rides with a session's write.
+type runWrite struct {
+	id     string
+	update *RunUpdate
+}
+
+// ApplyRun is Apply that also writes u to the run record runID: in the
+// same commit when the backend can (RunWriteBackend), else right after
+// the session's write. A workflow writes each stage's end so, the
+// stage_end event in the stage's session and the step in the run's
+// record.
+func (s *Store) ApplyRun(ctx context.Context, id string, ch *Change, runID string, u *RunUpdate) ([]Event, error) {
+	if _, err := s.runs(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.backend.(RunWriteBackend); !ok {
+		events, err := s.Apply(ctx, id, ch)
+		if err != nil {
+			return nil, err
+		}
+		return events, s.UpdateRun(ctx, runID, u)
+	}
+	return s.write(ctx, id, ch, anyVersion, false, &runWrite{id: runID, update: u})
+}
+
+// writeBackend writes changes to session id at version base, and run's
+// update with them if there is one (the backend is a RunWriteBackend).
+func (s *Store) writeBackend(ctx context.Context, id string, base int64, run *runWrite, changes []*Change) error {
+	if run == nil {
+		return wrap(id, s.backend.Write(ctx, id, base, changes...))
+	}
+	err := s.backend.(RunWriteBackend).WriteRun(ctx, id, base, run.id, run.update, changes...)
+	if errors.Is(err, ErrRunNotFound) {
+		return wrapRun(run.id, err)
+	}
+	return wrap(id, err)
+}
+
 func (s *Store) runs() (RunBackend, error) {
 	rb, ok := s.backend.(RunBackend)
 	if !ok {

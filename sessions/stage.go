@@ -27,7 +27,7 @@ import (
 // sequenced and stamped, for delivery once they are committed. On error
 // nothing changed.
 func (s *Store) Stage(ctx context.Context, id string, ch *Change) ([]Event, error) {
-	return s.write(ctx, id, ch, anyVersion, true)
+	return s.write(ctx, id, ch, anyVersion, true, nil)
 }
 
 // Commit writes the session's staged changes to the backend, all in one

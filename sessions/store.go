@@ -417,7 +417,7 @@ func (s *Store) openOnce(ctx context.Context, id string, opts OpenOptions) (Open
 			ch.Events = append(ch.Events, Event{Type: EventStatus, Data: map[string]any{"status": string(StatusActive), "previous": string(status)}})
 		}
 		if ch.MaxTurns > 0 || ch.Status != "" || len(ch.Events) > 0 {
-			if _, err = s.apply(ctx, sess, ch, version, false); err != nil {
+			if _, err = s.apply(ctx, sess, ch, version, false, nil); err != nil {
 				return Opened{}, err
 			}
 		}
@@ -546,19 +546,19 @@ func (s *Store) Messages(ctx context.Context, id string) ([]message.Message, err
 // stamped), in order, for delivery to subscribers. On error nothing
 // changed.
 func (s *Store) Apply(ctx context.Context, id string, ch *Change) ([]Event, error) {
-	return s.write(ctx, id, ch, anyVersion, false)
+	return s.write(ctx, id, ch, anyVersion, false, nil)
 }
 
 // write gets session id and applies ch to it (see apply), again on the
 // reloaded session when the copy it got left the LRU before the change
 // reached it: a durable session's changes always go to its live copy.
-func (s *Store) write(ctx context.Context, id string, ch *Change, expect int64, stage bool) ([]Event, error) {
+func (s *Store) write(ctx context.Context, id string, ch *Change, expect int64, stage bool, run *runWrite) ([]Event, error) {
 	for {
 		sess, err := s.get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		events, err := s.apply(ctx, sess, ch, expect, stage)
+		events, err := s.apply(ctx, sess, ch, expect, stage, run)
 		if !errors.Is(err, errEvicted) {
 			return events, err
 		}
@@ -584,7 +584,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(message.View) (*C
 		return nil, err
 	}
 	// A reloaded copy has the same version unless the session changed.
-	return s.write(ctx, id, ch, version, false)
+	return s.write(ctx, id, ch, version, false, nil)
 }
 
 // redact returns ch with the store's secrets redacted from its appended
@@ -662,7 +662,7 @@ const openAttempts = 8
 // apply validates ch, stamps its events and applies it: staged (see
 // Stage) when stage is set, otherwise written to the backend together
 // with the session's staged changes, in one Write.
-func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool) ([]Event, error) {
+func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int64, stage bool, run *runWrite) ([]Event, error) {
 	stale := false
 	defer func() {
 		// Another process wrote the session: this live copy is stale.
@@ -724,13 +724,14 @@ func (s *Store) apply(ctx context.Context, sess *Session, ch *Change, expect int
 		sess.staged = append(sess.staged, &w)
 	} else {
 		changes := append(sess.staged[:len(sess.staged):len(sess.staged)], &w)
-		if err := s.backend.Write(ctx, id, sess.storedVersion(), changes...); err != nil {
+		if err := s.writeBackend(ctx, id, sess.storedVersion(), run, changes); err != nil {
 			stale = errors.Is(err, ErrConflict)
-			return nil, wrap(id, err)
+			return nil, err
 		}
 		s.observers.committed(sess.staged)
 		sess.staged = nil
 	}
+
 	sess.applied(&w)
 	sess.promptChecked = true
 	s.logged(sess, w.Events, w.Append)
@@ -889,7 +890,7 @@ func (s *Store) heal(ctx context.Context, sess *Session, reason string) error {
 		ids[i] = callID
 	}
 	ch.Events = []Event{{Type: EventHealed, Data: map[string]any{"tool_call_ids": ids, "reason": reason}}}
-	_, err := s.apply(ctx, sess, ch, anyVersion, false)
+	_, err := s.apply(ctx, sess, ch, anyVersion, false, nil)
 	return err
 }
 
@@ -1024,7 +1025,7 @@ func (s *Store) Close(ctx context.Context, id string) error {
 		}
 	} else {
 		ch := &Change{Status: StatusCompleted, Events: []Event{{Type: EventStatus, Data: map[string]any{"status": string(StatusCompleted)}}}}
-		if _, err := s.write(ctx, id, ch, anyVersion, false); err != nil {
+		if _, err := s.write(ctx, id, ch, anyVersion, false, nil); err != nil {
 			return err
 		}
 	}

@@ -83,6 +83,7 @@ type Run struct {
 
 	initialVars map[string]any
 	headPrefix  []byte // the encoded task and initial vars (head)
+	saved       int    // the steps the stored record has
 	visits      map[string]int
 	completed   int // completed steps
 }
@@ -128,6 +129,7 @@ func decodeRun(rec *sessions.RunRecord) (*Run, error) {
 		}
 		r.add(s)
 	}
+	r.saved = len(r.Steps)
 	return r, nil
 }
 
@@ -219,23 +221,46 @@ func (s *Step) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// save writes the run's header and the steps from index from on. The
-// write is not cancelled with the run: a cancelled run is recorded too.
-func (r *Run) save(ctx context.Context, store *sessions.Store, create bool, from int) error {
-	ctx = context.WithoutCancel(ctx)
-	steps := make([][]byte, 0, len(r.Steps)-from)
-	for i := from; i < len(r.Steps); i++ {
+// update returns the write that brings the stored record up to date:
+// the header and the steps not yet stored. Once it is written, stored
+// records it.
+func (r *Run) update() (*sessions.RunUpdate, error) {
+	steps := make([][]byte, 0, len(r.Steps)-r.saved)
+	for i := r.saved; i < len(r.Steps); i++ {
 		b, err := r.Steps[i].appendJSON(nil)
 		if err != nil {
-			return fmt.Errorf("run '%s': step %d (%s): %w", r.ID, i, r.Steps[i].Node, err)
+			return nil, fmt.Errorf("run '%s': step %d (%s): %w", r.ID, i, r.Steps[i].Node, err)
 		}
 		steps = append(steps, b)
 	}
-	if create {
-		return store.CreateRun(ctx, &sessions.RunRecord{ID: r.ID, Workflow: r.Workflow, Fingerprint: r.Fingerprint,
-			Status: string(r.Status), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps})
+	return &sessions.RunUpdate{Status: string(r.Status), UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps}, nil
+}
+
+// stored records that the write u returned is in the store.
+func (r *Run) stored(u *sessions.RunUpdate) { r.saved += len(u.Steps) }
+
+// pending reports whether the run has steps the store does not have.
+func (r *Run) pending() bool { return r.saved < len(r.Steps) }
+
+// save writes the run's header and the steps not yet stored (create:
+// stores the new record). The write is not cancelled with the run: a
+// cancelled run is recorded too.
+func (r *Run) save(ctx context.Context, store *sessions.Store, create bool) error {
+	ctx = context.WithoutCancel(ctx)
+	u, err := r.update()
+	if err != nil {
+		return err
 	}
-	return store.UpdateRun(ctx, r.ID, &sessions.RunUpdate{Status: string(r.Status), UpdatedAt: r.UpdatedAt, Head: r.head(), Steps: steps})
+	if create {
+		err = store.CreateRun(ctx, &sessions.RunRecord{ID: r.ID, Workflow: r.Workflow, Fingerprint: r.Fingerprint,
+			Status: u.Status, CreatedAt: r.CreatedAt, UpdatedAt: u.UpdatedAt, Head: u.Head, Steps: u.Steps})
+	} else {
+		err = store.UpdateRun(ctx, r.ID, u)
+	}
+	if err == nil {
+		r.stored(u)
+	}
+	return err
 }
 
 // Fields calls f with each of the step's fields as Map gives them, the

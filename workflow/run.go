@@ -116,8 +116,19 @@ var ErrGraphChanged = errors.New("was started with another graph")
 
 type engine struct {
 	Options
-	run *Run
+	run     *Run
+	savedAt time.Time // when the run record was last written
 }
+
+// recordAfter is how long the record of a stage without a session (an
+// fn stage, an llm stage without one) may wait for the run's next
+// write: a run of quick fn stages writes its record every few
+// milliseconds, not after every stage. A crash loses at most the
+// records of the stages that ended in that time, which then run again,
+// as the stage a crash interrupts does; what the store holds is always
+// a prefix of the run. An observer (OnEvent) only learns of a stage
+// once its record is written.
+var recordAfter = 5 * time.Millisecond
 
 // Execute runs (or resumes) a workflow. Stage failures do not return an
 // error: the run ends with status failed and the error in its last step
@@ -188,14 +199,12 @@ func (e *engine) execute(ctx context.Context, resumed bool) (*Run, error) {
 		r.Status = StatusCompleted
 	}
 	r.UpdatedAt = e.Clock()
-	if err := r.save(ctx, e.Store, false, len(r.Steps)); err != nil {
-		return r, err
-	}
 	last := ""
 	if n := len(r.Steps); n > 0 {
 		last = r.Steps[n-1].Node
 	}
-	if err := e.emit(ctx, &Event{Type: EventWorkflowEnd, Node: last, Status: string(r.Status), Error: r.Error}, e.sessionOf(last)); err != nil {
+	// the final record and workflow_end are one commit
+	if err := e.record(ctx, &Event{Type: EventWorkflowEnd, Node: last, Status: string(r.Status), Error: r.Error}, e.sessionOf(last)); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -216,7 +225,7 @@ func (e *engine) start(ctx context.Context) (bool, error) {
 			if r.Task != e.Task {
 				return false, fmt.Errorf("run '%s' was started with another task (%q)", r.ID, clip(r.Task, 60))
 			}
-			e.run = r
+			e.run, e.savedAt = r, time.Now()
 			return r.Status != StatusCompleted, nil
 		case !errors.Is(err, sessions.ErrRunNotFound):
 			return false, err
@@ -239,8 +248,8 @@ func (e *engine) start(ctx context.Context) (bool, error) {
 		Next: g.Entry, CreatedAt: now, UpdatedAt: now}
 	m, _ := vars.(map[string]any)
 	r.reset(m)
-	e.run = r
-	return false, r.save(ctx, e.Store, true, 0)
+	e.run, e.savedAt = r, time.Now()
+	return false, r.save(ctx, e.Store, true)
 }
 
 // sessionOf is the stage session of node: model_policy.session_id (with
@@ -264,6 +273,13 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 	r := e.run
 	sid := e.sessionOf(n.Name)
 	if sid != "" {
+		// the records of the stages before are written before a stage
+		// that may take long starts (see recordAfter)
+		if r.pending() {
+			if err := e.save(ctx); err != nil {
+				return true, err
+			}
+		}
 		if n.RequireTranscript {
 			length, err := e.Store.Length(ctx, sid)
 			if err != nil && !errors.Is(err, sessions.ErrNotFound) {
@@ -333,11 +349,15 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 		r.add(step)
 	}
 	r.UpdatedAt = e.Clock()
-	if err := r.save(ctx, e.Store, false, index); err != nil {
-		return true, err
+	end := &Event{Type: EventStageEnd, Node: n.Name, SessionID: sid, Status: step.Status, Step: index, Error: step.Error}
+	if sid == "" && !stop && e.OnEvent == nil && time.Since(e.savedAt) < recordAfter {
+		return false, nil // recorded with the run's next write
 	}
-	if err := e.emit(ctx, &Event{Type: EventStageEnd, Node: n.Name, SessionID: sid, Status: step.Status, Step: index, Error: step.Error}, sid); err != nil {
-		return true, e.abort(ctx, err)
+	if err := e.record(ctx, end, sid); err != nil {
+		if errors.Is(err, errEvent) {
+			return true, e.abort(ctx, err)
+		}
+		return true, err
 	}
 	return stop, nil
 }
@@ -400,11 +420,59 @@ func (e *engine) next(n *Node, s *Step) (string, error) {
 func (e *engine) abort(ctx context.Context, err error) error {
 	r := e.run
 	r.Status, r.Error, r.UpdatedAt = StatusFailed, err.Error(), e.Clock()
-	if serr := r.save(ctx, e.Store, false, len(r.Steps)); serr != nil {
+	if serr := e.save(ctx); serr != nil {
 		return errors.Join(err, serr)
 	}
 	return err
 }
+
+// save writes the run record.
+func (e *engine) save(ctx context.Context) error {
+	if err := e.run.save(ctx, e.Store, false); err != nil {
+		return err
+	}
+	e.savedAt = time.Now()
+	return nil
+}
+
+// errEvent marks an error of logging an event or of OnEvent, as opposed
+// to one of writing the run record.
+var errEvent = errors.New("event")
+
+// record writes the run record and logs ev into session sid (if any) in
+// one commit, then passes ev to OnEvent. An error of the event's (its
+// session, OnEvent) matches errEvent.
+func (e *engine) record(ctx context.Context, ev *Event, sid string) error {
+	if sid == "" {
+		if err := e.save(ctx); err != nil {
+			return err
+		}
+		return e.emit(ctx, ev, sid)
+	}
+	r := e.run
+	ev.RunID, ev.Workflow = r.ID, r.Workflow
+	ctx = context.WithoutCancel(ctx)
+	if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+		return eventError{err}
+	}
+	u, err := r.update()
+	if err != nil {
+		return err
+	}
+	ch := &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}
+	if _, err := e.Store.ApplyRun(ctx, sid, ch, r.ID, u); err != nil {
+		return eventError{err}
+	}
+	r.stored(u)
+	e.savedAt = time.Now()
+	return e.notify(ev, "")
+}
+
+// eventError is an error of an event's: errors.Is(err, errEvent).
+type eventError struct{ error }
+
+func (e eventError) Unwrap() error        { return e.error }
+func (e eventError) Is(target error) bool { return target == errEvent }
 
 // emit logs ev into session sid (if any) and passes it to OnEvent.
 func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
@@ -413,7 +481,7 @@ func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
 	ctx = context.WithoutCancel(ctx)
 	if sid != "" {
 		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
-			return err
+			return eventError{err}
 		}
 		ch := &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}
 		if ev.Type == EventStageStart {
@@ -421,19 +489,25 @@ func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
 			// session (an agent loop's first step), or at the latest
 			// with stage_end, one commit fewer a stage.
 			if _, err := e.Store.Stage(ctx, sid, ch); err != nil {
-				return err
+				return eventError{err}
 			}
 		} else if _, err := e.Store.Apply(ctx, sid, ch); err != nil {
-			return err
+			return eventError{err}
 		}
 	}
+	return e.notify(ev, sid)
+}
+
+// notify passes ev to OnEvent. sid is the session ev was staged in, if
+// it was: a failing OnEvent writes it then.
+func (e *engine) notify(ev *Event, sid string) error {
 	if e.OnEvent != nil {
 		if err := e.OnEvent(ev); err != nil {
 			if sid != "" && ev.Type == EventStageStart {
 				// the stage will not run: the event is written now
-				err = errors.Join(err, e.Store.Commit(ctx, sid))
+				err = errors.Join(err, e.Store.Commit(context.WithoutCancel(context.Background()), sid))
 			}
-			return err
+			return eventError{err}
 		}
 	}
 	return nil

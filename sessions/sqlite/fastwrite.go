@@ -105,8 +105,9 @@ var errNotKnown = errors.New("the session's state is not known")
 // known state at version base, a change that needs a state read in the
 // transaction (a DropLast, a view leaving a base), or a session that
 // another writer changed or deleted since (the write's row's key is
-// taken, or its session is gone).
-func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded []*rowstore.Change) (err error) {
+// taken, or its session is gone). also, unless it is nil, makes writes of
+// its own in the transaction (see WriteRun).
+func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded []*rowstore.Change, also func(stmter) error) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	// A write that changes the sessions row (its fields, or touched: see
 	// insertWrite) needs a transaction of its two statements.
-	if update, _ := b.rowUpdate(h, p); update == nil && !p.Update.SetMetadata && rowstore.Touched(updated) == h.touched {
+	if update, _ := b.rowUpdate(h, p); update == nil && also == nil && !p.Update.SetMetadata && rowstore.Touched(updated) == h.touched {
 		return b.insertAlone(ctx, w, id, h, p, base)
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
@@ -144,6 +145,9 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	b.begun()
 	after, err := b.applyPlan(ctx, w, h, p, base)
+	if err == nil && also != nil {
+		err = also(w)
+	}
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err != nil {
 			return sessions.IDError(id, b.dropWriteConn(err))
@@ -157,6 +161,9 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	if isConstraint(err) || errors.Is(err, errNoRow) {
 		return errNotKnown // another writer was there, or deleted the session
+	}
+	if errors.Is(err, sessions.ErrRunNotFound) {
+		return err // also's: the run is not the session's
 	}
 	return sessions.IDError(id, err)
 }

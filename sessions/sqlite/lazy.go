@@ -34,11 +34,12 @@ type Lazy struct {
 }
 
 var (
-	_ sessions.Backend        = (*Lazy)(nil)
-	_ sessions.PartialLoader  = (*Lazy)(nil)
-	_ sessions.HistoryBackend = (*Lazy)(nil)
-	_ sessions.RunBackend     = (*Lazy)(nil)
-	_ sessions.RepoBackend    = (*Lazy)(nil)
+	_ sessions.Backend         = (*Lazy)(nil)
+	_ sessions.PartialLoader   = (*Lazy)(nil)
+	_ sessions.HistoryBackend  = (*Lazy)(nil)
+	_ sessions.RunBackend      = (*Lazy)(nil)
+	_ sessions.RunWriteBackend = (*Lazy)(nil)
+	_ sessions.RepoBackend     = (*Lazy)(nil)
 )
 
 // OpenLazy returns a Lazy backend for path with Open's options. It
@@ -201,6 +202,16 @@ func (l *Lazy) Write(ctx context.Context, id string, base int64, changes ...*ses
 		return orNotFound(id, err)
 	}
 	return b.Write(ctx, id, base, changes...)
+}
+
+// WriteRun applies changes to a stored session and u to a stored run in
+// one transaction (ErrNotFound while the file does not exist).
+func (l *Lazy) WriteRun(ctx context.Context, id string, base int64, runID string, u *sessions.RunUpdate, changes ...*sessions.Change) error {
+	b, err := l.backend(false)
+	if b == nil {
+		return orNotFound(id, err)
+	}
+	return b.WriteRun(ctx, id, base, runID, u, changes...)
 }
 
 // Fork forks a stored session (ErrNotFound while the file does not

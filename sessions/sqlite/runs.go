@@ -8,12 +8,16 @@ import (
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
-	"github.com/skein-dev/skein/sessions/storekey"
 )
 
-var _ sessions.RunBackend = (*Backend)(nil)
+var (
+	_ sessions.RunBackend      = (*Backend)(nil)
+	_ sessions.RunWriteBackend = (*Backend)(nil)
+)
 
-// CreateRun stores a new run record and its first steps.
+// CreateRun stores a new run record and its first steps, on the write
+// connection with prepared statements as UpdateRun: one INSERT that
+// refuses a taken id, and an INSERT per step, in one transaction.
 func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error {
 	created, err := rowstore.EncodeTime(rec.CreatedAt)
 	if err != nil {
@@ -23,43 +27,73 @@ func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	return b.write(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE id = ?", rec.ID).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
+	return b.runWrite(ctx, func(w *writeConn) error {
+		var rid int64
+		err := w.StmtContext(ctx, b.stmts.runCreate).QueryRowContext(ctx, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status,
+			created, updated, rowstore.EncodeRun(b.key, rowstore.FieldRunHead, rec.Head), len(rec.Steps)).Scan(&rid)
+		if errors.Is(err, sql.ErrNoRows) {
 			return sessions.ErrRunExists
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, workflow, fingerprint, status, created_at, updated_at, head, steps)
-			VALUES (?, ?, ?, ?, ?, ?, ?, 0)`, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status, created, updated,
-			rowstore.EncodeRun(b.key, rowstore.FieldRunHead, rec.Head))
 		if err != nil {
 			return err
 		}
-		rid, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		return appendSteps(ctx, tx, b.key, rid, 0, rec.Steps)
+		b.inserted(len(rec.Head))
+		return b.insertSteps(ctx, w, rid, 0, rec.Steps)
 	})
 }
 
-// appendSteps stores steps as run rid's from position from on, sealed
-// with k unless it is nil.
-func appendSteps(ctx context.Context, tx *sql.Tx, k *storekey.Key, rid int64, from int, steps [][]byte) error {
+// insertSteps stores steps as run rid's from position from on.
+func (b *Backend) insertSteps(ctx context.Context, tx stmter, rid int64, from int, steps [][]byte) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	insert := tx.StmtContext(ctx, b.stmts.runStep)
+	n := 0
 	for i, s := range steps {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)", rid, from+i,
-			rowstore.EncodeRun(k, rowstore.FieldRunStep, s)); err != nil {
+		if _, err := insert.ExecContext(ctx, rid, from+i, rowstore.EncodeRun(b.key, rowstore.FieldRunStep, s)); err != nil {
+			return err
+		}
+		n += len(s)
+	}
+	b.inserted(n)
+	return nil
+}
+
+// runWrite runs fn in a transaction on the write connection (see
+// writeConn), which it opens if needed.
+func (b *Backend) runWrite(ctx context.Context, fn func(w *writeConn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx) // see write
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.wconn == nil {
+		var err error
+		if b.wconn, err = b.openWriteConn(ctx); err != nil {
 			return err
 		}
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE runs SET steps = ? WHERE rid = ?", from+len(steps), rid)
+	w := b.wconn
+	if _, err := w.begin.ExecContext(ctx); err != nil {
+		return b.dropWriteConn(err)
+	}
+	b.begun()
+	err := fn(w)
+	if err == nil {
+		if _, err = w.commit.ExecContext(ctx); err == nil {
+			b.committed(ctx)
+			return nil
+		}
+	}
+	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
+		b.dropWriteConn(rerr)
+	}
 	return err
 }
 
 // UpdateRun writes the run's new status and header and appends steps.
-// A workflow writes it after every stage, so it runs on the write
+// A workflow writes it as its stages end, so it runs on the write
 // connection with prepared statements (see writeConn): one UPDATE that
 // also counts the steps, and an INSERT per step, in one transaction; an
 // update without steps is its UPDATE alone.
@@ -67,6 +101,9 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 	updated, err := rowstore.EncodeTime(u.UpdatedAt)
 	if err != nil {
 		return err
+	}
+	if len(u.Steps) > 0 {
+		return b.runWrite(ctx, func(w *writeConn) error { return b.updateRun(ctx, w, id, updated, u) })
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -79,58 +116,34 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 			return err
 		}
 	}
-	w := b.wconn
 	b.begun()
-	update := func() (int64, int, error) {
-		var rid int64
-		var steps int
-		err := w.StmtContext(ctx, b.stmts.runUpdate).QueryRowContext(ctx, u.Status, updated,
-			rowstore.EncodeRun(b.key, rowstore.FieldRunHead, u.Head), len(u.Steps), id).
-			Scan(&rid, &steps)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, 0, sessions.ErrRunNotFound
+	if err := b.updateRun(ctx, b.wconn, id, updated, u); err != nil {
+		if fromDatabase(err) {
+			return b.dropWriteConn(err)
 		}
-		return rid, steps, err
-	}
-	if len(u.Steps) == 0 {
-		if _, _, err := update(); err != nil {
-			if fromDatabase(err) {
-				return b.dropWriteConn(err)
-			}
-			return err
-		}
-		b.inserted(len(u.Head))
-		b.committed(ctx)
-		return nil
-	}
-	if _, err := w.begin.ExecContext(ctx); err != nil {
-		return b.dropWriteConn(err)
-	}
-	err = func() error {
-		rid, steps, err := update()
-		if err != nil {
-			return err
-		}
-		n := len(u.Head)
-		insert := w.StmtContext(ctx, b.stmts.runStep)
-		for i, s := range u.Steps {
-			if _, err := insert.ExecContext(ctx, rid, steps-len(u.Steps)+i, rowstore.EncodeRun(b.key, rowstore.FieldRunStep, s)); err != nil {
-				return err
-			}
-			n += len(s)
-		}
-		b.inserted(n)
-		_, err = w.commit.ExecContext(ctx)
 		return err
-	}()
-	if err == nil {
-		b.committed(ctx)
-		return nil
 	}
-	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
-		b.dropWriteConn(rerr)
+	b.committed(ctx)
+	return nil
+}
+
+// updateRun applies u to run id in the write transaction tx (updated is
+// u.UpdatedAt encoded): the runs row's UPDATE, which counts the steps,
+// and an INSERT per step.
+func (b *Backend) updateRun(ctx context.Context, tx stmter, id string, updated int64, u *sessions.RunUpdate) error {
+	var rid int64
+	var steps int
+	err := tx.StmtContext(ctx, b.stmts.runUpdate).QueryRowContext(ctx, u.Status, updated,
+		rowstore.EncodeRun(b.key, rowstore.FieldRunHead, u.Head), len(u.Steps), id).
+		Scan(&rid, &steps)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sessions.ErrRunNotFound
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	b.inserted(len(u.Head))
+	return b.insertSteps(ctx, tx, rid, steps-len(u.Steps), u.Steps)
 }
 
 // LoadRun returns a run record with its steps.

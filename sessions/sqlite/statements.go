@@ -20,6 +20,7 @@ type statements struct {
 	// (SQLite rewrites the entries of every index on a column an UPDATE
 	// assigns, even to the same value).
 	updateLean *sql.Stmt
+	runCreate  *sql.Stmt // a new run record's row
 	runUpdate  *sql.Stmt // a run record's row after a stage
 	runStep    *sql.Stmt // a run record's step
 	touch      *sql.Stmt // the sessions row's touched (see migration13)
@@ -52,6 +53,11 @@ const (
 	// runUpdateSQL's parameters: status, updated_at, head, the number of
 	// steps appended, the run's id; it returns the run's rid and its
 	// number of steps after the update.
+	// runCreateSQL's parameters: id, workflow, fingerprint, status,
+	// created_at, updated_at, head, steps; it returns the new row's rid,
+	// no row when the id is taken.
+	runCreateSQL = `INSERT INTO runs (id, workflow, fingerprint, status, created_at, updated_at, head, steps)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING RETURNING rid`
 	runUpdateSQL = `UPDATE runs SET status = ?, updated_at = ?, head = ?, steps = steps + ? WHERE id = ? RETURNING rid, steps`
 	runStepSQL   = `INSERT INTO run_steps (rid, pos, body) VALUES (?, ?, ?)`
 	// touchSQL sets the minute of the session's last write (see
@@ -72,6 +78,7 @@ func (s *statements) list() []statementSQL {
 		{&s.insertWrite, insertWriteSQL},
 		{&s.update, updateSQL},
 		{&s.updateLean, updateLeanSQL},
+		{&s.runCreate, runCreateSQL},
 		{&s.runUpdate, runUpdateSQL},
 		{&s.runStep, runStepSQL},
 		{&s.touch, touchSQL},

@@ -174,6 +174,23 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 // checks it (writeKnown); when another writer has been there meanwhile,
 // the write starts over and reads the state.
 func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
+	return b.writeWith(ctx, id, base, nil, changes)
+}
+
+// WriteRun is Write that also applies u to the run runID in the same
+// transaction (sessions.RunWriteBackend): a workflow stage's end, its
+// stage_end event and its step, is one commit.
+func (b *Backend) WriteRun(ctx context.Context, id string, base int64, runID string, u *sessions.RunUpdate, changes ...*sessions.Change) error {
+	updated, err := rowstore.EncodeTime(u.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	return b.writeWith(ctx, id, base, func(tx stmter) error { return b.updateRun(ctx, tx, runID, updated, u) }, changes)
+}
+
+// writeWith is Write, with also (unless it is nil) also's writes in the
+// same transaction.
+func (b *Backend) writeWith(ctx context.Context, id string, base int64, also func(stmter) error, changes []*sessions.Change) error {
 	encoded, err := rowstore.EncodeChanges(b.key, id, changes)
 	if err != nil {
 		return err
@@ -183,7 +200,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		dropsLast = dropsLast || ch.DropLast > 0
 	}
 	if !dropsLast {
-		if err := b.writeKnown(ctx, id, base, encoded); !errors.Is(err, errNotKnown) {
+		if err := b.writeKnown(ctx, id, base, encoded, also); !errors.Is(err, errNotKnown) {
 			return err
 		}
 	}
@@ -205,6 +222,11 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		}
 		for _, vid := range p.Release {
 			if err := release(ctx, tx, vid); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			if err := also(tx); err != nil {
 				return err
 			}
 		}
