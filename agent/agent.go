@@ -150,6 +150,13 @@ type Hooks struct {
 	// watches the store (sessions.Store.Observed), the loop does not
 	// build them at all. Unset means Emit always listens.
 	Listening func() bool
+	// ToolCalled, when set, runs as a tool call starts, when its name
+	// joins Result.ToolCalls; ToolEnded as it ends, when its name joins
+	// Result.Succeeded or (failed) Result.Failed. For a caller that keeps
+	// its own form of those lists as the loop goes, rather than
+	// converting them, as long as the loop ran, at its end.
+	ToolCalled func(name string)
+	ToolEnded  func(name string, failed bool)
 }
 
 // Defaults of a loop: DefaultConfig has them, and Run and Call read a
@@ -1057,6 +1064,9 @@ func (l *loop) logToolCalls(calls []message.ToolCall) error {
 // runTool runs one tool call and stages its result.
 func (l *loop) runTool(call message.ToolCall) error {
 	l.res.ToolCalls = append(l.res.ToolCalls, call.Name)
+	if l.cfg.Hooks.ToolCalled != nil {
+		l.cfg.Hooks.ToolCalled(call.Name)
+	}
 	if err := l.setState(StateToolExecuting, &call); err != nil {
 		return err
 	}
@@ -1107,6 +1117,9 @@ func (l *loop) runTool(call message.ToolCall) error {
 		l.res.Failed = append(l.res.Failed, call.Name)
 	} else {
 		l.res.Succeeded = append(l.res.Succeeded, call.Name)
+	}
+	if l.cfg.Hooks.ToolEnded != nil {
+		l.cfg.Hooks.ToolEnded(call.Name, toolErr != nil)
 	}
 	data["status"] = status
 	result := message.Message{Role: message.RoleTool, ToolCallID: call.ID, Name: call.Name, Text: output, Blocks: blocks, IsError: toolErr != nil}

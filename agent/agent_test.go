@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -524,4 +525,37 @@ func TestStateEventsOnlyWhenHeard(t *testing.T) {
 	if h, o := run(false, true); h != 4 || o != 4 {
 		t.Errorf("an observer watching: %d state events to the hooks, %d to the observer; want 4 and 4", h, o)
 	}
+}
+
+// TestToolHooks: Hooks.ToolCalled and ToolEnded see the names of
+// Result.ToolCalls, Succeeded and Failed as they join them, in order.
+func TestToolHooks(t *testing.T) {
+	store := newStore(t, "s")
+	ok, bad := &fakeTool{name: "ok", out: "x"}, &fakeTool{name: "bad", err: errors.New("no")}
+	p := &scripted{name: "fake", resps: []any{
+		&llm.Response{ToolCalls: []message.ToolCall{{ID: "a", Name: "ok", Arguments: map[string]any{}}, {ID: "b", Name: "bad", Arguments: map[string]any{}}}},
+		callTool("nope", map[string]any{}), callTool("ok", map[string]any{"n": "x"}), callTool("ok", map[string]any{}),
+		&llm.Response{Text: "done"}}}
+	cfg := config(store, "s", p, ok, bad)
+	var called, succeeded, failed []string
+	cfg.Hooks.ToolCalled = func(name string) { called = append(called, name) }
+	cfg.Hooks.ToolEnded = func(name string, f bool) {
+		if f {
+			failed = append(failed, name)
+		} else {
+			succeeded = append(succeeded, name)
+		}
+	}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(what string, got, res []string, w ...string) {
+		if !slices.Equal(got, w) || !slices.Equal(res, w) {
+			t.Errorf("%s: hooks %v, result %v, want %v", what, got, res, w)
+		}
+	}
+	want("calls", called, res.ToolCalls, "ok", "bad", "nope", "ok", "ok")
+	want("succeeded", succeeded, res.Succeeded, "ok", "ok")
+	want("failed", failed, res.Failed, "bad", "nope", "ok")
 }

@@ -165,7 +165,7 @@ func agentLoop(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple
 // agent.LoopOptions): agent_loop, workflow stages and agent_spawn all run
 // their loops here, straight into agent.Run. Errors are prefixed with
 // o.fn.
-func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *options) (*agent.Result, error) {
+func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *options) (*loopResult, error) {
 	fn := o.fn
 	st, err := stateOf(thread, fn)
 	if err != nil {
@@ -196,7 +196,7 @@ func runLoop(thread *starlark.Thread, prompt string, system starlark.Value, o *o
 // runLoopWith runs a loop of options o on a session of binding b (nil:
 // unbound): the context's working directory and tier narrow the
 // workspace; a bound agent's approve list and fallback chain apply.
-func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system starlark.Value, o *options, b *binding) (*agent.Result, error) {
+func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system starlark.Value, o *options, b *binding) (*loopResult, error) {
 	fn := o.fn
 	c, err := parseCallOptions(o)
 	if err != nil {
@@ -267,6 +267,8 @@ func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system st
 		}
 		return emit(e)
 	}
+	tools := &toolLists{}
+	tools.hook(cfg)
 	pop := pushLoop(thread, frame)
 	res, err := agent.Run(vm.ContextOf(thread), *cfg)
 	pop()
@@ -274,7 +276,7 @@ func runLoopWith(thread *starlark.Thread, st *vm.State, prompt string, system st
 	if err != nil {
 		return nil, fail(fn, err)
 	}
-	return res, nil
+	return &loopResult{Result: res, tools: tools}, nil
 }
 
 // approvalFunc decides calls of tools a bound agent lists in approve:
@@ -331,7 +333,55 @@ func callPostTurn(thread *starlark.Thread, fn string, cb starlark.Callable, info
 	return agent.PostTurn{}, fmt.Errorf("%s: post_turn_callback returned %s, want None, a bool, a string or {stop, feedback}", fn, v.Type())
 }
 
-func resultToStarlark(res *agent.Result) starlark.Value {
+// loopResult is an agent loop's result with its tool lists as Starlark
+// values, built as the loop went (runLoopWith).
+type loopResult struct {
+	*agent.Result
+	tools *toolLists
+}
+
+// toolLists are result["tools"]'s lists, kept as the loop goes
+// (agent.Hooks.ToolCalled and ToolEnded): an element appended per call,
+// so returning the result costs the same however many tools the loop
+// called. Each distinct name is converted once (a long loop calls a few
+// tools many times).
+type toolLists struct {
+	calls, succeeded, failed []starlark.Value
+	names                    map[string]starlark.Value
+	last                     string
+	lastV                    starlark.Value
+}
+
+// hook sets cfg's hooks to keep the lists.
+func (t *toolLists) hook(cfg *agent.Config) {
+	cfg.Hooks.ToolCalled = func(name string) { t.calls = append(t.calls, t.value(name)) }
+	cfg.Hooks.ToolEnded = func(name string, failed bool) {
+		if failed {
+			t.failed = append(t.failed, t.value(name))
+		} else {
+			t.succeeded = append(t.succeeded, t.value(name))
+		}
+	}
+}
+
+// value is name as a Starlark string, converted once.
+func (t *toolLists) value(name string) starlark.Value {
+	if t.lastV != nil && name == t.last {
+		return t.lastV // a tool called again and again
+	}
+	v, ok := t.names[name]
+	if !ok {
+		if t.names == nil {
+			t.names = map[string]starlark.Value{}
+		}
+		v = starlark.String(name)
+		t.names[name] = v
+	}
+	t.last, t.lastV = name, v
+	return v
+}
+
+func resultToStarlark(res *loopResult) starlark.Value {
 	d := starlark.NewDict(8)
 	set := func(k string, v starlark.Value) { _ = d.SetKey(starlark.String(k), v) }
 	set("status", starlark.String(string(res.Status)))
@@ -341,37 +391,16 @@ func resultToStarlark(res *agent.Result) starlark.Value {
 	set("llm", vm.ToStarlark(map[string]any{
 		"iterations": res.Iterations, "duration_ms": res.Duration.Milliseconds(),
 		"input_tokens": res.Usage.InputTokens, "output_tokens": res.Usage.OutputTokens, "calls": res.Calls,
-		"cost_usd": costValue(res),
+		"cost_usd": costValue(res.Result),
 	}))
-	names := map[string]starlark.Value{}
 	tools := starlark.NewDict(3)
-	_ = tools.SetKey(starlark.String("calls"), toolNames(res.ToolCalls, names))
-	_ = tools.SetKey(starlark.String("failed"), toolNames(res.Failed, names))
-	_ = tools.SetKey(starlark.String("successful"), toolNames(res.Succeeded, names))
+	_ = tools.SetKey(starlark.String("calls"), starlark.NewList(res.tools.calls))
+	_ = tools.SetKey(starlark.String("failed"), starlark.NewList(res.tools.failed))
+	_ = tools.SetKey(starlark.String("successful"), starlark.NewList(res.tools.succeeded))
 	set("tools", tools)
 	set("messages", newMessageList(res.Messages))
 	set("output", vm.ToStarlark(res.Output))
 	return d
-}
-
-// toolNames is a list of tool names, each distinct name converted once
-// (names holds them): a long loop calls a few tools many times.
-func toolNames(calls []string, names map[string]starlark.Value) *starlark.List {
-	out := make([]starlark.Value, len(calls))
-	var last starlark.Value
-	for i, name := range calls {
-		if i > 0 && name == calls[i-1] {
-			out[i] = last // a tool called again and again
-			continue
-		}
-		v, ok := names[name]
-		if !ok {
-			v = starlark.String(name)
-			names[name] = v
-		}
-		out[i], last = v, v
-	}
-	return starlark.NewList(out)
 }
 
 // costValue is a result's cost_usd: a float, or None when unknown.

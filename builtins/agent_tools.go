@@ -170,7 +170,7 @@ func isCancelled(ctx context.Context) bool { return ctx.Err() != nil }
 // description), then the task. o holds the caller's options for the
 // child's loop (nil: none; they may only narrow def's limits). The
 // parent's log gets subagent_start and subagent_end.
-func spawnAgent(thread *starlark.Thread, fn string, parent *loopFrame, def *agent.Definition, task, carry string, budget int, o *options) (*agent.Result, error) {
+func spawnAgent(thread *starlark.Thread, fn string, parent *loopFrame, def *agent.Definition, task, carry string, budget int, o *options) (*loopResult, error) {
 	st, err := stateOf(thread, fn)
 	if err != nil {
 		return nil, err

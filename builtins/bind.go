@@ -380,7 +380,11 @@ func RunAgent(thread *starlark.Thread, def *agent.Definition, id string, context
 	if err := o.vals.Set("session_id", id); err != nil {
 		return nil, err
 	}
-	return runLoop(thread, prompt, starlark.None, o)
+	res, err := runLoop(thread, prompt, starlark.None, o)
+	if err != nil {
+		return nil, err
+	}
+	return res.Result, nil
 }
 
 // AgentHandler serves an agent file with `skein serve --agent

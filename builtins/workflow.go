@@ -548,7 +548,7 @@ func (x *stageExecutor) RunStage(ctx context.Context, s *workflow.Stage) (*workf
 		if err != nil {
 			return nil, err
 		}
-		return stageResult(n, res, res.VisibleText, string(res.Status), res.Usage)
+		return stageResult(n, res.Result, res.VisibleText, string(res.Status), res.Usage)
 	}
 	resp, res, err := runCall(x.thread, s.Prompt, system, o)
 	if err != nil {
