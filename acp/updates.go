@@ -8,22 +8,21 @@ import (
 	"github.com/skein-dev/skein/sessions/message"
 )
 
-// toolKinds are the ACP kinds of skein's built-in tools (package
-// builtins' tools.*) (an editor shows
-// an icon per kind); every other tool is "other".
-var toolKinds = map[string]sdk.ToolKind{
-	"read_file":   sdk.ToolKindRead,
-	"list_dir":    sdk.ToolKindRead,
-	"write_file":  sdk.ToolKindEdit,
-	"search":      sdk.ToolKindSearch,
-	"run_command": sdk.ToolKindExecute,
-	"http_get":    sdk.ToolKindFetch,
-}
-
-// toolKind returns the ACP kind of the tool named name.
+// toolKind returns the ACP kind of the tool named name: skein's built-in
+// tools (package builtins' tools.*) have theirs (an editor shows an icon
+// per kind); every other tool is "other".
 func toolKind(name string) sdk.ToolKind {
-	if k, ok := toolKinds[name]; ok {
-		return k
+	switch name {
+	case "read_file", "list_dir":
+		return sdk.ToolKindRead
+	case "write_file":
+		return sdk.ToolKindEdit
+	case "search":
+		return sdk.ToolKindSearch
+	case "run_command":
+		return sdk.ToolKindExecute
+	case "http_get":
+		return sdk.ToolKindFetch
 	}
 	return sdk.ToolKindOther
 }

@@ -241,13 +241,16 @@ func jsonSchemaBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starla
 	}), nil
 }
 
-// judgeSchema is the output_schema of llm_judge's call.
-var judgeSchema = map[string]any{
-	"type": "object", "additionalProperties": false, "required": []any{"score", "reason"},
-	"properties": map[string]any{
-		"score":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
-		"reason": map[string]any{"type": "string"},
-	},
+// judgeSchema is the output_schema of llm_judge's call (built when
+// called, not at every start).
+func judgeSchema() map[string]any {
+	return map[string]any{
+		"type": "object", "additionalProperties": false, "required": []any{"score", "reason"},
+		"properties": map[string]any{
+			"score":  map[string]any{"type": "number", "minimum": 0, "maximum": 1},
+			"reason": map[string]any{"type": "string"},
+		},
+	}
 }
 
 // judgeSystem is llm_judge's system prompt.
@@ -267,7 +270,7 @@ func llmJudgeBuiltin(thread *starlark.Thread, b *starlark.Builtin, args starlark
 	}
 	return scorer("llm_judge", "", func(thread *starlark.Thread, c *starlark.Dict, result starlark.Value) (starlark.Value, error) {
 		prompt := fmt.Sprintf("Rubric:\n%s\n\nInput (the case):\n%s\n\nOutput to grade:\n%s", rubric, c.String(), text(result))
-		kw := []starlark.Tuple{{starlark.String("output_schema"), vm.ToStarlark(judgeSchema)}, {starlark.String("stream"), starlark.False}}
+		kw := []starlark.Tuple{{starlark.String("output_schema"), vm.ToStarlark(judgeSchema())}, {starlark.String("stream"), starlark.False}}
 		if model != "" {
 			kw = append(kw, starlark.Tuple{starlark.String("model"), starlark.String(model)})
 		}

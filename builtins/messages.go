@@ -14,12 +14,21 @@ import (
 	"github.com/skein-dev/skein/vm"
 )
 
-// blockKeys lists the keys allowed in a content block dict, by type.
-var blockKeys = map[string][]string{
-	message.BlockText:             {"text", "type"},
-	message.BlockThinking:         {"data", "origin", "signature", "thinking", "type"},
-	message.BlockRedactedThinking: {"data", "type"},
-	message.BlockImage:            {"data", "media_type", "type"},
+// blockKeys lists the keys allowed in a content block dict of a type;
+// known is false for a type that has no such list. (A switch, not a map:
+// a map literal would be built at every start.)
+func blockKeys(typ string) (allowed []string, known bool) {
+	switch typ {
+	case message.BlockText:
+		return []string{"text", "type"}, true
+	case message.BlockThinking:
+		return []string{"data", "origin", "signature", "thinking", "type"}, true
+	case message.BlockRedactedThinking:
+		return []string{"data", "type"}, true
+	case message.BlockImage:
+		return []string{"data", "media_type", "type"}, true
+	}
+	return nil, false
 }
 
 // messageFromStarlark converts a message dict to a Message,
@@ -150,7 +159,7 @@ func blockFromStarlark(v starlark.Value) (message.Block, error) {
 	}
 	t, _, _ := d.Get(starlark.String("type"))
 	typ, ok := t.(starlark.String)
-	allowed, known := blockKeys[string(typ)]
+	allowed, known := blockKeys(string(typ))
 	if !ok || !known {
 		return b, fmt.Errorf("block must have a string 'type' (one of: %s)", strings.Join(message.BlockTypes, ", "))
 	}

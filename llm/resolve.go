@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/skein-dev/skein/internal/didyoumean"
 	"github.com/skein-dev/skein/sessions/message"
@@ -70,7 +71,8 @@ type Settings struct {
 	Budget *Budget
 }
 
-var openAIModel = regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`)
+// openAIModel matches the OpenAI model names (compiled on first use).
+var openAIModel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(gpt-|chatgpt-|o[1-9]($|-))`) })
 
 // ErrNoProvider explains how to configure a provider. It names every
 // way, the offline mock included.
@@ -94,7 +96,7 @@ func (s *Settings) ResolveName(explicit, model string) (string, error) {
 	switch {
 	case strings.HasPrefix(model, "claude-"):
 		return ProviderAnthropic, nil
-	case openAIModel.MatchString(model):
+	case openAIModel().MatchString(model):
 		return ProviderOpenAI, nil
 	case strings.HasPrefix(model, "gemini-"):
 		return ProviderGemini, nil

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/skein-dev/skein/internal/jsonvalue"
@@ -32,22 +33,20 @@ const (
 	EventContextCleared    = "agent:context_cleared"    // the transcript and summary were dropped (a reset)
 )
 
-// renamed maps the event types a log written by an older skein holds to
-// their names now.
-var renamed = map[string]string{
-	"session_started":   EventSessionStarted,
-	"feedback_injected": EventDirectiveInjected,
-	"compaction":        EventContextCompacted,
-	"reset":             EventContextCleared,
-}
-
 // EventType returns the current name of a stored event type: an old name
 // (session_started, feedback_injected, compaction, reset) is read as the
 // name that replaced it, so a log written before the rename reads as one
 // written now; any other type is returned unchanged.
 func EventType(stored string) string {
-	if t, ok := renamed[stored]; ok {
-		return t
+	switch stored { // the old names (a switch: a map would be built at every start)
+	case "session_started":
+		return EventSessionStarted
+	case "feedback_injected":
+		return EventDirectiveInjected
+	case "compaction":
+		return EventContextCompacted
+	case "reset":
+		return EventContextCleared
 	}
 	return stored
 }
@@ -73,7 +72,7 @@ type Event struct {
 }
 
 // envelopeKeys are the keys of an event's JSON form that Data must not use.
-var envelopeKeys = map[string]bool{"type": true, "session_id": true, "seq": true, "timestamp": true, "corr_id": true}
+var envelopeKeys = []string{"type", "session_id", "seq", "timestamp", "corr_id"}
 
 // NewEvent returns an unsequenced event of the given type with data.
 func NewEvent(typ string, data map[string]any) Event {
@@ -138,7 +137,7 @@ func (e *Event) SetFields(m map[string]any) error {
 			return fmt.Errorf("event timestamp: %v", err)
 		}
 	}
-	for k := range envelopeKeys {
+	for _, k := range envelopeKeys {
 		delete(m, k)
 	}
 	if len(m) > 0 {
@@ -154,7 +153,7 @@ func CheckEvent(e *Event) error {
 		return fmt.Errorf("event has no type")
 	}
 	for k, v := range e.Data {
-		if envelopeKeys[k] {
+		if slices.Contains(envelopeKeys, k) {
 			return fmt.Errorf("event %s: data key %q is reserved", e.Type, k)
 		}
 		if err := jsonvalue.Check(v); err != nil {

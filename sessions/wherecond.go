@@ -67,8 +67,23 @@ func whereConds(src string) ([]WhereCond, bool) {
 	return conds, exact
 }
 
-// mirrored is the operator of a comparison with its sides swapped.
-var mirrored = map[string]string{"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+// mirrored is the operator of a comparison with its sides swapped ("" for
+// an operator that is not a comparison).
+func mirrored(op string) string {
+	switch op {
+	case "==", "!=":
+		return op
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	}
+	return ""
+}
 
 // condOf returns n as a WhereCond, if it has one of its forms.
 func condOf(n ast.Node) (WhereCond, bool) {
@@ -78,7 +93,7 @@ func condOf(n ast.Node) (WhereCond, bool) {
 	}
 	field, value, op := fieldOf(b.Left), b.Right, b.Operator
 	if field == "" && b.Operator != "in" {
-		field, value, op = fieldOf(b.Right), b.Left, mirrored[b.Operator]
+		field, value, op = fieldOf(b.Right), b.Left, mirrored(b.Operator)
 	}
 	switch {
 	case field == "":

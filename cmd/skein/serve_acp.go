@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/skein-dev/skein/acp"
 	"github.com/skein-dev/skein/sessions"
@@ -37,8 +38,9 @@ func (a *agentsFlag) Set(v string) error {
 	return nil
 }
 
-// agentName is what an external agent may be called.
-var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+// agentName is what an external agent may be called (compiled on first
+// use: nothing is built at start-up).
+var agentName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 // parseACPAgent reads an --agent acp:NAME=COMMAND ARGS... value.
 func parseACPAgent(v string) (name string, argv []string, err error) {
@@ -46,7 +48,7 @@ func parseACPAgent(v string) (name string, argv []string, err error) {
 	switch {
 	case !ok:
 		return "", nil, fmt.Errorf("--agent %s: want acp:NAME=COMMAND ARGS...", v)
-	case !agentName.MatchString(name):
+	case !agentName().MatchString(name):
 		return "", nil, fmt.Errorf("--agent %s: the agent's name %q must be letters, digits, '_', '.' or '-'", v, name)
 	}
 	if argv, err = splitCommandLine(cmdline); err != nil {

@@ -70,6 +70,12 @@ func BenchmarkSkeinTest(b *testing.B) {
 // rounds, and memory/compare and cpu-memory/compare are this build's
 // medians over its.
 //
+// With SKEIN_STARTUP_DIR set to a directory, the three binaries are built
+// there when it does not hold them yet and reused when it does, so that
+// a measurement can run without building anything (on a shared machine,
+// build first, then measure in a quiet moment); remove the directory
+// after changing the code.
+//
 //	go test ./cmd/skein -run '^$' -bench RunStartup -benchtime 1x
 func BenchmarkRunStartup(b *testing.B) {
 	goTool, err := exec.LookPath("go")
@@ -81,8 +87,19 @@ func BenchmarkRunStartup(b *testing.B) {
 		b.Skip("no true command to compare with:", err)
 	}
 	dir := b.TempDir()
-	bin, static := filepath.Join(dir, "skein"), filepath.Join(dir, "skein-static")
+	binDir := dir
+	if d := os.Getenv("SKEIN_STARTUP_DIR"); d != "" {
+		binDir = d
+	}
+	bin, static := filepath.Join(binDir, "skein"), filepath.Join(binDir, "skein-static")
+	built := func(path string) bool {
+		_, err := os.Stat(path)
+		return binDir != dir && err == nil
+	}
 	for _, out := range []string{bin, static} {
+		if built(out) {
+			continue
+		}
 		build := exec.Command(goTool, "build", "-o", out, ".")
 		if out == static {
 			build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -94,7 +111,7 @@ func BenchmarkRunStartup(b *testing.B) {
 	// nethttp is a Go program built the same way (go build, cgo as the
 	// toolchain defaults) that imports net/http and prints: the floor of
 	// a Go binary that links the network stack, which skein does.
-	hello, nethttp := filepath.Join(dir, "hello"), filepath.Join(dir, "nethttp")
+	hello, nethttp := filepath.Join(dir, "hello"), filepath.Join(binDir, "nethttp")
 	if err := os.MkdirAll(hello, 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -106,10 +123,12 @@ func BenchmarkRunStartup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	build := exec.Command(goTool, "build", "-o", nethttp, ".")
-	build.Dir = hello
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build hello: %v\n%s", err, out)
+	if !built(nethttp) {
+		build := exec.Command(goTool, "build", "-o", nethttp, ".")
+		build.Dir = hello
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("go build hello: %v\n%s", err, out)
+		}
 	}
 	script := filepath.Join(dir, "one.star")
 	if err := os.WriteFile(script, []byte("print(1 + 1)\n"), 0o644); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/skein-dev/skein/llm"
 	"github.com/skein-dev/skein/llm/internal/wire"
@@ -84,7 +85,7 @@ type tool struct {
 
 // reasoningModel matches the models that reason by default (o1..o9,
 // gpt-5, codex): their replies need their encrypted reasoning included.
-var reasoningModel = regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`)
+var reasoningModel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(o[1-9]($|-)|gpt-5|codex)`) })
 
 // encodeRequest maps req onto the wire format:
 //
@@ -145,7 +146,7 @@ func encodeRequest(req *llm.Request) (*wire.JSON, error) {
 	if req.Thinking != nil {
 		out.Reasoning = &reasoning{Effort: req.Thinking.Level(), Summary: "auto"}
 	}
-	if req.Thinking != nil || reasoningModel.MatchString(req.Model) {
+	if req.Thinking != nil || reasoningModel().MatchString(req.Model) {
 		out.Include = []string{"reasoning.encrypted_content"}
 	}
 	if o := req.Output; o != nil {

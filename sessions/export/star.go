@@ -443,7 +443,7 @@ func writeStarLiteral(b *strings.Builder, v any) error {
 // isStarIdent reports whether s can name a tool stub or its parameter: a
 // Starlark identifier that is not a keyword or a name the stubs use.
 func isStarIdent(s string) bool {
-	if s == "" || starKeywords[s] {
+	if s == "" || slices.Contains(starKeywords, s) {
 		return false
 	}
 	for i, r := range s {
@@ -454,6 +454,7 @@ func isStarIdent(s string) bool {
 	return true
 }
 
-var starKeywords = map[string]bool{"and": true, "break": true, "continue": true, "def": true, "elif": true, "else": true,
-	"for": true, "if": true, "in": true, "lambda": true, "load": true, "not": true, "or": true, "pass": true, "return": true,
-	"None": true, "True": true, "False": true, "recorded": true, "calls": true}
+// starKeywords are the names a generated variable may not take.
+var starKeywords = []string{"and", "break", "continue", "def", "elif", "else",
+	"for", "if", "in", "lambda", "load", "not", "or", "pass", "return",
+	"None", "True", "False", "recorded", "calls"}

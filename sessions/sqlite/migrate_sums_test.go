@@ -31,7 +31,7 @@ func TestMigratePayloadChecksums(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			t.Fatalf("migration %d: %v", v+1, err)
 		}
-		if step := migrationSteps[v+1]; step != nil {
+		if step := migrationStep(v + 1); step != nil {
 			if err := step(ctx, tx); err != nil {
 				t.Fatalf("migration %d: %v", v+1, err)
 			}

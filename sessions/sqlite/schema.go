@@ -25,9 +25,17 @@ const SchemaVersion = 13
 // appended here, with SchemaVersion raised to match.
 var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12, migration13}
 
-// migrationSteps are Go steps of migrations, by the version they move to:
-// run after that migration's SQL, in the same transaction.
-var migrationSteps = map[int]func(context.Context, *sql.Tx) error{8: identifyMessages, 9: toWrites}
+// migrationStep is the Go step of the migration to version v, if it has
+// one: run after that migration's SQL, in the same transaction.
+func migrationStep(v int) func(context.Context, *sql.Tx) error {
+	switch v {
+	case 8:
+		return identifyMessages
+	case 9:
+		return toWrites
+	}
+	return nil
+}
 
 const migration1 = `
 CREATE TABLE sessions (
@@ -153,7 +161,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("migration %d: %w", v+1, err)
 		}
-		if step := migrationSteps[v+1]; step != nil {
+		if step := migrationStep(v + 1); step != nil {
 			if err := step(ctx, tx); err != nil {
 				return fmt.Errorf("migration %d: %w", v+1, err)
 			}

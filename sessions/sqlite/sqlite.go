@@ -164,7 +164,7 @@ func configure(path string, opts []Option) (*Backend, string, error) {
 	for _, o := range opts {
 		o(b)
 	}
-	synchronous, ok := synchronousOf[b.durability]
+	synchronous, ok := synchronousOf(b.durability)
 	if !ok {
 		_, err := sessions.ParseDurability(string(b.durability))
 		return nil, "", fmt.Errorf("sqlite: %w", err)
@@ -209,9 +209,16 @@ func readOnlyDSN(path string, immutable bool) string {
 // In WAL mode NORMAL syncs the log only at checkpoints: a commit is in the
 // log file, so in the operating system's page cache, when it returns,
 // which a process crash cannot lose. FULL syncs the log at every commit.
-var synchronousOf = map[sessions.Durability]string{
-	sessions.DurabilityProcess: "NORMAL",
-	sessions.DurabilityFull:    "FULL",
+// ok is false for an unknown level. (A switch: a map literal would be
+// built at every start.)
+func synchronousOf(d sessions.Durability) (pragma string, ok bool) {
+	switch d {
+	case sessions.DurabilityProcess:
+		return "NORMAL", true
+	case sessions.DurabilityFull:
+		return "FULL", true
+	}
+	return "", false
 }
 
 // Durability returns the backend's durability level.

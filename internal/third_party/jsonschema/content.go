@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"sync"
 )
 
 // Decoder specifies how to decode specific contentEncoding.
@@ -14,14 +15,18 @@ type Decoder struct {
 	Decode func(string) ([]byte, error)
 }
 
-var decoders = map[string]*Decoder{
-	"base64": {
-		Name: "base64",
-		Decode: func(s string) ([]byte, error) {
-			return base64.StdEncoding.DecodeString(s)
+// decoders and mediaTypes are built on first use. skein's copy: upstream
+// builds them in the package's variable initialisers.
+var decoders = sync.OnceValue(func() map[string]*Decoder {
+	return map[string]*Decoder{
+		"base64": {
+			Name: "base64",
+			Decode: func(s string) ([]byte, error) {
+				return base64.StdEncoding.DecodeString(s)
+			},
 		},
-	},
-}
+	}
+})
 
 // MediaType specified how to validate bytes against specific contentMediaType.
 type MediaType struct {
@@ -37,15 +42,17 @@ type MediaType struct {
 	UnmarshalJSON func([]byte) (any, error)
 }
 
-var mediaTypes = map[string]*MediaType{
-	"application/json": {
-		Name: "application/json",
-		Validate: func(b []byte) error {
-			var v any
-			return json.Unmarshal(b, &v)
+var mediaTypes = sync.OnceValue(func() map[string]*MediaType {
+	return map[string]*MediaType{
+		"application/json": {
+			Name: "application/json",
+			Validate: func(b []byte) error {
+				var v any
+				return json.Unmarshal(b, &v)
+			},
+			UnmarshalJSON: func(b []byte) (any, error) {
+				return UnmarshalJSON(bytes.NewReader(b))
+			},
 		},
-		UnmarshalJSON: func(b []byte) (any, error) {
-			return UnmarshalJSON(bytes.NewReader(b))
-		},
-	},
-}
+	}
+})

@@ -15,7 +15,8 @@ type Draft struct {
 	id            string             // property name used to represent id
 	subschemas    []SchemaPath       // locations of subschemas
 	vocabPrefix   string             // prefix used for vocabulary
-	allVocabs     map[string]*Schema // names of supported vocabs with its schemas
+	allVocabs     map[string]*Schema // names of supported vocabs with its schemas (built by setupDrafts)
+	vocabNames    []string           // the names in allVocabs (skein's copy)
 	defaultVocabs []string           // names of default vocabs
 }
 
@@ -26,10 +27,59 @@ func (d *Draft) String() string {
 
 var (
 	Draft4 = &Draft{
-		version: 4,
-		url:     "http://json-schema.org/draft-04/schema",
-		id:      "id",
-		subschemas: []SchemaPath{
+		version:       4,
+		url:           "http://json-schema.org/draft-04/schema",
+		id:            "id",
+		vocabPrefix:   "",
+		defaultVocabs: []string{},
+	}
+
+	Draft6 = &Draft{
+		version:       6,
+		url:           "http://json-schema.org/draft-06/schema",
+		id:            "$id",
+		vocabPrefix:   "",
+		defaultVocabs: []string{},
+	}
+
+	Draft7 = &Draft{
+		version:       7,
+		url:           "http://json-schema.org/draft-07/schema",
+		id:            "$id",
+		vocabPrefix:   "",
+		defaultVocabs: []string{},
+	}
+
+	Draft2019 = &Draft{
+		version:       2019,
+		url:           "https://json-schema.org/draft/2019-09/schema",
+		id:            "$id",
+		vocabPrefix:   "https://json-schema.org/draft/2019-09/vocab/",
+		vocabNames:    []string{"core", "applicator", "validation", "meta-data", "format", "content"},
+		defaultVocabs: []string{"core", "applicator", "validation"},
+	}
+
+	Draft2020 = &Draft{
+		version:       2020,
+		url:           "https://json-schema.org/draft/2020-12/schema",
+		id:            "$id",
+		vocabPrefix:   "https://json-schema.org/draft/2020-12/vocab/",
+		vocabNames:    []string{"core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "format-assertion", "content"},
+		defaultVocabs: []string{"core", "applicator", "unevaluated", "validation"},
+	}
+
+	draftLatest = Draft2020
+)
+
+// draftsSetup builds the drafts' subschema locations and vocabulary maps.
+// skein's copy: upstream builds them in the package's variable
+// initialisers (about 150 allocations at every start); this copy builds
+// them on first use (paths, vocabs; see README.skein.md).
+var draftsSetup sync.Once
+
+func setupDrafts() {
+	draftsSetup.Do(func() {
+		Draft4.subschemas = []SchemaPath{
 			// type agonistic
 			schemaPath("definitions/*"),
 			schemaPath("not"),
@@ -45,85 +95,47 @@ var (
 			schemaPath("items/[]"),
 			schemaPath("additionalItems"),
 			schemaPath("dependencies/*"),
-		},
-		vocabPrefix:   "",
-		allVocabs:     map[string]*Schema{},
-		defaultVocabs: []string{},
-	}
-
-	Draft6 = &Draft{
-		version: 6,
-		url:     "http://json-schema.org/draft-06/schema",
-		id:      "$id",
-		subschemas: joinSubschemas(Draft4.subschemas,
+		}
+		Draft6.subschemas = joinSubschemas(Draft4.subschemas,
 			schemaPath("propertyNames"),
 			schemaPath("contains"),
-		),
-		vocabPrefix:   "",
-		allVocabs:     map[string]*Schema{},
-		defaultVocabs: []string{},
-	}
-
-	Draft7 = &Draft{
-		version: 7,
-		url:     "http://json-schema.org/draft-07/schema",
-		id:      "$id",
-		subschemas: joinSubschemas(Draft6.subschemas,
+		)
+		Draft7.subschemas = joinSubschemas(Draft6.subschemas,
 			schemaPath("if"),
 			schemaPath("then"),
 			schemaPath("else"),
-		),
-		vocabPrefix:   "",
-		allVocabs:     map[string]*Schema{},
-		defaultVocabs: []string{},
-	}
-
-	Draft2019 = &Draft{
-		version: 2019,
-		url:     "https://json-schema.org/draft/2019-09/schema",
-		id:      "$id",
-		subschemas: joinSubschemas(Draft7.subschemas,
+		)
+		Draft2019.subschemas = joinSubschemas(Draft7.subschemas,
 			schemaPath("$defs/*"),
 			schemaPath("dependentSchemas/*"),
 			schemaPath("unevaluatedProperties"),
 			schemaPath("unevaluatedItems"),
 			schemaPath("contentSchema"),
-		),
-		vocabPrefix: "https://json-schema.org/draft/2019-09/vocab/",
-		allVocabs: map[string]*Schema{
-			"core":       nil,
-			"applicator": nil,
-			"validation": nil,
-			"meta-data":  nil,
-			"format":     nil,
-			"content":    nil,
-		},
-		defaultVocabs: []string{"core", "applicator", "validation"},
-	}
-
-	Draft2020 = &Draft{
-		version: 2020,
-		url:     "https://json-schema.org/draft/2020-12/schema",
-		id:      "$id",
-		subschemas: joinSubschemas(Draft2019.subschemas,
+		)
+		Draft2020.subschemas = joinSubschemas(Draft2019.subschemas,
 			schemaPath("prefixItems/[]"),
-		),
-		vocabPrefix: "https://json-schema.org/draft/2020-12/vocab/",
-		allVocabs: map[string]*Schema{
-			"core":              nil,
-			"applicator":        nil,
-			"unevaluated":       nil,
-			"validation":        nil,
-			"meta-data":         nil,
-			"format-annotation": nil,
-			"format-assertion":  nil,
-			"content":           nil,
-		},
-		defaultVocabs: []string{"core", "applicator", "unevaluated", "validation"},
-	}
+		)
+		for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
+			d.allVocabs = make(map[string]*Schema, len(d.vocabNames))
+			for _, name := range d.vocabNames {
+				d.allVocabs[name] = nil
+			}
+		}
+	})
+}
 
-	draftLatest = Draft2020
-)
+// paths returns the locations of the draft's subschemas.
+func (d *Draft) paths() []SchemaPath {
+	setupDrafts()
+	return d.subschemas
+}
+
+// vocabs returns the draft's vocabularies by name, with their schemas
+// once loadDrafts has compiled them.
+func (d *Draft) vocabs() map[string]*Schema {
+	setupDrafts()
+	return d.allVocabs
+}
 
 // draftsOnce compiles the drafts' meta-schemas. skein's copy: upstream
 // does it in init; this copy does it on the first Compile or Validate, so
@@ -140,7 +152,7 @@ func loadDrafts() {
 		c.AssertFormat()
 		for _, d := range []*Draft{Draft4, Draft6, Draft7, Draft2019, Draft2020} {
 			d.sch = c.MustCompile(d.url)
-			for name := range d.allVocabs {
+			for name := range d.vocabs() {
 				d.allVocabs[name] = c.MustCompile(strings.TrimSuffix(d.url, "schema") + "meta/" + name)
 			}
 		}
@@ -214,7 +226,7 @@ func (d *Draft) getVocabs(url url, doc any, vocabularies map[string]*Vocabulary)
 		}
 		name, ok := strings.CutPrefix(vocab, d.vocabPrefix)
 		if ok {
-			if _, ok := d.allVocabs[name]; ok {
+			if _, ok := d.vocabs()[name]; ok {
 				if !slices.Contains(vocabs, name) {
 					vocabs = append(vocabs, name)
 					continue
@@ -283,7 +295,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 
 	var allOf []*Schema
 	for _, vocab := range vocabs {
-		sch := d.draft.allVocabs[vocab]
+		sch := d.draft.vocabs()[vocab]
 		if sch == nil {
 			if v, ok := vocabularies[vocab]; ok {
 				sch = v.Schema
@@ -294,7 +306,7 @@ func (d *dialect) getSchema(assertVocabs bool, vocabularies map[string]*Vocabula
 		}
 	}
 	if !slices.Contains(vocabs, "core") {
-		sch := d.draft.allVocabs["core"]
+		sch := d.draft.vocabs()["core"]
 		if sch == nil {
 			sch = d.draft.sch
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
@@ -165,7 +166,7 @@ func SessionFilter(lf sessions.ListFilter, d Dialect) (*Filter, error) {
 	if lf.Text != "" {
 		// The title, else the first prompt (sessions.ListFilter.Text);
 		// LIKE with the text's own % _ \ escaped, on lower() of both.
-		p := "%" + likeEscaper.Replace(strings.ToLower(lf.Text)) + "%"
+		p := "%" + likeEscaper().Replace(strings.ToLower(lf.Text)) + "%"
 		f.conds = append(f.conds, `(lower(id) LIKE ? ESCAPE '\' OR lower(CASE WHEN coalesce(title, '') = '' THEN coalesce(first_prompt, '') ELSE title END) LIKE ? ESCAPE '\')`)
 		f.Args = append(f.Args, p, p)
 	}
@@ -198,12 +199,32 @@ const TouchedUnit = int64(60e9)
 // encoded: EncodeTime).
 func Touched(t int64) int64 { return t - t%TouchedUnit }
 
-// condColumns are the columns of WhereCond fields.
-var condColumns = map[string]string{"id": "id", "status": "status", "parent": "coalesce(parent_id, '')",
-	"turns": "turns", "messages": "length"}
+// condColumn is the column of a WhereCond field ("" for none). (Switches,
+// not maps: a map literal would be built at every start.)
+func condColumn(field string) string {
+	switch field {
+	case "id", "status", "turns":
+		return field
+	case "parent":
+		return "coalesce(parent_id, '')"
+	case "messages":
+		return "length"
+	}
+	return ""
+}
 
-// sqlOps are the SQL operators of WhereCond's.
-var sqlOps = map[string]string{"==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+// sqlOp is the SQL operator of a WhereCond's ("" for none).
+func sqlOp(op string) string {
+	switch op {
+	case "==":
+		return "="
+	case "!=":
+		return "<>"
+	case "<", "<=", ">", ">=":
+		return op
+	}
+	return ""
+}
 
 // cond adds the condition c (sessions.WhereCond, with its meaning).
 func (f *Filter) cond(c sessions.WhereCond, d Dialect) error {
@@ -217,7 +238,7 @@ func (f *Filter) cond(c sessions.WhereCond, d Dialect) error {
 		f.Args = append(f.Args, args...)
 		return nil
 	}
-	col, op := condColumns[c.Field], sqlOps[c.Op]
+	col, op := condColumn(c.Field), sqlOp(c.Op)
 	switch v := c.Value.(type) {
 	case []string:
 		if c.Op == "in" && col != "" {
@@ -233,8 +254,9 @@ func (f *Filter) cond(c sessions.WhereCond, d Dialect) error {
 	return fmt.Errorf("list: condition %s cannot be applied", c)
 }
 
-// likeEscaper escapes the wildcards of a LIKE pattern (with ESCAPE '\').
-var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
+// likeEscaper escapes the wildcards of a LIKE pattern (with ESCAPE '\'),
+// made on first use.
+var likeEscaper = sync.OnceValue(func() *strings.Replacer { return strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`) })
 
 // RunFilter returns the WHERE clause of a run listing.
 func RunFilter(rf sessions.RunFilter) *Filter {
