@@ -26,8 +26,8 @@ import (
 // every span through a channel to its goroutine, which wakes that
 // goroutine once per span (on a loop making two spans per iteration, the
 // scheduler's work of those wake-ups cost more than the spans); this one
-// appends a span to a slice under a mutex and wakes the goroutine once a
-// batch.
+// encodes a span into a buffer under a mutex and wakes the goroutine once
+// a batch.
 
 // batchOptions are the OTEL_BSP_* settings.
 type batchOptions struct {
@@ -54,15 +54,27 @@ func batchOptionsFromEnv() batchOptions {
 	return o
 }
 
-// batcher is an sdktrace.SpanProcessor that exports ended, sampled spans
-// in batches.
+// spanExporter exports a batch of ended spans (otlpExporter): spans
+// holds n of them, each encoded as an OTLP ScopeSpans's spans field
+// (appendSpanField).
+type spanExporter interface {
+	ExportSpans(ctx context.Context, spans []byte, n int) error
+	Shutdown(ctx context.Context) error
+}
+
+// batcher exports ended, sampled spans in batches. A span is encoded
+// (OTLP protobuf) when it ends, into the batcher's pending buffer: what
+// waits for export is bytes, which the garbage collector does not scan,
+// and the span's record goes back to its pool at once.
 type batcher struct {
-	exp sdktrace.SpanExporter
+	exp spanExporter
 	o   batchOptions
 
 	mu      sync.Mutex
-	pending []sdktrace.ReadOnlySpan // ended, not yet taken by the goroutine
-	spare   []sdktrace.ReadOnlySpan // the goroutine's last slice, for reuse
+	pending []byte // the spans ended, not yet taken by the goroutine
+	ends    []int  // where each span of pending ends
+	spare   []byte // the goroutine's last buffers, for reuse
+	spareE  []int
 	dropped int
 	closed  bool
 
@@ -73,31 +85,33 @@ type batcher struct {
 	once    sync.Once
 }
 
-var _ sdktrace.SpanProcessor = (*batcher)(nil)
-
-func newBatcher(exp sdktrace.SpanExporter, o batchOptions) *batcher {
+func newBatcher(exp spanExporter, o batchOptions) *batcher {
 	b := &batcher{exp: exp, o: o, kick: make(chan struct{}, 1), flushes: make(chan chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go b.run()
 	return b
 }
 
-// OnStart does nothing: spans are exported when they end.
-func (b *batcher) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+// spanBytes is about what an encoded span of skein's takes.
+const spanBytes = 384
 
-// OnEnd queues s for export.
-func (b *batcher) OnEnd(s sdktrace.ReadOnlySpan) {
-	if !s.SpanContext().IsSampled() {
-		return
-	}
+// onEnd encodes an ended, sampled span for export, or drops it when
+// maxQueue spans wait already.
+func (b *batcher) onEnd(s *record) {
 	b.mu.Lock()
 	switch {
 	case b.closed:
-	case len(b.pending) >= b.o.maxQueue:
+	case len(b.ends) >= b.o.maxQueue:
 		b.dropped++
 	default:
-		b.pending = append(b.pending, s)
-		if len(b.pending) == b.o.batchSize {
+		if b.pending == nil {
+			// room for a batch of spans of the usual size: less to
+			// copy than doubling from nothing
+			b.pending = make([]byte, 0, min(b.o.batchSize, b.o.maxQueue)*spanBytes)
+		}
+		b.pending = appendSpanField(b.pending, s)
+		b.ends = append(b.ends, len(b.pending))
+		if len(b.ends) == b.o.batchSize {
 			select {
 			case b.kick <- struct{}{}:
 			default: // already woken
@@ -146,32 +160,42 @@ func (b *batcher) run() {
 // exports them in batches.
 func (b *batcher) export(all bool) {
 	b.mu.Lock()
-	n := len(b.pending)
+	spans, ends := b.pending, b.ends
+	n := len(ends)
 	if !all {
 		n -= n % b.o.batchSize
 	}
-	spans := b.pending[:n]
-	b.pending = append(b.spare[:0], b.pending[n:]...)
-	b.spare = nil
+	size := 0
+	if n > 0 {
+		size = ends[n-1]
+	}
+	// The spans left (of a batch not yet full) move to the spare
+	// buffers, which become the pending ones.
+	b.pending = append(b.spare[:0], spans[size:]...)
+	b.ends = b.spareE[:0]
+	for _, e := range ends[n:] {
+		b.ends = append(b.ends, e-size)
+	}
+	b.spare, b.spareE = nil, nil
 	dropped := b.dropped
 	b.dropped = 0
 	b.mu.Unlock()
 	if dropped > 0 {
 		otel.Handle(fmt.Errorf("telemetry: %d spans dropped: more than OTEL_BSP_MAX_QUEUE_SIZE=%d were waiting for the exporter", dropped, b.o.maxQueue))
 	}
-	for i := 0; i < len(spans); i += b.o.batchSize {
-		batch := spans[i:min(i+b.o.batchSize, len(spans))]
+	from := 0
+	for i := 0; i < n; i += b.o.batchSize {
+		j := min(i+b.o.batchSize, n)
 		ctx, cancel := context.WithTimeout(context.Background(), b.o.timeout)
-		if err := b.exp.ExportSpans(ctx, batch); err != nil {
+		if err := b.exp.ExportSpans(ctx, spans[from:ends[j-1]], j-i); err != nil {
 			otel.Handle(err)
 		}
 		cancel()
+		from = ends[j-1]
 	}
-	spans = spans[:cap(spans)]
-	clear(spans) // let the spans go
 	b.mu.Lock()
 	if b.spare == nil {
-		b.spare = spans[:0]
+		b.spare, b.spareE = spans[:0], ends[:0]
 	}
 	b.mu.Unlock()
 }

@@ -2,13 +2,16 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // recordingExporter keeps the names of the spans of each export; while
@@ -22,7 +25,7 @@ type recordingExporter struct {
 	shutdown bool
 }
 
-func (e *recordingExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (e *recordingExporter) ExportSpans(_ context.Context, spans []byte, n int) error {
 	e.mu.Lock()
 	hold := e.hold
 	e.mu.Unlock()
@@ -30,9 +33,13 @@ func (e *recordingExporter) ExportSpans(_ context.Context, spans []sdktrace.Read
 		e.entered <- struct{}{}
 		<-hold
 	}
-	names := make([]string, len(spans))
-	for i, s := range spans {
-		names[i] = s.Name()
+	var ss tracepb.ScopeSpans // spans is its spans fields
+	if err := proto.Unmarshal(spans, &ss); err != nil || len(ss.Spans) != n {
+		return fmt.Errorf("%d spans (want %d): %v", len(ss.Spans), n, err)
+	}
+	names := make([]string, n)
+	for i, s := range ss.Spans {
+		names[i] = s.Name
 	}
 	e.mu.Lock()
 	e.batches = append(e.batches, names)
@@ -66,9 +73,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func endSpans(tp *sdktrace.TracerProvider, names ...string) {
+func endSpans(r *recorder, names ...string) {
 	for _, n := range names {
-		_, s := tp.Tracer("t").Start(context.Background(), n)
+		_, s := r.Start(context.Background(), n)
 		s.End()
 	}
 }
@@ -78,18 +85,18 @@ func endSpans(tp *sdktrace.TracerProvider, names ...string) {
 // shuts the exporter down and later spans are not exported.
 func TestBatcherBatches(t *testing.T) {
 	exp := &recordingExporter{}
-	b := newBatcher(exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 100, batchSize: 3})
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(b))
+	tp := newRecorder(resource.Empty(), exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 100, batchSize: 3})
+	b := tp.proc
 	endSpans(tp, "1", "2", "3", "4", "5", "6", "7")
 	waitFor(t, "two full batches", func() bool { got, _ := exp.got(); return len(got) == 2 })
-	if err := tp.ForceFlush(context.Background()); err != nil {
+	if err := b.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := exp.got(); strings.Join(got, " ") != "1,2,3 4,5,6 7" {
 		t.Errorf("batches %q", got)
 	}
 	endSpans(tp, "8")
-	if err := tp.Shutdown(context.Background()); err != nil {
+	if err := b.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	endSpans(tp, "9")
@@ -106,9 +113,8 @@ func TestBatcherBatches(t *testing.T) {
 // a full batch.
 func TestBatcherDelay(t *testing.T) {
 	exp := &recordingExporter{}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(
-		newBatcher(exp, batchOptions{delay: 20 * time.Millisecond, timeout: time.Second, maxQueue: 100, batchSize: 50})))
-	defer tp.Shutdown(context.Background())
+	tp := newRecorder(resource.Empty(), exp, batchOptions{delay: 20 * time.Millisecond, timeout: time.Second, maxQueue: 100, batchSize: 50})
+	defer tp.proc.Shutdown(context.Background())
 	endSpans(tp, "a")
 	waitFor(t, "the delayed export", func() bool { got, _ := exp.got(); return len(got) == 1 && got[0] == "a" })
 }
@@ -121,8 +127,7 @@ func TestBatcherQueueFull(t *testing.T) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }))
 	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
 	exp := &recordingExporter{hold: make(chan struct{}), entered: make(chan struct{}, 1)}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(
-		newBatcher(exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 4, batchSize: 2})))
+	tp := newRecorder(resource.Empty(), exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 4, batchSize: 2})
 	endSpans(tp, "1", "2") // a full batch: the exporter takes it and is stuck
 	<-exp.entered
 	endSpans(tp, "3", "4", "5", "6", "7", "8") // 4 wait, 2 are dropped
@@ -130,7 +135,7 @@ func TestBatcherQueueFull(t *testing.T) {
 	close(exp.hold)
 	exp.hold = nil
 	exp.mu.Unlock()
-	if err := tp.Shutdown(context.Background()); err != nil {
+	if err := tp.proc.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := exp.got()

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // The OTLP/HTTP trace exporter.
@@ -144,6 +142,8 @@ func otlpConfigFromEnv() (*otlpConfig, error) {
 type otlpExporter struct {
 	cfg    *otlpConfig
 	client *http.Client
+	res    *resource.Resource
+	scope  instrumentation.Scope
 
 	mu   sync.Mutex // one export at a time: they share the buffers
 	buf  []byte     // the encoded request
@@ -151,25 +151,31 @@ type otlpExporter struct {
 	zw   *gzip.Writer
 }
 
-var _ sdktrace.SpanExporter = (*otlpExporter)(nil)
+var _ spanExporter = (*otlpExporter)(nil)
 
-func newOTLPExporter(cfg *otlpConfig) *otlpExporter {
+// newOTLPExporter returns an exporter of spans of resource res and scope
+// skein's (ScopeName).
+func newOTLPExporter(cfg *otlpConfig, res *resource.Resource) *otlpExporter {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // an exporter talks to the collector it was given
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
-	return &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}}
+	return &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}, res: res, scope: instrumentation.Scope{Name: ScopeName}}
 }
 
-// ExportSpans posts one ExportTraceServiceRequest holding spans.
-func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	if len(spans) == 0 {
+// ExportSpans posts one ExportTraceServiceRequest holding spans, n
+// encoded spans (appendSpanField).
+func (e *otlpExporter) ExportSpans(ctx context.Context, spans []byte, n int) error {
+	if n == 0 {
 		return nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.buf = encodeRequest(e.buf[:0], spans)
+	if cap(e.buf) < len(spans) {
+		e.buf = make([]byte, 0, len(spans)+len(spans)/8+1024) // room for the resource and scope
+	}
+	e.buf = encodeRequest(e.buf[:0], e.res, e.scope, spans)
 	body := e.buf
 	if e.cfg.gzip {
 		e.zbuf.Reset()
@@ -210,12 +216,12 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	}()
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("otlp: exporting %d spans: %v", len(spans), err)
+		return fmt.Errorf("otlp: exporting %d spans: %v", n, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("otlp: exporting %d spans: %s: %s", len(spans), resp.Status, strings.TrimSpace(printable(msg)))
+		return fmt.Errorf("otlp: exporting %d spans: %s: %s", n, resp.Status, strings.TrimSpace(printable(msg)))
 	}
 	return nil
 }
@@ -326,149 +332,111 @@ func endMessage(b []byte, body int) []byte {
 	return b
 }
 
-// spanGroup is the spans of one resource and instrumentation scope.
-type spanGroup struct {
-	res   *resource.Resource
-	resID attribute.Distinct
-	scope instrumentation.Scope
-	spans []sdktrace.ReadOnlySpan
+// encodeRequest appends to b an ExportTraceServiceRequest of spans, all
+// of resource res and instrumentation scope scope: one ResourceSpans
+// holding one ScopeSpans, whose spans fields are spans (appendSpanField).
+func encodeRequest(b []byte, res *resource.Resource, scope instrumentation.Scope, spans []byte) []byte {
+	var rs, r, ss, sc int
+	b, rs = beginMessage(b, 1) // ResourceSpans
+	b, r = beginMessage(b, 1)  // Resource
+	for _, kv := range res.Attributes() {
+		b = appendKeyValue(b, 1, kv)
+	}
+	b = endMessage(b, r)
+	b, ss = beginMessage(b, 2) // ScopeSpans
+	b, sc = beginMessage(b, 1) // InstrumentationScope
+	b = appendStringField(b, 1, scope.Name)
+	b = appendStringField(b, 2, scope.Version)
+	for it := scope.Attributes.Iter(); it.Next(); {
+		b = appendKeyValue(b, 3, it.Attribute())
+	}
+	b = endMessage(b, sc)
+	b = append(b, spans...)
+	b = appendStringField(b, 3, scope.SchemaURL)
+	b = endMessage(b, ss)
+	b = appendStringField(b, 3, res.SchemaURL())
+	return endMessage(b, rs)
 }
 
-// groupSpans groups spans by resource and scope, in the order they
-// first appear. All of skein's spans share one of each: they are then
-// one group, spans itself.
-func groupSpans(spans []sdktrace.ReadOnlySpan) []spanGroup {
-	first := spanGroup{res: spans[0].Resource(), scope: spans[0].InstrumentationScope()}
-	first.resID = first.res.Equivalent()
-	same := true
-	for _, s := range spans[1:] {
-		if s.Resource().Equivalent() != first.resID || s.InstrumentationScope() != first.scope {
-			same = false
-			break
-		}
-	}
-	if same {
-		first.spans = spans
-		return []spanGroup{first}
-	}
-	var groups []spanGroup
-	for _, s := range spans {
-		res, scope := s.Resource(), s.InstrumentationScope()
-		id := res.Equivalent()
-		j := slices.IndexFunc(groups, func(g spanGroup) bool { return g.resID == id && g.scope == scope })
-		if j < 0 {
-			groups = append(groups, spanGroup{res: res, resID: id, scope: scope})
-			j = len(groups) - 1
-		}
-		groups[j].spans = append(groups[j].spans, s)
-	}
-	return groups
-}
-
-// encodeRequest appends to b an ExportTraceServiceRequest of spans:
-// a ResourceSpans per resource, a ScopeSpans per scope in it.
-func encodeRequest(b []byte, spans []sdktrace.ReadOnlySpan) []byte {
-	groups := groupSpans(spans)
-	for i, g := range groups {
-		if slices.ContainsFunc(groups[:i], func(h spanGroup) bool { return h.resID == g.resID }) {
-			continue // written with the first group of its resource
-		}
-		var rs, r int
-		b, rs = beginMessage(b, 1) // ResourceSpans
-		b, r = beginMessage(b, 1)  // Resource
-		for _, kv := range g.res.Attributes() {
-			b = appendKeyValue(b, 1, kv)
-		}
-		b = endMessage(b, r)
-		for _, h := range groups[i:] {
-			if h.resID != g.resID {
-				continue
-			}
-			var ss, sc int
-			b, ss = beginMessage(b, 2) // ScopeSpans
-			b, sc = beginMessage(b, 1) // InstrumentationScope
-			b = appendStringField(b, 1, h.scope.Name)
-			b = appendStringField(b, 2, h.scope.Version)
-			for it := h.scope.Attributes.Iter(); it.Next(); {
-				b = appendKeyValue(b, 3, it.Attribute())
-			}
-			b = endMessage(b, sc)
-			for _, s := range h.spans {
-				var sp int
-				b, sp = beginMessage(b, 2) // Span
-				b = endMessage(appendSpan(b, s), sp)
-			}
-			b = appendStringField(b, 3, h.scope.SchemaURL)
-			b = endMessage(b, ss)
-		}
-		b = appendStringField(b, 3, g.res.SchemaURL())
-		b = endMessage(b, rs)
-	}
-	return b
+// appendSpanField appends s as a ScopeSpans's spans field (2).
+func appendSpanField(b []byte, s *record) []byte {
+	var sp int
+	b, sp = beginMessage(b, 2)
+	return endMessage(appendSpan(b, s), sp)
 }
 
 // appendSpan appends the fields of a trace/v1 Span.
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
+func appendSpan(b []byte, s *record) []byte {
+	tid, sid := s.sc.TraceID(), s.sc.SpanID()
 	b = appendBytesField(b, 1, tid[:])
 	b = appendBytesField(b, 2, sid[:])
-	if ts := sc.TraceState(); ts.Len() > 0 {
+	if ts := s.sc.TraceState(); ts.Len() > 0 {
 		b = appendStringField(b, 3, ts.String())
 	}
-	parent := s.Parent()
-	if p := parent.SpanID(); p.IsValid() {
+	if p := s.parent.SpanID(); p.IsValid() {
 		b = appendBytesField(b, 4, p[:])
 	}
-	b = appendStringField(b, 5, s.Name())
-	b = appendVarintField(b, 6, uint64(s.SpanKind()))
-	b = appendFixed64Field(b, 7, unixNano(s.StartTime()))
-	b = appendFixed64Field(b, 8, unixNano(s.EndTime()))
-	for _, kv := range s.Attributes() {
+	b = appendSpanName(b, s.op, s.name)
+	b = appendVarintField(b, 6, uint64(s.kind))
+	b = appendFixed64Field(b, 7, unixNano(s.start))
+	b = appendFixed64Field(b, 8, unixNano(s.end))
+	for _, kv := range s.attrs {
 		b = appendKeyValue(b, 9, kv)
 	}
-	b = appendVarintField(b, 10, uint64(s.DroppedAttributes()))
-	for _, ev := range s.Events() {
+	b = appendVarintField(b, 10, uint64(s.droppedAttrs))
+	for _, ev := range s.events {
 		var e int
 		b, e = beginMessage(b, 11)
-		b = appendFixed64Field(b, 1, unixNano(ev.Time))
-		b = appendStringField(b, 2, ev.Name)
-		for _, kv := range ev.Attributes {
+		b = appendFixed64Field(b, 1, unixNano(ev.time))
+		b = appendStringField(b, 2, ev.name)
+		for _, kv := range ev.attrs {
 			b = appendKeyValue(b, 3, kv)
 		}
-		b = appendVarintField(b, 4, uint64(ev.DroppedAttributeCount))
+		b = appendVarintField(b, 4, uint64(ev.dropped))
 		b = endMessage(b, e)
 	}
-	b = appendVarintField(b, 12, uint64(s.DroppedEvents()))
-	for _, l := range s.Links() {
+	b = appendVarintField(b, 12, uint64(s.droppedEvents))
+	for _, l := range s.links {
 		var m int
 		b, m = beginMessage(b, 13)
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
+		ltid, lsid := l.sc.TraceID(), l.sc.SpanID()
 		b = appendBytesField(b, 1, ltid[:])
 		b = appendBytesField(b, 2, lsid[:])
-		if ts := l.SpanContext.TraceState(); ts.Len() > 0 {
+		if ts := l.sc.TraceState(); ts.Len() > 0 {
 			b = appendStringField(b, 3, ts.String())
 		}
-		for _, kv := range l.Attributes {
+		for _, kv := range l.attrs {
 			b = appendKeyValue(b, 4, kv)
 		}
-		b = appendVarintField(b, 5, uint64(l.DroppedAttributeCount))
-		b = appendFixed32Field(b, 6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext.IsRemote()))
+		b = appendVarintField(b, 5, uint64(l.dropped))
+		b = appendFixed32Field(b, 6, spanFlags(l.sc.TraceFlags(), l.sc.IsRemote()))
 		b = endMessage(b, m)
 	}
-	b = appendVarintField(b, 14, uint64(s.DroppedLinks()))
-	if st := s.Status(); st.Code != codes.Unset {
+	b = appendVarintField(b, 14, uint64(s.droppedLinks))
+	if s.status != codes.Unset {
 		var m int
 		b, m = beginMessage(b, 15)
-		b = appendStringField(b, 2, st.Description)
+		b = appendStringField(b, 2, s.statusDesc)
 		code := uint64(1) // STATUS_CODE_OK
-		if st.Code == codes.Error {
+		if s.status == codes.Error {
 			code = 2 // STATUS_CODE_ERROR
 		}
 		b = appendVarintField(b, 3, code)
 		b = endMessage(b, m)
 	}
-	return appendFixed32Field(b, 16, spanFlags(sc.TraceFlags(), parent.IsRemote()))
+	return appendFixed32Field(b, 16, spanFlags(s.sc.TraceFlags(), s.parent.IsRemote()))
+}
+
+// appendSpanName appends a Span's name (5): "op name" (spanName).
+func appendSpanName(b []byte, op, name string) []byte {
+	if op == "" || name == "" {
+		return appendStringField(b, 5, op+name)
+	}
+	b = appendTag(b, 5, wireBytes)
+	b = binary.AppendUvarint(b, uint64(len(op)+1+len(name)))
+	b = append(b, op...)
+	b = append(b, ' ')
+	return append(b, name...)
 }
 
 // spanFlags is a Span's or Link's flags: the W3C trace flags, and

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -56,52 +55,32 @@ const (
 // Span is one started span. Its zero value (what the helpers return when
 // the context carries no Tracer) does nothing.
 type Span struct {
-	span    trace.Span
+	span    *span
 	content bool
-	// A chat span's request, whose attributes are set with the reply's
-	// (Replied) or at End: one SetAttributes call, one copy in the SDK.
-	chat    ChatRequest
-	isChat  bool
-	replied bool
 }
 
-// Span start options, made once: the attributes are set after the start
-// (the samplers the OTEL_TRACES_SAMPLER variable chooses do not read
-// them), from a pooled buffer, so that the SDK copies them once.
+// Span start configurations, made once. Attributes are set right after
+// the start, in one call (the samplers OTEL_TRACES_SAMPLER chooses do not
+// read them), from a buffer on the caller's stack.
 var (
-	internalSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
-	clientSpan   = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+	internalSpan = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindInternal))
+	clientSpan   = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindClient))
 )
 
-// start starts a span with opts (internalSpan, clientSpan).
-func start(ctx context.Context, t *Tracer, name string, opts []trace.SpanStartOption) (context.Context, Span) {
-	ctx, s := t.tracer().Start(ctx, name, opts...)
+// start starts a span named "op name" (op alone when name is empty) as
+// cfg says (internalSpan, clientSpan).
+func start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, Span) {
+	r := t.recorder()
+	if r == nil {
+		return ctx, Span{}
+	}
+	ctx, s := r.start(ctx, op, name, cfg)
 	return ctx, Span{span: s, content: t.content}
 }
 
-// attrBuf holds a span's attributes while they are handed to the SDK,
-// which copies them: one buffer per span in flight, reused.
+// attrBuf holds a span's attributes while they are handed to the
+// recorder, which copies them.
 type attrBuf [12]attribute.KeyValue
-
-var attrBufs = sync.Pool{New: func() any { return new(attrBuf) }}
-
-func getAttrs() *attrBuf { return attrBufs.Get().(*attrBuf) }
-
-// set sets attrs (a slice of buf) on the span and returns buf to the
-// pool.
-func (s Span) set(buf *attrBuf, attrs []attribute.KeyValue) {
-	s.span.SetAttributes(attrs...)
-	clear(attrs)
-	attrBufs.Put(buf)
-}
-
-// withName is "op name", or op alone when name is empty.
-func withName(op, name string) string {
-	if name == "" {
-		return op
-	}
-	return op + " " + name
-}
 
 // Workflow starts the span of a workflow run: "invoke_workflow NAME".
 func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
@@ -109,9 +88,9 @@ func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, withName(OpWorkflow, name), internalSpan)
-	buf := getAttrs()
-	s.set(buf, append(buf[:0], attrOpWorkflow, attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID)))
+	ctx, s := start(ctx, t, OpWorkflow, name, &internalSpan)
+	var buf attrBuf
+	s.span.SetAttributes(append(buf[:0], attrOpWorkflow, attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID))...)
 	return ctx, s
 }
 
@@ -121,13 +100,13 @@ func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, 
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, withName(OpStage, node), internalSpan)
-	buf := getAttrs()
+	ctx, s := start(ctx, t, OpStage, node, &internalSpan)
+	var buf attrBuf
 	attrs := append(buf[:0], attrOpStage, attribute.String(KeyStage, node), attribute.String(KeyStageKind, kind))
 	if sessionID != "" {
 		attrs = append(attrs, attribute.String(KeyConversationID, sessionID))
 	}
-	s.set(buf, attrs)
+	s.span.SetAttributes(attrs...)
 	return ctx, s
 }
 
@@ -141,8 +120,8 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 	if agent == "" {
 		agent, _ = ctx.Value(agentKey{}).(string)
 	}
-	ctx, s := start(ctx, t, withName(OpAgent, agent), internalSpan)
-	buf := getAttrs()
+	ctx, s := start(ctx, t, OpAgent, agent, &internalSpan)
+	var buf attrBuf
 	attrs := append(buf[:0], attrOpAgent, attribute.String(KeyConversationID, sessionID))
 	if agent != "" {
 		attrs = append(attrs, attribute.String(KeyAgentName, agent))
@@ -153,7 +132,7 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 	if model != "" {
 		attrs = append(attrs, attribute.String(KeyRequestModel, model))
 	}
-	s.set(buf, attrs)
+	s.span.SetAttributes(attrs...)
 	return ctx, s
 }
 
@@ -184,15 +163,14 @@ func (r *ChatRequest) appendAttrs(attrs []attribute.KeyValue) []attribute.KeyVal
 }
 
 // Chat starts the span of one model call: "chat MODEL", a client span.
-// Its attributes are set when the reply is recorded (Replied) or the
-// span ends.
 func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
 	t := From(ctx)
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, withName(OpChat, r.Model), clientSpan)
-	s.chat, s.isChat = r, true
+	ctx, s := start(ctx, t, OpChat, r.Model, &clientSpan)
+	var buf attrBuf
+	s.span.SetAttributes(r.appendAttrs(buf[:0])...)
 	return ctx, s
 }
 
@@ -206,18 +184,13 @@ type ChatResponse struct {
 	FinishReason              string
 }
 
-// Replied records a model call's reply (and the request) on its chat
-// span.
+// Replied records a model call's reply on its chat span.
 func (s *Span) Replied(r ChatResponse) {
 	if s.span == nil {
 		return
 	}
-	buf := getAttrs()
+	var buf attrBuf
 	attrs := buf[:0]
-	if s.isChat && !s.replied {
-		attrs = s.chat.appendAttrs(attrs)
-	}
-	s.replied = true
 	if r.Provider != "" && r.Provider != r.RequestProvider {
 		// a fallback answered: the provider that did
 		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
@@ -229,7 +202,7 @@ func (s *Span) Replied(r ChatResponse) {
 	if r.FinishReason != "" {
 		attrs = append(attrs, finishReasons(r.FinishReason))
 	}
-	s.set(buf, attrs)
+	s.span.SetAttributes(attrs...)
 }
 
 // finishReasons is the gen_ai.response.finish_reasons attribute of one
@@ -250,9 +223,9 @@ func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, withName(OpTool, name), internalSpan)
-	buf := getAttrs()
-	s.set(buf, append(buf[:0], attrOpTool, attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID), attrToolFunction))
+	ctx, s := start(ctx, t, OpTool, name, &internalSpan)
+	var buf attrBuf
+	s.span.SetAttributes(append(buf[:0], attrOpTool, attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID), attrToolFunction)...)
 	return ctx, s
 }
 
@@ -300,17 +273,10 @@ func (s Span) SetString(key, value string) {
 
 // End ends the span; a non-nil err sets its status to Error with err's
 // text, records err as an exception event and sets error.type (errType,
-// or "_OTHER" when empty). A chat span without a reply gets its
-// request's attributes now.
+// or "_OTHER" when empty).
 func (s Span) End(err error, errType string) {
 	if s.span == nil {
 		return
-	}
-	var buf *attrBuf
-	var attrs []attribute.KeyValue
-	if s.isChat && !s.replied {
-		buf = getAttrs()
-		attrs = s.chat.appendAttrs(buf[:0])
 	}
 	if err != nil {
 		switch {
@@ -320,16 +286,7 @@ func (s Span) End(err error, errType string) {
 		default:
 			errType = "_OTHER"
 		}
-		if buf == nil {
-			buf = getAttrs()
-			attrs = buf[:0]
-		}
-		attrs = append(attrs, attribute.String(KeyErrorType, errType))
-	}
-	if buf != nil {
-		s.set(buf, attrs)
-	}
-	if err != nil {
+		s.span.SetAttributes(attribute.String(KeyErrorType, errType))
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}

@@ -8,12 +8,15 @@
 // returns a Tracer when OTEL_EXPORTER_OTLP_ENDPOINT or
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (and neither
 // OTEL_SDK_DISABLED=true nor OTEL_TRACES_EXPORTER=none says otherwise),
-// else nil. The SDK (an OTLP/HTTP exporter behind a batch processor) is
-// built at the first span, not before: a command that starts no span pays
-// nothing, and nothing connects anywhere until spans are exported. The
-// exporter reads OTEL_EXPORTER_OTLP_* (endpoint, headers, timeout,
-// compression, certificates), the batch span processor OTEL_BSP_*, the
-// SDK OTEL_TRACES_SAMPLER(_ARG) and the span limits, the resource
+// else nil. The span recorder (recorder.go: skein's implementation of
+// the OpenTelemetry trace API, with the SDK's samplers, span limits and
+// resource), its batch processor and OTLP/HTTP exporter are built at the
+// first span, not before: a command that starts no span pays nothing,
+// and nothing connects anywhere until spans are exported. The exporter
+// reads OTEL_EXPORTER_OTLP_* (endpoint, headers, timeout, compression,
+// certificates), the batch processor OTEL_BSP_*, the recorder
+// OTEL_TRACES_SAMPLER(_ARG) and the span limits (OTEL_SPAN_*_LIMIT,
+// OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, ...), the resource
 // OTEL_SERVICE_NAME (default "skein") and OTEL_RESOURCE_ATTRIBUTES.
 // Message content is recorded only with
 // OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
@@ -37,13 +40,10 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
-// Environment variables read by FromEnv itself (the exporter and the SDK
-// read the rest of OTEL_*).
+// Environment variables read by FromEnv itself (the exporter and the
+// recorder read the rest of OTEL_*).
 const (
 	EnvEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
 	EnvTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -60,17 +60,16 @@ const ScopeName = "github.com/skein-dev/skein"
 type Tracer struct {
 	content bool
 	otlp    *otlpConfig
-	errw    io.Writer // where a failure to set up the SDK is reported
+	errw    io.Writer // where a failure to set up tracing is reported
 
 	once sync.Once
-	tp   *sdktrace.TracerProvider // nil until the first span, or when set-up failed
-	tr   trace.Tracer
+	rec  *recorder // nil until the first span, or when set-up failed
 }
 
 // FromEnv returns a Tracer configured by the OTEL_* variables, or nil
 // when they do not ask for traces. It builds nothing and connects
-// nowhere: the SDK is set up at the first span. A failure then (a bad
-// variable) is written once to errw and tracing stays off.
+// nowhere: the recorder is set up at the first span. A failure then (a
+// bad variable) is written once to errw and tracing stays off.
 func FromEnv(errw io.Writer) *Tracer {
 	if os.Getenv(EnvEndpoint) == "" && os.Getenv(EnvTracesEndpoint) == "" {
 		return nil
@@ -95,10 +94,11 @@ func FromEnv(errw io.Writer) *Tracer {
 	return &Tracer{content: strings.EqualFold(strings.TrimSpace(os.Getenv(EnvCaptureContent)), "true"), otlp: cfg, errw: errw}
 }
 
-// tracer returns the SDK's tracer, setting the SDK up on the first call.
-func (t *Tracer) tracer() trace.Tracer {
+// recorder returns the span recorder, setting it up on the first call
+// (nil when that failed).
+func (t *Tracer) recorder() *recorder {
 	t.once.Do(t.setUp)
-	return t.tr
+	return t.rec
 }
 
 func (t *Tracer) setUp() {
@@ -110,12 +110,9 @@ func (t *Tracer) setUp() {
 		if t.errw != nil {
 			fmt.Fprintf(t.errw, "telemetry: OTEL_RESOURCE_ATTRIBUTES: %v (no traces are exported)\n", err)
 		}
-		t.tr = noop.NewTracerProvider().Tracer(ScopeName)
 		return
 	}
-	t.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(newOTLPExporter(t.otlp), batchOptionsFromEnv())),
-		sdktrace.WithResource(res))
-	t.tr = t.tp.Tracer(ScopeName)
+	t.rec = newRecorder(res, newOTLPExporter(t.otlp, res), batchOptionsFromEnv())
 }
 
 // CaptureContent reports whether message content is recorded on spans.
@@ -127,12 +124,11 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
-	started := true
-	t.once.Do(func() { started, t.tr = false, noop.NewTracerProvider().Tracer(ScopeName) })
-	if !started || t.tp == nil {
+	t.once.Do(func() {}) // a span started later records nothing
+	if t.rec == nil {
 		return nil
 	}
-	return t.tp.Shutdown(ctx)
+	return t.rec.proc.Shutdown(ctx)
 }
 
 // ShutdownTimeout is how long Close waits for the last spans to export.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -123,5 +124,53 @@ func TestProviderName(t *testing.T) {
 		if got := ProviderName(in); got != want {
 			t.Errorf("ProviderName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestSampler: OTEL_TRACES_SAMPLER chooses the SDK's samplers as the SDK
+// does; the default follows a remote parent's sampled flag.
+func TestSampler(t *testing.T) {
+	unsampled := http.Header{"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"}}
+	sampled := http.Header{"Traceparent": {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		sampler, arg string
+		parent       http.Header
+		recording    bool
+	}{
+		{"", "", nil, true},
+		{"", "", sampled, true},
+		{"", "", unsampled, false},
+		{"parentbased_always_on", "", unsampled, false},
+		{"always_on", "", unsampled, true},
+		{"always_off", "", nil, false},
+		{"parentbased_always_off", "", nil, false},
+		{"parentbased_always_off", "", sampled, true},
+		{"traceidratio", "0", nil, false},
+		{"traceidratio", "1", nil, true},
+		{"parentbased_traceidratio", "0", sampled, true},
+		{"bogus", "", unsampled, false}, // reported; the default
+	} {
+		clearEnv(t)
+		t.Setenv(EnvEndpoint, srv.URL)
+		t.Setenv("OTEL_TRACES_SAMPLER", tc.sampler)
+		t.Setenv("OTEL_TRACES_SAMPLER_ARG", tc.arg)
+		tr := FromEnv(nil)
+		ctx := With(context.Background(), tr)
+		if tc.parent != nil {
+			ctx = Extract(ctx, tc.parent)
+		}
+		cctx, s := Agent(ctx, "a", "s", "mock", "m")
+		if s.Recording() != tc.recording {
+			t.Errorf("%s(%s) under %v: recording %v", tc.sampler, tc.arg, tc.parent, s.Recording())
+		}
+		h := http.Header{}
+		Inject(cctx, h)
+		if tp := h.Get("traceparent"); tc.parent != nil && (tp[3:35] != "0af7651916cd43dd8448eb211c80319c" || tp[36:52] == "b7ad6b7169203331") {
+			t.Errorf("%s under %v: traceparent %s", tc.sampler, tc.parent, tp)
+		}
+		s.End(nil, "")
+		tr.Close()
 	}
 }

@@ -1,0 +1,527 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+)
+
+// The span recorder.
+//
+// skein records its spans itself rather than with the OpenTelemetry
+// SDK's TracerProvider: on an in-memory agent loop (a model call and a
+// tool call per iteration, tens of microseconds each) the SDK's span
+// (a new recording span, an attribute slice grown per call and
+// de-duplicated through a map, and a copy of it all when it ends, for
+// each span) cost more than the target of a tenth of the iteration. The
+// recorder implements the OpenTelemetry trace API (trace.Tracer,
+// trace.Span), so spans travel in contexts as the API's do and the W3C
+// TraceContext propagator reads and writes them; it keeps the SDK's
+// semantics where skein's spans use them:
+//
+//   - the sampler is the SDK's, chosen by OTEL_TRACES_SAMPLER and
+//     OTEL_TRACES_SAMPLER_ARG as the SDK chooses it (default
+//     parentbased_always_on);
+//   - the span limits are the SDK's (sdktrace.NewSpanLimits, which reads
+//     OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT,
+//     OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT, OTEL_SPAN_EVENT_COUNT_LIMIT, ...):
+//     an attribute set again replaces the earlier value, attributes over
+//     the count limit are dropped and counted, string values are cut to
+//     the length limit, the oldest events and links are evicted;
+//   - the resource is the SDK's (OTEL_SERVICE_NAME,
+//     OTEL_RESOURCE_ATTRIBUTES);
+//   - RecordError adds an "exception" event with exception.type and
+//     exception.message, SetStatus keeps Ok over Error over Unset.
+//
+// A span's record is taken from a pool and returned to it when the span
+// ends, once encoded for export (batch.go); the trace.Span a context
+// holds is a small handle naming the record and its generation, so that
+// a handle kept after its span ended finds its record reused and does
+// nothing.
+
+// recorder is skein's trace.Tracer: it starts spans and hands the ended,
+// sampled ones to its batcher.
+type recorder struct {
+	embedded.Tracer
+	sampler sdktrace.Sampler
+	limits  sdktrace.SpanLimits
+	res     *resource.Resource
+	proc    *batcher
+	tp      *tracerProvider
+}
+
+var _ trace.Tracer = (*recorder)(nil)
+
+// tracerProvider is what a span's TracerProvider method returns: every
+// tracer it gives is the recorder.
+type tracerProvider struct {
+	embedded.TracerProvider
+	r *recorder
+}
+
+func (p *tracerProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return p.r }
+
+func newRecorder(res *resource.Resource, exp spanExporter, o batchOptions) *recorder {
+	r := &recorder{sampler: samplerFromEnv(), limits: sdktrace.NewSpanLimits(), res: res}
+	r.tp = &tracerProvider{r: r}
+	r.proc = newBatcher(exp, o)
+	return r
+}
+
+// samplerFromEnv is the sampler OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG choose, as the SDK reads them: an unknown
+// sampler or a bad argument is reported through otel.Handle and the
+// default (or a ratio of 1) used. The default, parentbased_always_on,
+// is nil: the recorder decides it itself, without the SDK's context
+// look-ups.
+func samplerFromEnv() sdktrace.Sampler {
+	name := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER")))
+	arg := strings.TrimSpace(os.Getenv("OTEL_TRACES_SAMPLER_ARG"))
+	ratio := func() sdktrace.Sampler {
+		if arg == "" {
+			return sdktrace.TraceIDRatioBased(1)
+		}
+		v, err := strconv.ParseFloat(arg, 64)
+		switch {
+		case err != nil:
+			otel.Handle(fmt.Errorf("parsing sampler argument: %v", err))
+			v = 1
+		case v < 0:
+			otel.Handle(fmt.Errorf("invalid trace ID ratio: less than 0.0"))
+			v = 1
+		case v > 1:
+			otel.Handle(fmt.Errorf("invalid trace ID ratio: greater than 1.0"))
+			v = 1
+		}
+		return sdktrace.TraceIDRatioBased(v)
+	}
+	switch name {
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return ratio()
+	case "", "parentbased_always_on":
+		return nil
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		return sdktrace.ParentBased(ratio())
+	}
+	otel.Handle(fmt.Errorf("unsupported sampler: %s", name))
+	return nil
+}
+
+// Start starts a span (trace.Tracer).
+func (r *recorder) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg := trace.NewSpanStartConfig(opts...)
+	ctx, s := r.start(ctx, "", name, &cfg)
+	return ctx, s
+}
+
+// start starts a span named "op name" (op or name alone when the other
+// is empty: the two are joined when the span is encoded) as configured
+// by cfg, returning ctx with it.
+func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanConfig) (context.Context, *span) {
+	var psc trace.SpanContext
+	if cfg.NewRoot() {
+		ctx = trace.ContextWithSpanContext(ctx, psc)
+	} else {
+		psc = trace.SpanContextFromContext(ctx)
+	}
+	tid := psc.TraceID()
+	if !tid.IsValid() {
+		tid = newTraceID()
+	}
+	var sr sdktrace.SamplingResult
+	if r.sampler == nil {
+		// parentbased_always_on, as the SDK's ParentBased(AlwaysSample())
+		// decides it: sampled unless the parent was not
+		sr.Decision, sr.Tracestate = sdktrace.RecordAndSample, psc.TraceState()
+		if psc.IsValid() && !psc.IsSampled() {
+			sr.Decision = sdktrace.Drop
+		}
+	} else {
+		sr = r.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: spanName(op, name),
+			Kind: cfg.SpanKind(), Attributes: cfg.Attributes(), Links: cfg.Links()})
+	}
+	scc := trace.SpanContextConfig{TraceID: tid, SpanID: newSpanID(), TraceState: sr.Tracestate}
+	if sr.Decision == sdktrace.RecordAndSample {
+		scc.TraceFlags = psc.TraceFlags() | trace.FlagsSampled
+	} else {
+		scc.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
+	}
+	s := &span{sc: trace.NewSpanContext(scc), r: r}
+	if sr.Decision != sdktrace.Drop {
+		start := cfg.Timestamp()
+		if start.IsZero() {
+			start = time.Now()
+		}
+		d := records.Get().(*record)
+		d.mu.Lock()
+		d.gen++
+		d.sc, d.parent, d.op, d.name, d.kind, d.start = s.sc, psc, op, name, trace.ValidateSpanKind(cfg.SpanKind()), start
+		d.mu.Unlock()
+		s.d, s.gen = d, d.gen
+		for _, l := range cfg.Links() {
+			s.AddLink(l)
+		}
+		s.SetAttributes(sr.Attributes...)
+		s.SetAttributes(cfg.Attributes()...)
+	}
+	return trace.ContextWithSpan(ctx, s), s
+}
+
+// spanName is "op name", or op or name alone when the other is empty.
+func spanName(op, name string) string {
+	switch {
+	case op == "":
+		return name
+	case name == "":
+		return op
+	}
+	return op + " " + name
+}
+
+// newTraceID and newSpanID are random, non-zero ids.
+func newTraceID() (id trace.TraceID) {
+	for !id.IsValid() {
+		a, b := rand.Uint64(), rand.Uint64()
+		for i := range 8 {
+			id[i], id[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
+		}
+	}
+	return id
+}
+
+func newSpanID() (id trace.SpanID) {
+	for !id.IsValid() {
+		a := rand.Uint64()
+		for i := range 8 {
+			id[i] = byte(a >> (8 * i))
+		}
+	}
+	return id
+}
+
+// record is what a recording span holds: written under mu until the span
+// ends, read by the exporter after.
+type record struct {
+	mu    sync.Mutex
+	gen   uint64 // incremented each time the record is reused
+	ended bool
+
+	sc, parent    trace.SpanContext
+	op, name      string // the span's name is "op name" (spanName)
+	kind          trace.SpanKind
+	start, end    time.Time
+	attrs         []attribute.KeyValue
+	inline        [16]attribute.KeyValue // attrs' first backing array
+	droppedAttrs  int
+	events        []event
+	droppedEvents int
+	links         []link
+	droppedLinks  int
+	status        codes.Code
+	statusDesc    string
+}
+
+type event struct {
+	name    string
+	time    time.Time
+	attrs   []attribute.KeyValue
+	dropped int
+}
+
+type link struct {
+	sc      trace.SpanContext
+	attrs   []attribute.KeyValue
+	dropped int
+}
+
+var records = sync.Pool{New: func() any {
+	d := new(record)
+	d.attrs = d.inline[:0]
+	return d
+}}
+
+// release returns an ended span's record to the pool.
+func release(d *record) {
+	d.mu.Lock()
+	d.gen++ // handles still held find it no longer theirs
+	d.ended = false
+	clear(d.attrs)
+	d.attrs = d.attrs[:0]
+	clear(d.events)
+	d.events = d.events[:0]
+	clear(d.links)
+	d.links = d.links[:0]
+	d.droppedAttrs, d.droppedEvents, d.droppedLinks = 0, 0, 0
+	d.status, d.statusDesc, d.op, d.name = codes.Unset, "", "", ""
+	d.sc, d.parent = trace.SpanContext{}, trace.SpanContext{}
+	d.mu.Unlock()
+	records.Put(d)
+}
+
+// span is the trace.Span skein's spans are: the span context, and the
+// record while the span is recording (nil when the sampler dropped it).
+type span struct {
+	embedded.Span
+	sc  trace.SpanContext
+	r   *recorder
+	d   *record
+	gen uint64
+}
+
+var _ trace.Span = (*span)(nil)
+
+// lock locks and returns the span's record when it is still recording,
+// else returns nil.
+func (s *span) lock() *record {
+	if s == nil || s.d == nil {
+		return nil
+	}
+	s.d.mu.Lock()
+	if s.d.gen != s.gen || s.d.ended {
+		s.d.mu.Unlock()
+		return nil
+	}
+	return s.d
+}
+
+func (s *span) SpanContext() trace.SpanContext { return s.sc }
+
+func (s *span) IsRecording() bool {
+	d := s.lock()
+	if d == nil {
+		return false
+	}
+	d.mu.Unlock()
+	return true
+}
+
+func (s *span) TracerProvider() trace.TracerProvider { return s.r.tp }
+
+func (s *span) SetName(name string) {
+	if d := s.lock(); d != nil {
+		d.op, d.name = "", name
+		d.mu.Unlock()
+	}
+}
+
+// SetStatus sets the status: Ok is kept over Error and Error over Unset;
+// the description only goes with Error.
+func (s *span) SetStatus(code codes.Code, description string) {
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	if d.status <= code {
+		d.status, d.statusDesc = code, ""
+		if code == codes.Error {
+			d.statusDesc = description
+		}
+	}
+	d.mu.Unlock()
+}
+
+// SetAttributes sets attributes: a key set again takes the new value;
+// invalid attributes and those over the count limit are dropped (and
+// counted); values are cut to the length limit.
+func (s *span) SetAttributes(kvs ...attribute.KeyValue) {
+	if len(kvs) == 0 {
+		return
+	}
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	d.attrs, d.droppedAttrs = s.r.addAttrs(d.attrs, d.droppedAttrs, s.r.limits.AttributeCountLimit, kvs)
+	d.mu.Unlock()
+}
+
+// addAttrs adds kvs to attrs (limit: the count limit, negative for
+// none), returning them and the number dropped.
+func (r *recorder) addAttrs(attrs []attribute.KeyValue, dropped, limit int, kvs []attribute.KeyValue) ([]attribute.KeyValue, int) {
+next:
+	for _, kv := range kvs {
+		if !kv.Valid() {
+			dropped++
+			continue
+		}
+		kv = truncateAttr(kv, r.limits.AttributeValueLengthLimit)
+		for i := range attrs {
+			if attrs[i].Key == kv.Key {
+				attrs[i] = kv
+				continue next
+			}
+		}
+		if limit >= 0 && len(attrs) >= limit {
+			dropped++
+			continue
+		}
+		attrs = append(attrs, kv)
+	}
+	return attrs, dropped
+}
+
+// truncateAttr cuts a string (or string slice) value to limit
+// characters; a negative limit is none.
+func truncateAttr(kv attribute.KeyValue, limit int) attribute.KeyValue {
+	if limit < 0 {
+		return kv
+	}
+	switch kv.Value.Type() {
+	case attribute.STRING:
+		if v := kv.Value.AsString(); len(v) > limit {
+			kv.Value = attribute.StringValue(truncate(v, limit))
+		}
+	case attribute.STRINGSLICE:
+		vs := kv.Value.AsStringSlice()
+		if slices.ContainsFunc(vs, func(v string) bool { return len(v) > limit }) {
+			for i, v := range vs {
+				vs[i] = truncate(v, limit)
+			}
+			kv.Value = attribute.StringSliceValue(vs)
+		}
+	}
+	return kv
+}
+
+// truncate is s's first limit characters (invalid UTF-8 removed).
+func truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "")
+	}
+	n := 0
+	for i := range s {
+		if n == limit {
+			return s[:i]
+		}
+		n++
+	}
+	return s
+}
+
+// AddEvent adds an event; the oldest is evicted past the event limit.
+func (s *span) AddEvent(name string, opts ...trace.EventOption) {
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	s.addEvent(d, name, opts)
+	d.mu.Unlock()
+}
+
+func (s *span) addEvent(d *record, name string, opts []trace.EventOption) {
+	cfg := trace.NewEventConfig(opts...)
+	limits := s.r.limits
+	e := event{name: name, time: cfg.Timestamp()}
+	e.attrs, e.dropped = s.r.addAttrs(nil, 0, limits.AttributePerEventCountLimit, cfg.Attributes())
+	if limits.EventCountLimit == 0 {
+		d.droppedEvents++
+		return
+	}
+	if limits.EventCountLimit > 0 && len(d.events) >= limits.EventCountLimit {
+		d.events = append(d.events[:0], d.events[1:]...)
+		d.droppedEvents++
+	}
+	d.events = append(d.events, e)
+}
+
+// RecordError adds an "exception" event of err (its type and message).
+func (s *span) RecordError(err error, opts ...trace.EventOption) {
+	if err == nil {
+		return
+	}
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	opts = append(opts, trace.WithAttributes(attribute.String("exception.type", typeName(err)),
+		attribute.String("exception.message", err.Error())))
+	s.addEvent(d, "exception", opts)
+	d.mu.Unlock()
+}
+
+// typeName is the SDK's exception.type of v: package path and type name.
+func typeName(v any) string {
+	t := reflect.TypeOf(v)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// AddLink adds a link; the oldest is evicted past the link limit.
+func (s *span) AddLink(l trace.Link) {
+	if !l.SpanContext.IsValid() && len(l.Attributes) == 0 && l.SpanContext.TraceState().Len() == 0 {
+		return
+	}
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	limits := s.r.limits
+	k := link{sc: l.SpanContext}
+	k.attrs, k.dropped = s.r.addAttrs(nil, 0, limits.AttributePerLinkCountLimit, l.Attributes)
+	switch {
+	case limits.LinkCountLimit == 0:
+		d.droppedLinks++
+	case limits.LinkCountLimit > 0 && len(d.links) >= limits.LinkCountLimit:
+		d.links = append(append(d.links[:0], d.links[1:]...), k)
+		d.droppedLinks++
+	default:
+		d.links = append(d.links, k)
+	}
+	d.mu.Unlock()
+}
+
+// End ends the span and hands it to the batcher when sampled; later
+// calls do nothing.
+func (s *span) End(opts ...trace.SpanEndOption) {
+	if s == nil || s.d == nil {
+		return
+	}
+	end := time.Time{}
+	if len(opts) > 0 {
+		cfg := trace.NewSpanEndConfig(opts...)
+		end = cfg.Timestamp()
+	}
+	d := s.lock()
+	if d == nil {
+		return
+	}
+	if end.IsZero() {
+		end = d.start.Add(time.Since(d.start)) // monotonic
+	}
+	d.end, d.ended = end, true
+	d.mu.Unlock()
+	if s.sc.IsSampled() {
+		s.r.proc.onEnd(d)
+	}
+	release(d)
+}
