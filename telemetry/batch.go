@@ -93,7 +93,7 @@ func newBatcher(exp spanExporter, o batchOptions) *batcher {
 }
 
 // spanBytes is about what an encoded span of skein's takes.
-const spanBytes = 384
+const spanBytes = 512
 
 // onEnd encodes an ended, sampled span for export, or drops it when
 // maxQueue spans wait already.
