@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // countingRuns is a memory backend that counts the writes of run
@@ -139,4 +140,34 @@ func TestRecordWrites(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStageSessionLeftOver: a new run's agent stage creates its session
+// without looking for it first; one left over under that id (a run of
+// the same id whose record is gone) is opened as it is.
+func TestStageSessionLeftOver(t *testing.T) {
+	ctx := context.Background()
+	store := newStore(t)
+	if _, err := store.Open(ctx, "run-1/s0001", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Apply(ctx, "run-1/s0001", &sessions.Change{Append: []message.Message{{Role: "user", Text: "before"}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Execute(ctx, Options{Graph: mustGraph(t, linear(3, "agent")), Executor: &fakeExec{}, Store: store, NewID: ids()})
+	if err != nil || r.ID != "run-1" || r.Status != StatusCompleted {
+		t.Fatalf("%v %+v", err, r)
+	}
+	for _, n := range []string{"s0000", "s0001", "s0002"} {
+		rec, err := store.Snapshot(ctx, "run-1/"+n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == "s0001" && (len(rec.Messages) != 1 || rec.Messages[0].Text != "before") {
+			t.Fatalf("%s: %+v", n, rec.Messages)
+		}
+		if last := rec.Events[len(rec.Events)-1]; last.Type != EventStageEnd && last.Type != EventWorkflowEnd {
+			t.Fatalf("%s: last event %s", n, last.Type)
+		}
+	}
 }

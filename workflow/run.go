@@ -118,6 +118,8 @@ type engine struct {
 	Options
 	run     *Run
 	savedAt time.Time // when the run record was last written
+	resumed bool
+	opened  map[string]bool // the stage sessions this run opened
 }
 
 // recordAfter is how long the record of a stage without a session (an
@@ -154,6 +156,7 @@ func Execute(ctx context.Context, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.resumed = resumed
 	if e.run.Status == StatusCompleted {
 		return e.run, nil
 	}
@@ -290,7 +293,7 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 				return true, e.abort(ctx, err)
 			}
 		}
-		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+		if err := e.open(ctx, n, sid); err != nil {
 			return true, err
 		}
 	}
@@ -360,6 +363,25 @@ func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 		return true, err
 	}
 	return stop, nil
+}
+
+// open opens the stage session sid of node n, creating it if missing.
+// An agent stage's own session ("<run_id>/<node>") that a run which did
+// not resume has not opened yet is new: it is created without being
+// looked for first (and opened when it exists after all).
+func (e *engine) open(ctx context.Context, n *Node, sid string) error {
+	if !e.resumed && n.ModelPolicy.SessionID == "" && !e.opened[sid] {
+		if e.opened == nil {
+			e.opened = map[string]bool{}
+		}
+		e.opened[sid] = true
+		err := e.Store.Create(ctx, sid, sessions.Info{})
+		if !errors.Is(err, sessions.ErrExists) {
+			return err
+		}
+	}
+	_, err := e.Store.Open(ctx, sid, 0)
+	return err
 }
 
 // call renders the prompt and runs the stage: through the Executor,
