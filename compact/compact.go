@@ -76,7 +76,7 @@ func Compact(ctx context.Context, msgs []message.Message, opts Options) (*Result
 		if err != nil || declined {
 			return false, err
 		}
-		summary := message.Message{Role: message.RoleUser, Text: text}
+		summary := summaryMessage(text)
 		if len(archived) == 1 && reflect.DeepEqual(archived[0], summary) {
 			return false, nil // re-summarising a summary changed nothing
 		}

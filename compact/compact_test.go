@@ -95,6 +95,16 @@ func TestCompactRunningSummary(t *testing.T) {
 	if second.Summary != body || second.Archived != 7 {
 		t.Errorf("Summary %q, Archived %d", second.Summary, second.Archived)
 	}
+	// Each summary message is marked as one, for the store's first
+	// prompt; the messages kept are not.
+	for _, m := range [][]message.Message{first.Messages, second.Messages} {
+		if !m[0].IsSummary() || m[1].IsSummary() {
+			t.Errorf("summary marks: %v, %v", m[0].Metadata, m[1].Metadata)
+		}
+	}
+	if m := SummaryMessage(3, StrategyTruncate, "b"); !m.IsSummary() {
+		t.Errorf("SummaryMessage is not marked: %v", m.Metadata)
+	}
 
 	// The earlier summary kept in a longer prefix: the running summary
 	// keeps it and appends the new body.

@@ -19,9 +19,16 @@ func header(n int, strategy string) string {
 
 // SummaryMessage returns the user message that stands for n older messages:
 // its text is the header line "[auto-compacted N older messages via
-// <strategy>]", a newline, and body.
+// <strategy>]", a newline, and body; it is marked as a summary in its
+// metadata (message.MetaSummary).
 func SummaryMessage(n int, strategy, body string) message.Message {
-	return message.Message{Role: message.RoleUser, Text: header(n, strategy) + "\n" + body}
+	return summaryMessage(header(n, strategy) + "\n" + body)
+}
+
+// summaryMessage is the user message holding a summary's text (header
+// and body), marked as a summary (message.MetaSummary).
+func summaryMessage(text string) message.Message {
+	return message.Message{Role: message.RoleUser, Text: text, Metadata: map[string]any{message.MetaSummary: true}}
 }
 
 // SummaryInfo is what ParseSummary reads back from a summary message.

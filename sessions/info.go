@@ -59,10 +59,10 @@ func infoChange(rec *Record, info Info) *Change {
 // firstPromptAfter returns the session's FirstPrompt as it will be after
 // ch (already checked). The caller holds s.mu. Appends to a session that
 // has a first prompt keep it, and so does a compaction (a Replace that
-// sets a summary): the messages it archived still began the session, and
-// the user message holding its summary is never a first prompt (nor,
-// through it, a listing's title). Every other change looks at the
-// messages.
+// sets a summary): the messages it archived still began the session.
+// Every other change looks at the messages, where the user message
+// holding a summary (message.MetaSummary) is never a first prompt (nor,
+// through it, a listing's title), also after a later trim or rewind.
 func (s *Session) firstPromptAfter(ch *Change) string {
 	compaction := ch.Replace && ch.SetSummary && ch.Summary != nil
 	if s.rec.FirstPrompt != "" && (compaction || s.promptChecked && !ch.Replace && ch.DropFirst == 0 && ch.DropLast == 0) {
@@ -70,9 +70,6 @@ func (s *Session) firstPromptAfter(ch *Change) string {
 	}
 	var base message.View = s.transcript
 	switch {
-	case compaction:
-		// no first prompt before it: only the appended messages can give one
-		base = message.Transcript{}
 	case ch.Replace:
 		base = message.NewTranscript(ch.ReplaceWith)
 	case ch.DropFirst > 0:

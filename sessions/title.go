@@ -14,12 +14,13 @@ import (
 const FirstPromptLen = 60
 
 // FirstPrompt returns the label a session without a title gets in
-// listings: the first line of the first user message's text in v,
+// listings: the first line of the first user message's text in v (a
+// compaction's summary, message.MetaSummary, is not a prompt),
 // trimmed and cut to FirstPromptLen characters (the last one an ellipsis
 // when cut); "" when v has no user message with text.
 func FirstPrompt(v message.View) string {
 	for i := 0; i < v.Len(); i++ {
-		if m := v.At(i); m.Role == message.RoleUser {
+		if m := v.At(i); m.Role == message.RoleUser && !m.IsSummary() {
 			if p := Label(m.TextContent()); p != "" {
 				return p
 			}

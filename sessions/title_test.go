@@ -60,7 +60,8 @@ func TestFirstPromptKept(t *testing.T) {
 	mustAppend(t, s, "a", user("plan a trip"), message.Message{Role: message.RoleAssistant, Text: "where to?"}, user("Lisbon"))
 	want("before a compaction", "plan a trip")
 	summary := "a trip to Lisbon"
-	compacted := []message.Message{user("[auto-compacted 2 older messages via truncate]\n" + summary), user("Lisbon")}
+	mark := map[string]any{message.MetaSummary: true}
+	compacted := []message.Message{{Role: message.RoleUser, Text: "[auto-compacted 2 older messages via truncate]\n" + summary, Metadata: mark}, user("Lisbon")}
 	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: compacted, SetSummary: true, Summary: &summary}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestFirstPromptKept(t *testing.T) {
 	if _, err := s.Apply(ctx, "a", &Change{Replace: true, ReplaceWith: compacted, SetSummary: true, Summary: &summary}); err != nil {
 		t.Fatal(err)
 	}
-	want("a summary is never the first prompt", "")
+	want("a summary is never the first prompt", "Lisbon")
 }
 
 // TestSlug: ASCII letters and digits, lower-cased; runs of other ASCII

@@ -105,6 +105,19 @@ type Message struct {
 	Usage      map[string]any
 }
 
+// MetaSummary is the key of a message's Metadata that marks the user
+// message holding a compaction's summary (value true). The store keeps
+// it with the message, and exports carry it, so a session's first prompt
+// (and through it a listing's title) is never a summary, however the
+// transcript changes later (a trim, a rewind).
+const MetaSummary = "compaction_summary"
+
+// IsSummary reports whether m holds a compaction's summary (MetaSummary).
+func (m *Message) IsSummary() bool {
+	b, _ := m.Metadata[MetaSummary].(bool)
+	return b
+}
+
 // TextContent returns the message's text: Text for string content, or the
 // text blocks joined by newlines for block content. Thinking and image
 // blocks are not included.

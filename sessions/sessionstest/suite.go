@@ -42,6 +42,9 @@
 //     evictions of one session racing: every open succeeds, interrupted
 //     sessions are healed once, no write is lost (run under -race, this
 //     checks the Store's per-session locking against the backend).
+//   - (durable) A compaction's summary message keeps its mark
+//     (message.MetaSummary) through a reopen and is never the session's
+//     first prompt, also when a later rewind or trim recomputes it.
 //   - Create refuses a ParentID that would close a cycle through the
 //     stored parents, or a session's own id (ErrCycle).
 //   - Concurrent writers: one write wins per base version, the others get
@@ -157,6 +160,7 @@ func RunDurableTests(t *testing.T, open func(t *testing.T, path string) sessions
 		{"OpenReopened", testOpenReopened},
 		{"MessageIDsReopen", testMessageIDsReopen},
 		{"RenamedEventTypes", testRenamedEventTypes},
+		{"SummaryNeverFirstPrompt", testSummaryNeverFirstPrompt},
 		{"ColdOpens", testColdOpens},
 		{"OpenEvictSameID", testOpenEvictSameID},
 	}
