@@ -60,11 +60,11 @@ type AgentConfig struct {
 
 // Binder is implemented by a Handler whose sessions are bound to an
 // agent (an agent file): Bind checks a new session's context and returns
-// the session's metadata (the binding) and the events to log when it is
-// created. session/new binds the session with the client's working
-// directory as its context's workingDir.
+// the session's metadata (the binding) and the data of its
+// session:started event. session/new binds the session with the client's
+// working directory as its context's workingDir.
 type Binder interface {
-	Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error)
+	Bind(ctx context.Context, sessionContext map[string]any) (metadata, started map[string]any, err error)
 }
 
 // MetaKey is the key of the metadata that Serve records on a session it
@@ -259,24 +259,18 @@ func (a *agentSide) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sd
 	ctx = context.WithoutCancel(ctx)
 	id := a.cfg.NewID()
 	meta := a.meta(p.Cwd, servers)
-	var events []sessions.Event
+	started := map[string]any{"context": map[string]any{"workingDir": p.Cwd}}
 	if b, ok := a.cfg.Handler.(Binder); ok {
-		bound, evs, err := b.Bind(ctx, map[string]any{"workingDir": p.Cwd})
+		bound, data, err := b.Bind(ctx, map[string]any{"workingDir": p.Cwd})
 		if err != nil {
 			servers.close()
 			return sdk.NewSessionResponse{}, rpcError(codeInvalidParams, method, "%v", err)
 		}
-		meta, events = sessions.MergeMetadata(bound, meta), evs
+		meta, started = sessions.MergeMetadata(bound, meta), data
 	}
-	if err := a.cfg.Store.Create(ctx, id, sessions.Info{Metadata: meta}); err != nil {
+	if err := a.cfg.Store.Create(ctx, id, sessions.Info{Metadata: meta, Started: started}); err != nil {
 		servers.close()
 		return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
-	}
-	if len(events) > 0 {
-		if _, err := a.cfg.Store.Apply(ctx, id, &sessions.Change{Events: events}); err != nil {
-			servers.close()
-			return sdk.NewSessionResponse{}, rpcError(codeInternalError, method, "%v", err)
-		}
 	}
 	a.mu.Lock()
 	s := &agentSession{id: id, cwd: p.Cwd, always: map[string]bool{}}

@@ -342,14 +342,48 @@ func (e *External) Handle(ctx context.Context, id, text string) error {
 		return err
 	}
 	if ctx.Err() != nil {
+		if err := e.completed(wctx, id, agent.TurnCompleted(agent.StopCancelled, "", "")); err != nil {
+			return err
+		}
 		return context.Cause(ctx)
 	}
 	if a.err != nil {
-		return p.failure("session/prompt", a.err)
+		err := p.failure("session/prompt", a.err)
+		if werr := e.completed(wctx, id, agent.TurnCompleted("", agent.CodeFailed, err.Error())); werr != nil {
+			e.cfg.Logger.Warn("logging the failed turn's end", "agent", e.cfg.Name, "session", id, "err", werr)
+		}
+		return err
 	}
-	_, err = e.cfg.Store.Apply(wctx, id, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(EventTurnEnd,
-		map[string]any{"agent": e.cfg.Name, "stop_reason": string(a.resp.StopReason)})}})
+	return e.completed(wctx, id, sessions.NewEvent(EventTurnEnd, map[string]any{"agent": e.cfg.Name, "stop_reason": string(a.resp.StopReason)}),
+		turnCompleted(a.resp.StopReason))
+}
+
+// completed logs the end of a turn on session id: events, the last of
+// them its session:turn_completed.
+func (e *External) completed(ctx context.Context, id string, events ...sessions.Event) error {
+	_, err := e.cfg.Store.Apply(ctx, id, &sessions.Change{Events: events})
 	return err
+}
+
+// turnCompleted is the session:turn_completed event of a prompt the agent
+// answered with stop reason r: end_turn and cancelled as they are; the
+// other reasons end the turn with stopReason "error", the reason as
+// error.code (max_turn_requests as "turn_limit", the code of a turn's
+// iteration guard).
+func turnCompleted(r sdk.StopReason) sessions.Event {
+	switch r {
+	case sdk.StopReasonEndTurn:
+		return agent.TurnCompleted(agent.StopEndTurn, "", "")
+	case sdk.StopReasonCancelled:
+		return agent.TurnCompleted(agent.StopCancelled, "", "")
+	case sdk.StopReasonMaxTurnRequests:
+		return agent.TurnCompleted("", agent.CodeTurnLimit, "the agent reached its maximum number of model requests in the turn (max_turn_requests)")
+	case sdk.StopReasonMaxTokens:
+		return agent.TurnCompleted("", string(r), "the agent reached its maximum number of tokens (max_tokens)")
+	case sdk.StopReasonRefusal:
+		return agent.TurnCompleted("", string(r), "the agent refused to continue (refusal)")
+	}
+	return agent.TurnCompleted("", agent.CodeFailed, fmt.Sprintf("the agent ended the turn with stop reason '%s'", r))
 }
 
 // failed reports a session's process dying outside a prompt.

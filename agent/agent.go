@@ -728,11 +728,9 @@ func (l *loop) run() error {
 	cfg := l.cfg
 	l.turn = true
 	if limit := turnCap(cfg, l.session); limit > 0 && l.session.Turns >= limit {
-		// Refused before anything else: the event says so in the log.
-		ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(limit), "turns": int64(l.session.Turns)})
+		// Refused before anything else: the events say so in the log.
 		tl := &TurnLimitError{SessionID: cfg.SessionID, Cap: limit}
-		done := turnCompleted("", StatusTurnLimit, CodeTurnLimit, tl.Error())
-		if err := l.write(&sessions.Change{Events: []sessions.Event{ev, done}}); err != nil {
+		if err := l.write(&sessions.Change{Events: TurnLimitEvents(tl, l.session.Turns)}); err != nil {
 			return err
 		}
 		return tl

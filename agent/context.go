@@ -18,9 +18,15 @@ const (
 	MetadataContext  = "session_context"
 )
 
-// EventSessionStarted is logged when a session is created bound to an
-// agent or with a context: {agent, model, fingerprint, context}.
+// EventSessionStarted is the first event of every session, logged by the
+// store when the session is created: {agent, model, fingerprint, context}
+// for one created bound to an agent or with a context.
 const EventSessionStarted = sessions.EventSessionStarted
+
+// EventAgentBound is logged when an existing session that has no agent
+// and no messages yet (a workflow stage's) is bound to an agent or given
+// a context: session:started's data. The session itself started earlier.
+const EventAgentBound = "agent_bound"
 
 // SessionContext is where a session works: the workspace context of an
 // editor or a run, set when the session is created (or updated), stored

@@ -45,6 +45,13 @@ func turnCompleted(stop string, st Status, code, message string) sessions.Event 
 	return sessions.NewEvent(EventTurnCompleted, data)
 }
 
+// TurnCompleted is a session:turn_completed event of a turn that another
+// runtime ran (an external ACP agent): {stopReason} and, when code is
+// not "", stopReason "error" and error {code, message}.
+func TurnCompleted(stopReason, code, message string) sessions.Event {
+	return turnCompleted(stopReason, "", code, message)
+}
+
 // completed is the session:turn_completed event of a loop that returned
 // without an error: its status says whether a limit stopped it.
 func (l *loop) completed() sessions.Event {
@@ -76,4 +83,15 @@ func (l *loop) complete() error {
 	}
 	l.completedLogged = true
 	return l.stage(&sessions.Change{Events: []sessions.Event{l.completed()}})
+}
+
+// TurnLimitEvents are the events that record a prompt refused, before
+// anything is stored or any model is called, because its session has
+// used the turns of its cap (tl): turn_limit {status, max_turns, turns}
+// and session:turn_completed {stopReason: "error", error: {code:
+// "turn_limit", message}}. The loop logs them, and so does skein serve
+// when it refuses such a prompt itself.
+func TurnLimitEvents(tl *TurnLimitError, turns int) []sessions.Event {
+	ev := sessions.NewEvent(EventTurnLimit, map[string]any{"status": string(StatusTurnLimit), "max_turns": int64(tl.Cap), "turns": int64(turns)})
+	return []sessions.Event{ev, turnCompleted("", StatusTurnLimit, CodeTurnLimit, tl.Error())}
 }

@@ -179,22 +179,18 @@ func spawnAgent(thread *starlark.Thread, fn string, parent *loopFrame, def *agen
 		return nil, fmt.Errorf("%s: carry 'inherit' cannot run another agent on the parent's own session (a session cannot change its agent)", fn)
 	}
 	ctx := vm.ContextOf(thread)
-	child, err := childSession(thread, st, fn, parent, carry)
-	if err != nil {
-		return nil, err
-	}
 	var sc agent.SessionContext
 	if parent.bound != nil {
 		sc = parent.bound.ctx
 	}
-	meta := bindMetadata(def, &sc)
-	events, err := st.Store.Apply(ctx, child, &sessions.Change{SetMetadata: true,
-		Metadata: sessions.MergeMetadata(mustMetadata(ctx, st, child), meta), Events: []sessions.Event{startedEvent(def, &sc)}})
+	child, err := childSession(thread, st, fn, parent, carry, startedData(def, &sc))
 	if err != nil {
-		return nil, fail(fn, err)
-	}
-	if err := deliver(thread, st.Store, events); err != nil {
 		return nil, err
+	}
+	meta := bindMetadata(def, &sc)
+	if _, err := st.Store.Apply(ctx, child, &sessions.Change{SetMetadata: true,
+		Metadata: sessions.MergeMetadata(mustMetadata(ctx, st, child), meta)}); err != nil {
+		return nil, fail(fn, err)
 	}
 	logParent := func(typ string, data map[string]any) error {
 		events, err := parent.store.Apply(ctx, parent.sessionID, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(typ, data)}})

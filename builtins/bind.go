@@ -49,6 +49,15 @@ type binding struct {
 	ctx agent.SessionContext
 }
 
+// started is the data of the session:started event of a session that
+// takes over b (a fork's child), nil when b is.
+func (b *binding) started() sessions.Started {
+	if b == nil {
+		return nil
+	}
+	return startedData(b.def, &b.ctx)
+}
+
 // bindingOf reads the binding of session id from its metadata: nil when
 // the session does not exist or has neither agent nor context.
 func bindingOf(ctx context.Context, st *vm.State, id string) (*binding, error) {
@@ -178,8 +187,9 @@ func bindMetadata(def *agent.Definition, c *agent.SessionContext) map[string]any
 	return m
 }
 
-// startedEvent is the session_started event of a new bound session.
-func startedEvent(def *agent.Definition, c *agent.SessionContext) sessions.Event {
+// startedData is the data of a new bound session's session:started
+// event (and of agent_bound, when an unused session is bound).
+func startedData(def *agent.Definition, c *agent.SessionContext) map[string]any {
 	data := map[string]any{}
 	if def != nil {
 		data["agent"], data["model"], data["fingerprint"] = def.Name, def.Model, def.Fingerprint()
@@ -187,7 +197,7 @@ func startedEvent(def *agent.Definition, c *agent.SessionContext) sessions.Event
 	if c != nil {
 		data["context"] = c.Map()
 	}
-	return sessions.NewEvent(agent.EventSessionStarted, data)
+	return data
 }
 
 // checkRebind refuses opening an existing session with another agent
@@ -410,9 +420,9 @@ func NewAgentHandler(st *vm.State, path string) (*AgentHandler, error) {
 func (h *AgentHandler) Name() string { return h.def.Name }
 
 // Bind checks a new session's context and returns its metadata (the
-// agent's name and frozen snapshot, the context) and its session_started
-// event.
-func (h *AgentHandler) Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error) {
+// agent's name and frozen snapshot, the context) and the data of its
+// session:started event.
+func (h *AgentHandler) Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, map[string]any, error) {
 	thread := h.state.NewThread("bind " + h.def.Name)
 	defer h.state.Release(thread)
 	restore := vm.WithContext(thread, ctx)
@@ -427,7 +437,7 @@ func (h *AgentHandler) Bind(ctx context.Context, sessionContext map[string]any) 
 			return nil, nil, err
 		}
 	}
-	return bindMetadata(h.def, sc), []sessions.Event{startedEvent(h.def, sc)}, nil
+	return bindMetadata(h.def, sc), startedData(h.def, sc), nil
 }
 
 // Handle runs one turn of the agent on session sessionID (bound to it

@@ -179,13 +179,14 @@ func sessionOpen(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tup
 // openBound opens (resumes or creates) session id as agent_session_open
 // does: a new session — or an existing one that has no agent and no
 // messages yet, such as a workflow stage's — is bound to def (nil: none)
-// with context sc (nil: none) and logs session_started; any other
+// with context sc (nil: none): a new one is created with session:started
+// carrying the binding, an existing one logs agent_bound; any other
 // existing one must be bound to the same agent, and sc replaces its
 // context. Everything is checked before
 // anything is written.
 func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.Definition, sc *agent.SessionContext, opts sessions.OpenOptions) error {
 	ctx := vm.ContextOf(thread)
-	started := false
+	bound := false // an existing unused session is bound
 	if def != nil || sc != nil {
 		exists, err := st.Store.Exists(ctx, id)
 		if err != nil {
@@ -208,7 +209,8 @@ func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.
 		}
 		if fresh {
 			opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, bindMetadata(def, sc))
-			started = true
+			opts.Info.Started = startedData(def, sc)
+			bound = exists
 		} else if sc != nil {
 			opts.Info.Metadata = sessions.MergeMetadata(opts.Info.Metadata, map[string]any{metaContext: sc.Map()})
 		}
@@ -216,8 +218,8 @@ func openBound(thread *starlark.Thread, st *vm.State, fn, id string, def *agent.
 	if _, err := st.Store.OpenWith(ctx, id, opts); err != nil {
 		return fail(fn, err)
 	}
-	if started {
-		events, err := st.Store.Apply(ctx, id, &sessions.Change{Events: []sessions.Event{startedEvent(def, sc)}})
+	if bound {
+		events, err := st.Store.Apply(ctx, id, &sessions.Change{Events: []sessions.Event{sessions.NewEvent(agent.EventAgentBound, startedData(def, sc))}})
 		if err != nil {
 			return fail(fn, err)
 		}
@@ -347,6 +349,12 @@ func fork(thread *starlark.Thread, fn, src string, dstv starlark.Value, opts ses
 	if !given {
 		dst = st.NewID()
 	}
+	// the child keeps the source's binding: its session:started says so
+	b, err := bindingOf(vm.ContextOf(thread), st, src)
+	if err != nil {
+		return nil, fail(fn, err)
+	}
+	opts.Started = b.started()
 	events, err := st.Store.Fork(vm.ContextOf(thread), src, dst, opts)
 	if err != nil {
 		return nil, fail(fn, err)

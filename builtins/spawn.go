@@ -108,7 +108,7 @@ func agentSpawn(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tupl
 		return resultToStarlark(res), nil
 	}
 	ctx := vm.ContextOf(thread)
-	child, err := childSession(thread, st, fn, parent, carry)
+	child, err := childSession(thread, st, fn, parent, carry, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +229,10 @@ func answeredModel(msgs []message.Message) string {
 	return ""
 }
 
-// childSession makes the child session of carry and returns its id.
-func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loopFrame, carry string) (string, error) {
+// childSession makes the child session of carry and returns its id; a
+// new child is started with started (the data of its session:started
+// event, nil: none).
+func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loopFrame, carry string, started sessions.Started) (string, error) {
 	ctx := vm.ContextOf(thread)
 	if parent.store != st.Store && carry != "reset" {
 		return "", fmt.Errorf("%s: carry '%s' needs the current loop's session in the store, and this loop is anonymous (give it a session_id, or use carry \"reset\")", fn, carry)
@@ -250,7 +252,7 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 	child := st.NewID()
 	if parent.store != st.Store {
 		// an anonymous parent: a new empty session, linked by metadata
-		if _, err := st.Store.Open(ctx, child, 0); err != nil {
+		if _, err := st.Store.OpenWith(ctx, child, sessions.OpenOptions{Info: sessions.Info{Started: started}}); err != nil {
 			return "", fail(fn, err)
 		}
 		return child, nil
@@ -266,7 +268,7 @@ func childSession(thread *starlark.Thread, st *vm.State, fn string, parent *loop
 	if carry == "reset" {
 		keep = 0
 	}
-	if _, err := st.Store.Fork(ctx, parent.sessionID, child, sessions.ForkOptions{KeepFirst: keep}); err != nil {
+	if _, err := st.Store.Fork(ctx, parent.sessionID, child, sessions.ForkOptions{KeepFirst: keep, Started: started}); err != nil {
 		return "", fail(fn, err)
 	}
 	if carry == "compact" && keep > 0 {

@@ -126,9 +126,13 @@ func TestEventsResume(t *testing.T) {
 	ts.waitIdle(id)
 
 	s := ts.events(id, "")
+	// the session's first event: it started, served by agent echo
+	if started := s.next(t); started.id != "1" || started.data["type"] != "session:started" || started.data["agent"] != "echo" {
+		t.Fatalf("first event: %+v", started)
+	}
 	first := s.next(t)
-	if first.id != "1" || first.data["type"] != "message" || first.data["role"] != "user" {
-		t.Fatalf("first event: %+v", first)
+	if first.id != "2" || first.data["type"] != "message" || first.data["role"] != "user" {
+		t.Fatalf("second event: %+v", first)
 	}
 	s.waitComment(t, "ready")
 	// Live: a state and a text_delta without id, then the stored reply.
@@ -360,6 +364,9 @@ func TestMessageEventsCarryTheMessage(t *testing.T) {
 		}
 	}
 	s := ts.events(id, "")
+	if f := s.next(t); f.data["type"] != "session:started" {
+		t.Fatalf("first event %+v", f)
+	}
 	check(s.next(t), "one")
 	second := s.next(t)
 	check(second, "echo: one")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skein-dev/skein/serve"
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/export"
 	"github.com/skein-dev/skein/sessions/message"
 )
 
@@ -112,13 +113,32 @@ func TestTurnCapRefusesUpFront(t *testing.T) {
 				t.Fatalf("prompt past the cap: %v", r)
 			}
 			s := waitTurn(t, hs, id)
-			// The server refuses before the agent runs; the agent's loop
-			// refuses with a turn_limit event and the turn's end, and
-			// nothing else.
+			// The server refuses before the agent runs, the agent's loop
+			// when it starts: either way the refusal is a turn_limit
+			// event and the turn's end, session:turn_completed with
+			// error.code turn_limit, and nothing else.
 			rec, _ := store.Snapshot(context.Background(), id)
 			n := len(rec.Events)
-			if last := rec.Events[n-2].Type + " " + rec.Events[n-1].Type; (last == "turn_limit session:turn_completed") != (c.cap == 0) {
+			if last := rec.Events[n-2].Type + " " + rec.Events[n-1].Type; last != "turn_limit session:turn_completed" {
 				t.Fatalf("last events %s", last)
+			}
+			if d := rec.Events[n-2].Data; d["max_turns"] != int64(3) || d["turns"] != int64(3) {
+				t.Errorf("turn_limit %v", d)
+			}
+			ended := rec.Events[n-1].Data
+			if e, _ := ended["error"].(map[string]any); ended["stopReason"] != "error" || e["code"] != "turn_limit" || !strings.Contains(fmt.Sprint(e["message"]), "turn cap of 3") {
+				t.Errorf("session:turn_completed %v", ended)
+			}
+			if prev := rec.Events[n-3].Type; prev != "session:turn_completed" {
+				t.Errorf("the refusal follows %s, not the third turn's end", prev)
+			}
+			// the session exports
+			var buf bytes.Buffer
+			if err := export.WriteJSON(&buf, rec); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := export.ReadExport(&buf); err != nil {
+				t.Fatalf("export of the refused session: %v", err)
 			}
 			if s["status"] != "active" || len(s["messages"].([]any)) != 6 {
 				t.Fatalf("after the refused prompt: %v, %d messages", s["status"], len(s["messages"].([]any)))
@@ -128,6 +148,37 @@ func TestTurnCapRefusesUpFront(t *testing.T) {
 				t.Fatalf("complete: %v", done)
 			}
 		})
+	}
+}
+
+// TestQueuedPromptPastTheCap: a prompt queued behind a running turn that
+// the cap would refuse before it ran gets 409 turn_limit at once, logged
+// as the turn's end (session:turn_completed, error.code turn_limit).
+func TestQueuedPromptPastTheCap(t *testing.T) {
+	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
+	_, hs := starlarkServer(t, store, promptAgent, 5, func(cfg *serve.Config) { cfg.MaxTurns = 2 })
+	id := call(t, hs, "POST", "/api/sessions", nil, 201)["id"].(string)
+	call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "slow one"}, 202)
+	if r := call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "two"}, 202); r["queued"] != true {
+		t.Fatalf("second prompt: %v", r)
+	}
+	r := call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "three"}, 409)
+	if e := r["error"].(map[string]any); e["code"] != "turn_limit" {
+		t.Fatalf("third prompt: %v", r)
+	}
+	rec, _ := store.Snapshot(context.Background(), id)
+	var refusal []string
+	for _, e := range rec.Events {
+		if e.Type == "turn_limit" || e.Type == "session:turn_completed" {
+			refusal = append(refusal, fmt.Sprint(e.Type, " ", e.Data["max_turns"], " ", e.Data["error"]))
+		}
+	}
+	if got := strings.Join(refusal, "; "); got != "turn_limit 2 <nil>; session:turn_completed <nil> map[code:turn_limit message:session '"+id+"' reached its turn cap of 2 (turn_limit)]" {
+		t.Fatalf("refusal events: %s", got)
+	}
+	call(t, hs, "POST", "/api/sessions/"+id+"/cancel", nil, 202)
+	if s := waitTurn(t, hs, id); s["status"] != "active" {
+		t.Fatalf("after the cancel: %v", s["status"])
 	}
 }
 

@@ -98,7 +98,7 @@ func (s *Server) enqueueLocked(id, agentName, text string, rec *sessions.Record)
 			ahead = t.base + 1 + len(q.items)
 		}
 		if ahead >= limit {
-			return 0, errTurnLimit(id, limit)
+			return 0, &turnLimitRefusal{id: id, limit: limit, turns: rec.Turns}
 		}
 	}
 	q.items = append(q.items, queuedPrompt{agent: agentName, text: text})

@@ -91,17 +91,17 @@ func testReplicasEvents(t *testing.T, open func() sessions.Backend) {
 			t.Fatalf("event %v", f.data)
 		}
 	}
-	if seqs[0] != 1 || seqs[1] != 2 {
-		t.Fatalf("seqs %v, want 1 2", seqs)
+	if seqs[0] != 2 || seqs[1] != 3 { // 1, session:started, came before "ready"
+		t.Fatalf("seqs %v, want 2 3", seqs)
 	}
 	b.waitIdle(id)
 	s.close()
 
 	// Resume on b from the last event a sent; a's second prompt follows.
-	r := b.events(id, "2")
+	r := b.events(id, "3")
 	r.waitComment(t, "ready")
 	a.expect(a.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "from a"}), http.StatusAccepted, "")
-	for want := int64(3); want <= 4; want++ {
+	for want := int64(4); want <= 5; want++ {
 		f := r.next(t)
 		if f.id != strconv.FormatInt(want, 10) {
 			t.Fatalf("resumed on b: event id %q, want %d (%v)", f.id, want, f.data)
@@ -306,7 +306,7 @@ func TestReplicasEventsPushed(t *testing.T) {
 	s.waitComment(t, "ready")
 	for p := range 3 {
 		b.expect(b.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "from b"}), http.StatusAccepted, "")
-		for want := 2*p + 1; want <= 2*p+2; want++ {
+		for want := 2*p + 2; want <= 2*p+3; want++ { // 1 is session:started
 			if f := s.next(t); f.id != strconv.Itoa(want) {
 				t.Fatalf("event id %q, want %d (%v)", f.id, want, f.data)
 			}

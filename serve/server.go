@@ -47,10 +47,11 @@ type SessionAgent interface {
 // agent file, `--agent NAME.agent.yaml`). Bind returns what a new
 // session of the agent stores: metadata (the agent's frozen snapshot and
 // the session context, given as the create request's context, nil when
-// none) and events to log (session_started). An error refuses the
-// create with 400 and its text.
+// none) and the data of its session:started event (the agent, its model,
+// fingerprint and context). An error refuses the create with 400 and its
+// text.
 type Binder interface {
-	Bind(ctx context.Context, sessionContext map[string]any) (map[string]any, []sessions.Event, error)
+	Bind(ctx context.Context, sessionContext map[string]any) (metadata, started map[string]any, err error)
 }
 
 // Defaults of Config.

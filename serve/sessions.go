@@ -66,7 +66,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		ctx = workspace.NewContext(ctx, p)
 		meta[metaRepoID] = repo.ID
 	}
-	var started []sessions.Event
+	started := map[string]any{"agent": name}
 	if b, ok := s.cfg.Agents[name].(Binder); ok {
 		var sc map[string]any
 		if len(req.Context) > 0 && string(req.Context) != "null" {
@@ -84,18 +84,18 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 				sc["workingDir"] = repo.Path
 			}
 		}
-		bound, events, err := b.Bind(ctx, sc)
+		bound, data, err := b.Bind(ctx, sc)
 		if err != nil {
 			return errorf(http.StatusBadRequest, "bad_context", "%v", err)
 		}
 		for k, v := range bound {
 			meta[k] = v
 		}
-		started = events
+		started = data
 	} else if len(req.Context) > 0 && string(req.Context) != "null" {
 		return errorf(http.StatusBadRequest, "bad_field", "field context: agent '%s' is not an agent file (--agent NAME.agent.yaml) and takes no session context", name)
 	}
-	info := sessions.Info{Metadata: meta}
+	info := sessions.Info{Metadata: meta, Started: started}
 	if req.Title != "" {
 		info.Title = &req.Title
 	}
@@ -111,11 +111,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		return err
-	}
-	if len(started) > 0 {
-		if _, err := s.store.Apply(ctx, id, &sessions.Change{Events: started}); err != nil {
-			return err
-		}
 	}
 	if repo != nil {
 		// the repository path, for audit (seed 001)

@@ -112,7 +112,7 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	if pos, err := s.enqueueIfBusy(id, name, *req.Text, rec); pos > 0 || err != nil {
 		if err != nil {
-			return err
+			return s.refused(ctx, id, err)
 		}
 		writeJSON(w, http.StatusAccepted, queuedResponse{SessionID: id, Queued: true, Position: pos})
 		return nil
@@ -123,7 +123,7 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		// behind it.
 		pos, err := s.enqueue(id, name, *req.Text, rec)
 		if err != nil {
-			return err
+			return s.refused(ctx, id, err)
 		}
 		writeJSON(w, http.StatusAccepted, queuedResponse{SessionID: id, Queued: true, Position: pos})
 		return nil
@@ -136,6 +136,7 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	// process): check again now that the lock keeps them away, reading
 	// what the store holds.
 	if err := s.admit(ctx, id, t); err != nil {
+		err = s.refused(ctx, id, err)
 		s.releaseTurn(id, t)
 		return err
 	}
@@ -199,10 +200,37 @@ func (s *Server) turnCap(rec *sessions.Record) int {
 }
 
 // errTurnLimit is the 409 of a prompt past the session's turn cap: it is
-// refused before anything is stored or any model is called, and the
-// session stays as it was.
+// refused before anything but the refusal is stored or any model is
+// called (see turnLimitRefusal), and the session stays as it was.
 func errTurnLimit(id string, limit int) error {
 	return errorf(http.StatusConflict, "turn_limit", "session '%s' has used its %d turns (its turn cap): the prompt was not run; the session can still be read, exported and completed", id, limit)
+}
+
+// turnLimitRefusal is the server's own refusal of a prompt past session
+// id's turn cap, before the prompt reaches the agent: refused records
+// it in the session's log, as an agent loop records its own refusal
+// (turn_limit and session:turn_completed with error.code "turn_limit"),
+// and answers the 409 of errTurnLimit.
+type turnLimitRefusal struct {
+	id           string
+	limit, turns int
+}
+
+func (e *turnLimitRefusal) Error() string { return errTurnLimit(e.id, e.limit).Error() }
+
+// refused returns err, the refusal of a prompt to session id; a
+// turnLimitRefusal is first logged on the session (never under s.mu), and
+// becomes its 409.
+func (s *Server) refused(ctx context.Context, id string, err error) error {
+	var r *turnLimitRefusal
+	if !errors.As(err, &r) {
+		return err
+	}
+	events := agent.TurnLimitEvents(&agent.TurnLimitError{SessionID: id, Cap: r.limit}, r.turns)
+	if _, err := s.store.Apply(context.WithoutCancel(ctx), id, &sessions.Change{Events: events}); err != nil {
+		return err
+	}
+	return errTurnLimit(id, r.limit)
 }
 
 // admit decides, under the session's turn lock, whether turn t may run:
@@ -217,7 +245,7 @@ func (s *Server) admit(ctx context.Context, id string, t *turn) error {
 		return errNotActive(id, rec.Status)
 	}
 	if limit := s.turnCap(rec); limit > 0 && rec.Turns >= limit {
-		return errTurnLimit(id, limit)
+		return &turnLimitRefusal{id: id, limit: limit, turns: rec.Turns}
 	}
 	if err := s.turnWorkspace(ctx, rec, t); err != nil {
 		return err

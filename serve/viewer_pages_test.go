@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -268,9 +269,21 @@ func TestViewerPagesInBrowser(t *testing.T) {
 
 	// The debug view: the exact system prompt, the tool schemas and the
 	// token estimate of each call.
+	// (Each summary is scrolled to the middle of the window first: at the
+	// bottom, where a plain scroll into view leaves it, the prompt box
+	// that stays at the bottom of the window covers it and takes the
+	// click.)
+	center := func(sel string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			_, err := chromedp.Evaluate[bool](`(document.querySelector(`+strconv.Quote(sel)+`).scrollIntoView({block: "center"}), true)`)(ctx, tg)
+			return chromedp.Void{}, err
+		}
+	}
 	do("debug", chromedp.Click(chromedp.CSS(`label:has(#view-debug)`)),
 		chromedp.WaitVisible(chromedp.CSS(`div.request[data-event="turn_start"]`)),
+		center(`div.request details.system-prompt summary`),
 		chromedp.Click(chromedp.CSS(`div.request details.system-prompt summary`)),
+		center(`div.request details.tool-schemas summary`),
 		chromedp.Click(chromedp.CSS(`div.request details.tool-schemas summary`)))
 	if d := text(`div.request[data-event="turn_start"]`); !strings.Contains(d, "~412 tokens estimated") || !strings.Contains(d, "You plan trips.\nBe brief.") || !strings.Contains(d, `"description": "Weather in a city."`) {
 		t.Errorf("debug request: %q", d)

@@ -172,7 +172,7 @@ func TestViewerInBrowser(t *testing.T) {
 	// The v key cycles to debug (focus outside the prompt box).
 	do("debug view", chromedp.Focus(chromedp.ID("view-verbose")), chromedp.KeyEvent("v"),
 		chromedp.WaitVisible(chromedp.CSS(`#transcript div[data-event="turn_end"]`)))
-	if d, u := strings.ToLower(text("#transcript")), location(); !strings.Contains(d, "event turn_end · seq 5") || !strings.Contains(u, "view=debug") {
+	if d, u := strings.ToLower(text("#transcript")), location(); !strings.Contains(d, "event turn_end · seq 6") || !strings.Contains(u, "view=debug") {
 		t.Fatalf("debug view: %q at %s", d, u)
 	}
 

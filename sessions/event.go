@@ -27,7 +27,7 @@ const (
 // session builtins log them; they are defined here so that the store can
 // read the names they replace (see EventType).
 const (
-	EventSessionStarted    = "session:started"          // a session was created bound to an agent or with a context
+	EventSessionStarted    = "session:started"          // a session was created (its first event; the store logs it, see Info.Started)
 	EventDirectiveInjected = "agent:directive_injected" // queued feedback reached the loop
 	EventContextCompacted  = "agent:context_compacted"  // a compaction replaced the transcript with a summary
 	EventContextCleared    = "agent:context_cleared"    // the transcript and summary were dropped (a reset)

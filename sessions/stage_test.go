@@ -53,8 +53,8 @@ func TestStageCommit(t *testing.T) {
 		}
 		seqs = append(seqs, events[0].Seq)
 	}
-	if seqs[0] != 1 || seqs[1] != 2 {
-		t.Fatalf("staged event seqs %v, want [1 2]", seqs)
+	if seqs[0] != 2 || seqs[1] != 3 { // 1 is session:started
+		t.Fatalf("staged event seqs %v, want [2 3]", seqs)
 	}
 	if n, _ := s.Length(ctx, "a"); n != 2 {
 		t.Fatalf("Length after staging 2 messages = %d", n)
@@ -63,14 +63,14 @@ func TestStageCommit(t *testing.T) {
 		t.Fatalf("staging wrote to the backend: %d messages, %d writes", len(rec.Messages), b.writes)
 	}
 	snap, err := s.Snapshot(ctx, "a")
-	if err != nil || len(snap.Events) != 2 || len(snap.Messages) != 2 {
+	if err != nil || len(snap.Events) != 3 || len(snap.Messages) != 2 {
 		t.Fatalf("Snapshot of staged changes: %d messages, %d events, %v", len(snap.Messages), len(snap.Events), err)
 	}
 	if err := s.Commit(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if rec := b.stored(t, "a"); len(rec.Messages) != 2 || len(rec.Events) != 2 || rec.Version != 2 || b.writes != 1 || b.changes != 2 {
-		t.Fatalf("after Commit: %d messages, %d events, version %d, %d writes of %d changes; want 2, 2, 2, 1, 2",
+	if rec := b.stored(t, "a"); len(rec.Messages) != 2 || len(rec.Events) != 3 || rec.Version != 2 || b.writes != 1 || b.changes != 2 {
+		t.Fatalf("after Commit: %d messages, %d events, version %d, %d writes of %d changes; want 2, 3, 2, 1, 2",
 			len(rec.Messages), len(rec.Events), rec.Version, b.writes, b.changes)
 	}
 	if err := s.Commit(ctx, "a"); err != nil || b.writes != 1 {

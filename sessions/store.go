@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -377,9 +378,18 @@ type OpenOptions struct {
 type Info struct {
 	Title    *string
 	Metadata map[string]any
+	// Started is the data of the session:started event of a new
+	// session; a resume ignores it.
+	Started Started
 }
 
 func (in Info) empty() bool { return in.Title == nil && in.Metadata == nil }
+
+// Started is the data of the session:started event logged when a
+// session is created (an agent binding's agent, model, fingerprint and
+// context, say; nil: none), in Info and ForkOptions. A session that is
+// resumed, loaded or imported is not started again.
+type Started = map[string]any
 
 // check validates the metadata's values.
 func (in Info) check() error { return CheckMetadata(in.Metadata) }
@@ -454,14 +464,38 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 	if info.Title != nil {
 		rec.Title = *info.Title
 	}
+	sess := newSession(rec)
+	rec.Events = sess.stamp([]Event{s.startedEvent(info.Started)}, now)
 	if err := s.backend.Create(ctx, rec); err != nil {
 		return wrap(id, err)
 	}
-	sess := s.shed(newSession(rec))
+	sess.rec.Events, sess.lastSeq = rec.Events, rec.Events[0].Seq
+	s.notifyCreated(sess, rec.Events)
 	s.mu.Lock()
 	s.lru.Add(id, sess)
 	s.mu.Unlock()
 	return nil
+}
+
+// startedEvent is the session:started event of a new session, with
+// data (redacted; nil: none).
+func (s *Store) startedEvent(data Started) Event {
+	e := Event{Type: EventSessionStarted}
+	if len(data) > 0 {
+		e.Data, _ = s.redactor.RedactValue(maps.Clone(data)).(map[string]any)
+	}
+	return e
+}
+
+// notifyCreated hands the events a new session was stored with to the
+// sink and the observers, and sheds its log (see shed).
+func (s *Store) notifyCreated(sess *Session, events []Event) {
+	sess.mu.Lock()
+	s.logged(sess, events, nil)
+	s.shed(sess)
+	sess.mu.Unlock()
+	s.observers.notify(events, true)
+	s.observers.notify(events, false)
 }
 
 // Exists reports whether id is live or stored.
@@ -900,6 +934,9 @@ type ForkOptions struct {
 	KeepFirst int
 	// BranchedAt records KeepFirst on the child (agent_session_fork_at).
 	BranchedAt bool
+	// Started is the data of the child's session:started event, to which
+	// the fork adds parent_id.
+	Started Started
 }
 
 // Fork creates dst as a child of src sharing src's messages (all, or the
@@ -981,9 +1018,14 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 	}
 	childSess := newSession(child)
 	childSess.transcript = parent.transcript.Head(keep)
-	childSess.rec.Events = childSess.stamp([]Event{{Type: EventFork,
+	started := maps.Clone(opts.Started)
+	if started == nil {
+		started = Started{}
+	}
+	started["parent_id"] = src
+	childSess.rec.Events = childSess.stamp([]Event{s.startedEvent(started), {Type: EventFork,
 		Data: map[string]any{"parent_id": src, "kept": int64(keep)}}}, now)
-	childSess.lastSeq = childSess.rec.Events[0].Seq
+	childSess.lastSeq = childSess.rec.Events[len(childSess.rec.Events)-1].Seq
 	child.Events = childSess.rec.Events
 	srcEvent := parent.stamp([]Event{{Type: EventFork,
 		Data: map[string]any{"child_id": dst, "kept": int64(keep)}}}, now)[0]
@@ -1002,12 +1044,7 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 	s.observers.notify([]Event{srcEvent}, true)
 	s.observers.notify([]Event{srcEvent}, false)
 	parent.mu.Unlock()
-	childSess.mu.Lock()
-	s.logged(childSess, child.Events, nil)
-	s.shed(childSess)
-	childSess.mu.Unlock()
-	s.observers.notify(child.Events, true)
-	s.observers.notify(child.Events, false)
+	s.notifyCreated(childSess, child.Events)
 
 	s.mu.Lock()
 	s.lru.Get(src) // refresh the source before inserting the child

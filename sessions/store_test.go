@@ -98,7 +98,7 @@ func TestStoreApplyIsAtomic(t *testing.T) {
 		t.Fatalf("a failed change left %d messages", n)
 	}
 	rec, _ := s.Snapshot(ctx, "a")
-	if len(rec.Events) != 0 || rec.Version != 0 {
+	if len(rec.Events) != 1 || rec.Events[0].Type != EventSessionStarted || rec.Version != 0 {
 		t.Fatalf("a failed change left events %v version %d", rec.Events, rec.Version)
 	}
 }
@@ -351,4 +351,52 @@ func textsOf(ms []message.Message) []string {
 		out[i] = ms[i].Text
 	}
 	return out
+}
+
+// TestSessionStarted: every session the store creates (Open, Create,
+// Fork) logs session:started as its first event, with the data given,
+// to its log and its observers; resuming or reloading it does not.
+func TestSessionStarted(t *testing.T) {
+	b := &countingBackend{MemoryBackend: NewMemoryBackend(), durable: true}
+	s := newTestStore(t, b, 1)
+	var observed []string
+	s.Observe(func(e Event) { observed = append(observed, e.SessionID+" "+e.Type) })
+	if _, err := s.OpenWith(ctx, "a", OpenOptions{Info: Info{Started: Started{"agent": "helper"}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, "a", message.Message{Role: message.RoleUser, Text: "hi"})
+	if err := s.Create(ctx, "b", Info{}); err != nil { // evicts a (cap 1)
+		t.Fatal(err)
+	}
+	// a again: loaded from the backend and resumed, not started
+	if _, err := s.OpenWith(ctx, "a", OpenOptions{Info: Info{Started: Started{"agent": "other"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fork(ctx, "a", "c", ForkOptions{KeepFirst: -1, Started: Started{"agent": "helper"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"a": "[session:started map[agent:helper] message map[index:0 role:user] fork map[child_id:c kept:1]]",
+		"b": "[session:started map[]]",
+		"c": "[session:started map[agent:helper parent_id:a] fork map[kept:1 parent_id:a]]",
+	}
+	for id, w := range want {
+		rec, err := b.Load(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []any
+		for _, e := range rec.Events {
+			got = append(got, e.Type, e.Data)
+		}
+		if fmt.Sprint(got) != w {
+			t.Errorf("%s's log: %v, want %s", id, got, w)
+		}
+		if rec.Events[0].Seq != 1 {
+			t.Errorf("%s's session:started has seq %d", id, rec.Events[0].Seq)
+		}
+	}
+	if got := fmt.Sprint(observed); got != "[a session:started a message b session:started a fork c session:started c fork]" {
+		t.Errorf("observed %s", got)
+	}
 }

@@ -271,6 +271,12 @@ func (e *engine) sessionOf(node string) string {
 	return ""
 }
 
+// started is the session:started data of a session that the run's stage
+// node creates: {workflow, run_id, stage}.
+func (e *engine) started(node string) sessions.Started {
+	return sessions.Started{"workflow": e.run.Workflow, "run_id": e.run.ID, "stage": node}
+}
+
 // stage runs one stage and records it; it reports whether the run stops.
 func (e *engine) stage(ctx context.Context, n *Node) (bool, error) {
 	r := e.run
@@ -375,12 +381,12 @@ func (e *engine) open(ctx context.Context, n *Node, sid string) error {
 			e.opened = map[string]bool{}
 		}
 		e.opened[sid] = true
-		err := e.Store.Create(ctx, sid, sessions.Info{})
+		err := e.Store.Create(ctx, sid, sessions.Info{Started: e.started(n.Name)})
 		if !errors.Is(err, sessions.ErrExists) {
 			return err
 		}
 	}
-	_, err := e.Store.Open(ctx, sid, 0)
+	_, err := e.Store.OpenWith(ctx, sid, sessions.OpenOptions{Info: sessions.Info{Started: e.started(n.Name)}})
 	return err
 }
 
@@ -474,7 +480,7 @@ func (e *engine) record(ctx context.Context, ev *Event, sid string) error {
 	r := e.run
 	ev.RunID, ev.Workflow = r.ID, r.Workflow
 	ctx = context.WithoutCancel(ctx)
-	if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+	if _, err := e.Store.OpenWith(ctx, sid, sessions.OpenOptions{Info: sessions.Info{Started: e.started(ev.Node)}}); err != nil {
 		return eventError{err}
 	}
 	u, err := r.update()
@@ -502,7 +508,7 @@ func (e *engine) emit(ctx context.Context, ev *Event, sid string) error {
 	// a cancelled run still logs its end
 	ctx = context.WithoutCancel(ctx)
 	if sid != "" {
-		if _, err := e.Store.Open(ctx, sid, 0); err != nil {
+		if _, err := e.Store.OpenWith(ctx, sid, sessions.OpenOptions{Info: sessions.Info{Started: e.started(ev.Node)}}); err != nil {
 			return eventError{err}
 		}
 		ch := &sessions.Change{Events: []sessions.Event{sessions.NewEvent(ev.Type, ev.Data())}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -277,11 +278,27 @@ func TestServeExternalACPAgent(t *testing.T) {
 		t.Errorf("after the restart: last message %q, agent processes %v", s, agentPids(t, pids))
 	}
 
+	// A turn the agent ends with max_turn_requests.
+	p.call("POST", "/api/sessions/"+id+"/prompt", `{"text":"limit please"}`, 202)
+	p.waitIdle(id)
+
 	// A crash mid-turn: error, with the exit status and the stderr tail;
 	// the text streamed before the crash is kept.
 	id2 := p.call("POST", "/api/sessions", `{"agent":"tester"}`, 201)["id"].(string)
 	p.call("POST", "/api/sessions/"+id2+"/prompt", `{"text":"crash now"}`, 202)
 	waitFor(t, "the crashed session to fail", func() bool { return p.call("GET", "/api/sessions/"+id2, "", 200)["status"] == "error" })
+
+	// Every turn ended with the session spec's session:turn_completed,
+	// after the agent's own acp_turn_end when it answered; each session
+	// started with session:started.
+	for sid, want := range map[string]string{
+		id:  "session:started; end_turn; end_turn; end_turn; cancelled; end_turn; error turn_limit",
+		id2: "session:started; error failed",
+	} {
+		if got := lifecycle(t, dir, sid); got != want {
+			t.Errorf("session %s's lifecycle events: %s, want %s", sid, got, want)
+		}
+	}
 	shapes = nil
 	for _, m := range p.messages(id2) {
 		shapes = append(shapes, shape(m))
@@ -307,6 +324,43 @@ func TestServeExternalACPAgent(t *testing.T) {
 		t.Errorf("deleted session is %v", st)
 	}
 	waitFor(t, "the deleted session's process to exit", func() bool { return !alive(pid3) })
+}
+
+// lifecycle lists session id's session:started and the stopReason (and
+// error code) of each session:turn_completed, from an export of the
+// store in dir, checking that an answered turn's acp_turn_end comes just
+// before its session:turn_completed.
+func lifecycle(t *testing.T, dir, id string) string {
+	t.Helper()
+	out, err := exec.Command(skeinBinary(t), "sessions", "export", id, "--store", filepath.Join(dir, "sessions.db"), "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("export %s: %v", id, err)
+	}
+	var rec struct {
+		Events []map[string]any `json:"events"`
+	}
+	if err := json.Unmarshal(out, &rec); err != nil {
+		t.Fatalf("export %s: %v", id, err)
+	}
+	var got []string
+	prev := ""
+	for _, e := range rec.Events {
+		switch e["type"] {
+		case "session:started":
+			got = append(got, "session:started")
+		case "session:turn_completed":
+			s, _ := e["stopReason"].(string)
+			if errv, ok := e["error"].(map[string]any); ok {
+				s += " " + fmt.Sprint(errv["code"])
+			}
+			if answered := s == "end_turn" || strings.HasSuffix(s, "turn_limit"); answered && prev != "acp_turn_end" {
+				t.Errorf("session %s: %s follows %s, not acp_turn_end", id, s, prev)
+			}
+			got = append(got, s)
+		}
+		prev, _ = e["type"].(string)
+	}
+	return strings.Join(got, "; ")
 }
 
 // TestServeExternalACPAgentShared runs two sessions on one process of the

@@ -30,8 +30,8 @@ func TestForensicLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lines := strings.Count(string(data), "\n"); lines != 2 {
-		t.Fatalf("live file has %d records, want header and one event:\n%s", lines, data)
+	if lines := strings.Count(string(data), "\n"); lines != 3 || !strings.Contains(string(data), `"type":"session:started"`) {
+		t.Fatalf("live file has %d records, want header, session:started and one event:\n%s", lines, data)
 	}
 	mustAppend(t, s, "run/stage", message.Message{Role: message.RoleAssistant, Text: "a"})
 	if _, err := s.Fork(t.Context(), "run/stage", "fork", sessions.ForkOptions{KeepFirst: -1}); err != nil {

@@ -60,15 +60,16 @@ func TestForensicFields(t *testing.T) {
 	}
 	want := []string{
 		`{"_type":"header","created_at":"2023-11-14T22:13:20Z","id":"x","inputs":{"repo":"api"},"workflow_name":"Weather"}`,
-		`{"_type":"event","content":"be terse","seq":1,"timestamp":"2023-11-14T22:13:20Z","type":"system"}`,
-		`{"_type":"event","content":"weather?\n\"quoted\" <b>","seq":2,"timestamp":"2023-11-14T22:13:20Z","type":"user"}`,
-		`{"_type":"event","meta":{"prompt":"system: be terse\n\nuser: weather?\n\"quoted\" <b>","response":"call weather {\"city\":\"Lisbon\",\"days\":2,\"w\":1.0}"},"seq":3,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
-		`{"_type":"event","corr_id":"c1","parent":3,"seq":4,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_call"}`,
-		`{"_type":"event","content":"sunny","corr_id":"c1","parent":4,"seq":5,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool"}`,
-		`{"_type":"event","content":"sunny","corr_id":"c1","duration_ms":12,"parent":4,"seq":6,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_result"}`,
-		`{"_type":"event","content":"Sunny.","meta":{"model":"m","prompt":"tool weather: sunny","response":"Sunny.","tokens_in":30,"tokens_out":2},"seq":7,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
-		`{"_type":"event","meta":{"latency_ms":5,"model":"m","tokens_in":30,"tokens_out":2},"seq":8,"timestamp":"2023-11-14T22:13:20Z","type":"llm_call"}`,
-		`{"_type":"event","seq":9,"timestamp":"2023-11-14T22:13:20Z","type":"trim"}`,
+		`{"_type":"event","seq":1,"timestamp":"2023-11-14T22:13:20Z","type":"session:started"}`,
+		`{"_type":"event","content":"be terse","seq":2,"timestamp":"2023-11-14T22:13:20Z","type":"system"}`,
+		`{"_type":"event","content":"weather?\n\"quoted\" <b>","seq":3,"timestamp":"2023-11-14T22:13:20Z","type":"user"}`,
+		`{"_type":"event","meta":{"prompt":"system: be terse\n\nuser: weather?\n\"quoted\" <b>","response":"call weather {\"city\":\"Lisbon\",\"days\":2,\"w\":1.0}"},"seq":4,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
+		`{"_type":"event","corr_id":"c1","parent":4,"seq":5,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_call"}`,
+		`{"_type":"event","content":"sunny","corr_id":"c1","parent":5,"seq":6,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool"}`,
+		`{"_type":"event","content":"sunny","corr_id":"c1","duration_ms":12,"parent":5,"seq":7,"success":true,"timestamp":"2023-11-14T22:13:20Z","tool":"weather","type":"tool_result"}`,
+		`{"_type":"event","content":"Sunny.","meta":{"model":"m","prompt":"tool weather: sunny","response":"Sunny.","tokens_in":30,"tokens_out":2},"seq":8,"timestamp":"2023-11-14T22:13:20Z","type":"assistant"}`,
+		`{"_type":"event","meta":{"latency_ms":5,"model":"m","tokens_in":30,"tokens_out":2},"seq":9,"timestamp":"2023-11-14T22:13:20Z","type":"llm_call"}`,
+		`{"_type":"event","seq":10,"timestamp":"2023-11-14T22:13:20Z","type":"trim"}`,
 	}
 	for i, w := range want {
 		got, _ := json.Marshal(records[i])
@@ -82,8 +83,8 @@ func TestForensicFields(t *testing.T) {
 		t.Errorf("footer:\n\tgot  %s\n\twant %s", footer, w)
 	}
 	// Every event record's skein fields hold the event as logged.
-	if !strings.Contains(lines[1], `"skein":{"seq":1,"type":"message","data":{"index":0,"role":"system"},"message":{"id":"m1","created_at":"2023-11-14T22:13:20Z","role":"system","content":"be terse"}}`) {
-		t.Errorf("event 1: %s", lines[1])
+	if !strings.Contains(lines[2], `"skein":{"seq":2,"type":"message","data":{"index":0,"role":"system"},"message":{"id":"m1","created_at":"2023-11-14T22:13:20Z","role":"system","content":"be terse"}}`) {
+		t.Errorf("event 2: %s", lines[2])
 	}
 }
 
@@ -118,9 +119,9 @@ func TestReadForensicErrors(t *testing.T) {
 	for _, tc := range []struct{ name, input, want string }{
 		{"gap", join([]string{header}, events[:2], events[3:], []string{footer}), "line 4: event seq 4 follows 2: seqs 3 to 3 are missing"},
 		{"duplicate", join([]string{header}, dup, []string{footer}), "line 5: event seq 3 repeats"},
-		{"no footer", join([]string{header}, events), "no footer after 12 events"},
+		{"no footer", join([]string{header}, events), "no footer after 13 events"},
 		{"after footer", join([]string{header}, events, []string{footer, footer}), "a record after the footer"},
-		{"count", join([]string{header}, events, []string{strings.Replace(footer, `"event_count":12`, `"event_count":13`, 1)}), "the footer counts 13 events, the log has 12"},
+		{"count", join([]string{header}, events, []string{strings.Replace(footer, `"event_count":13`, `"event_count":14`, 1)}), "the footer counts 14 events, the log has 13"},
 		{"foreign", join([]string{`{"_type":"header","id":"x","workflow_name":"w","created_at":"2023-11-14T22:13:20Z"}`}), `forensic header has no "skein" fields`},
 		{"unknown record", join([]string{header, `{"_type":"state"}`}), `line 2: unknown record type 'state'`},
 		{"bad time", join([]string{header}, []string{strings.Replace(events[0], `"timestamp":"2023`, `"timestamp":"then`, 1)}, events[1:], []string{footer}), "line 2: event 1: timestamp"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
@@ -29,6 +30,11 @@ func RunEventReaderTests(t *testing.T, newBackend func(t *testing.T) sessions.Ba
 		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// "c" is stored without the store: its log is empty
+	now := time.Now()
+	if err := b.Create(ctx, &sessions.Record{ID: "c", Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
 	}
 	for i := range 5 {
 		if _, err := store.Apply(ctx, "a", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "m"}},
@@ -63,8 +69,8 @@ func RunEventReaderTests(t *testing.T, newBackend func(t *testing.T) sessions.Ba
 	if _, err := r.EventsAfter(ctx, "nope", 0, 0); !errors.Is(err, sessions.ErrNotFound) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	seqs, err := r.LastSeqs(ctx, []string{"a", "b", "nope"})
-	if err != nil || len(seqs) != 2 || seqs["a"] != all[len(all)-1].Seq || seqs["b"] != 0 {
+	seqs, err := r.LastSeqs(ctx, []string{"a", "b", "c", "nope"})
+	if err != nil || len(seqs) != 3 || seqs["a"] != all[len(all)-1].Seq || seqs["b"] != 1 || seqs["c"] != 0 {
 		t.Fatalf("LastSeqs: %v, %v", seqs, err)
 	}
 }

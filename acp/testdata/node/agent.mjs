@@ -81,6 +81,10 @@ const app = acp
         content: [{ type: "content", content: { type: "text", text: `permission: ${outcome}` } }] });
       return { stopReason: "end_turn" };
     }
+    if (text.startsWith("limit")) {
+      await say("Too many requests");
+      return { stopReason: "max_turn_requests" };
+    }
     if (text.startsWith("crash")) {
       await say("About to fail");
       process.stderr.write("fatal: out of cheese\n");
