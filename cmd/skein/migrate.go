@@ -35,13 +35,17 @@ func migrateCommand(args []string, std stdio) int {
 	case store.memory():
 		return usageError(std, fs.Name(), "--store memory has no schema: name a database file or a postgres:// URL")
 	}
+	key, err := store.storeKey()
+	if err != nil {
+		return usageError(std, fs.Name(), err.Error())
+	}
 	var from, to int
-	var err error
 	if store.postgres() {
-		from, err = postgres.Migrate(context.Background(), store.path)
+		notice := func(s string) { fmt.Fprintf(std.err, "skein migrate: note: %s\n", s) }
+		from, err = postgres.Migrate(context.Background(), store.path, postgres.WithKey(key), postgres.WithNotice(notice))
 		to = postgres.SchemaVersion
 	} else {
-		from, err = sqlite.Migrate(store.path)
+		from, err = sqlite.Migrate(store.path, sqlite.WithKey(key))
 		to = sqlite.SchemaVersion
 	}
 	if err != nil {

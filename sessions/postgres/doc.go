@@ -48,18 +48,24 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 7)
+// # Schema (version 8)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
 //	                max_turns version title first_prompt, and the current
 //	                view: base base_from base_to own_from length; repo_id
-//	                and agent, generated from the metadata (migration 4,
-//	                indexed: ListFilter.RepoID and .Agent); summary_crc
+//	                and agent, the metadata's "repoId" and "agent",
+//	                written with it, in clear also when it is sealed
+//	                (migration 8; generated from it by migration 4;
+//	                indexed: ListFilter.RepoID and .Agent, and (repo_id,
+//	                status)); summary_crc
 //	                metadata_crc title_crc first_prompt_crc (migration 6);
 //	                meta, the metadata as jsonb, and touched, the minute
 //	                of updated_at (both generated, migration 7; touched
-//	                indexed: the update-time filters)
+//	                indexed: the update-time filters); and, where the
+//	                pg_trgm extension can be had, a trigram (GIN) index on
+//	                lower(id) and lower(label), the label being the title,
+//	                else the first prompt (step "trgm": ListFilter.Text)
 //	skein_views     vid sid base base_from base_to own_from (frozen views)
 //	skein_messages  sid pos body (JSON of message.Message) crc  key (sid, pos)
 //	skein_events    sid seq type time corr_id data pos crc    key (sid, seq)
@@ -74,7 +80,8 @@
 // listings' metadata conditions (sessions.WhereCond) read column meta,
 // the same metadata as jsonb, which PostgreSQL generates from the text
 // (a sealed metadata is a JSON string there, which no condition on a key
-// matches: with a key those conditions run in Go). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
+// matches: with a key those conditions, and the text search, run in
+// Go; repo_id and agent stay in SQL). Ids compare byte by byte (COLLATE "C"), as in SQLite, so
 // a listing orders equal creation times the same way on both.
 //
 // # Checksums and encryption at rest

@@ -27,6 +27,9 @@ type Backend struct {
 	// key seals the payloads this Backend writes and opens sealed ones
 	// (WithKey); nil writes them plain, with checksums.
 	key *storekey.Key
+	// notice is where Migrate says what it could not do and did without
+	// (WithNotice).
+	notice func(string)
 }
 
 var (
@@ -55,6 +58,13 @@ func WithDurability(d sessions.Durability) Option {
 // checksums, and reading a sealed one fails with storekey.ErrNoKey.
 func WithKey(k *storekey.Key) Option {
 	return func(b *Backend) { b.key = k }
+}
+
+// WithNotice makes Migrate call fn with what it could not do and
+// went on without, in a sentence: the trigram index of listings' text
+// search when the pg_trgm extension cannot be used (see migrate).
+func WithNotice(fn func(string)) Option {
+	return func(b *Backend) { b.notice = fn }
 }
 
 // WithMaxConns caps the backend's connection pool (default: pgxpool's,
@@ -117,8 +127,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 // tables). It is the only code of skein that changes the schema: its
 // role needs CREATE on the schema (and to own the tables, to upgrade
 // them); the roles that then use the store need only the grants
-// docs/security.md lists.
-func Migrate(ctx context.Context, dsn string) (from int, err error) {
+// docs/security.md lists. Of opts, it uses WithKey (a migration that
+// reads sealed values needs the store's key) and WithNotice.
+func Migrate(ctx context.Context, dsn string, opts ...Option) (from int, err error) {
+	b := &Backend{}
+	for _, o := range opts {
+		o(b)
+	}
 	red := Redact(dsn)
 	if !IsDSN(dsn) {
 		return 0, fmt.Errorf("postgres: the database must be a postgres:// URL, not %s", red)
@@ -133,7 +148,7 @@ func Migrate(ctx context.Context, dsn string) (from int, err error) {
 		return 0, fmt.Errorf("postgres: %s: %w", red, redactErr(err, dsn))
 	}
 	defer pool.Close()
-	if _, from, err = migrate(ctx, pool); err != nil {
+	if _, from, err = migrate(ctx, pool, b.key, b.notice); err != nil {
 		return 0, fmt.Errorf("postgres: %s: %w", red, redactErr(err, dsn))
 	}
 	return from, nil

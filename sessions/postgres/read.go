@@ -367,13 +367,14 @@ func numbered(query string) string {
 
 // ReadPage reads one page of a listing in one read transaction
 // (rowstore.Pager), numbering the queries' placeholders.
-func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, query string, args []any,
+func (b *Backend) ReadPage(ctx context.Context, count string, countArgs []any, rowsQuery func(total int) (string, []any),
 	each func(scan func(dest ...any) error) error) (int, error) {
 	var total int
 	err := b.read(ctx, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, numbered(count), countArgs...).Scan(&total); err != nil {
 			return err
 		}
+		query, args := rowsQuery(total)
 		return readRows(ctx, tx, func(rows pgx.Rows) error { return each(rows.Scan) }, numbered(query), args...)
 	})
 	return total, err
@@ -385,11 +386,17 @@ func (b *Backend) List(ctx context.Context, f sessions.ListFilter) ([]sessions.S
 	return rowstore.List(ctx, b, b.key, dialect, "skein_sessions", "skein_sessions", nil, f)
 }
 
-// dialect is PostgreSQL's rowstore.Dialect.
+// dialect is PostgreSQL's rowstore.Dialect. A text search with few
+// matches is sorted (FewOrder): the planner's estimate of how many
+// sessions a LIKE '%text%' matches is a guess, and when it guesses more
+// than there are, it reads the sessions newest first (for 1 match in
+// 10,000, all of them: 15 ms) instead of the few the trigram index
+// finds (0.2 ms).
 var dialect = rowstore.Dialect{
 	MetaString: func(key, value string) (string, []any) {
 		return "(meta -> ?::text) = to_jsonb(?::text)", []any{key, value}
 	},
+	FewOrder: "created_at + 0 DESC, id DESC",
 }
 
 // ListRuns lists run records, newest first.

@@ -7,11 +7,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -19,7 +23,17 @@ const SchemaVersion = 7
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+
+// migrationStep is the Go step of the migration to version v, if it has
+// one: run after that migration's SQL, in the same transaction, with the
+// store's key (nil: none).
+func migrationStep(v int) func(context.Context, pgx.Tx, *storekey.Key) error {
+	if v == 8 {
+		return sealedLabels
+	}
+	return nil
+}
 
 // migration1 is the first schema: the tables of package sqlite's version
 // 6 (a message row's crc is the sessions.Checksum of its body), with ids compared byte by byte (COLLATE "C", as SQLite does) so that
@@ -227,6 +241,115 @@ ALTER TABLE skein_sessions
 CREATE INDEX skein_sessions_by_touched ON skein_sessions (touched);
 `
 
+// migration8 makes repo_id and agent plain columns that the store
+// writes with every write of the metadata (rowstore.Labels), keeping
+// their values, instead of columns generated from the metadata, which
+// read NULL for a sealed one: so a listing filtered on them uses their
+// indexes with a store key too (sealedLabels fills them for sealed
+// metadata). It adds an index on (repo_id, status, created_at, id), which
+// counts the sessions of a repository in a status without reading their
+// rows. The text search's trigram index is not a migration: see
+// textIndex.
+const migration8 = `
+ALTER TABLE skein_sessions ALTER COLUMN repo_id DROP EXPRESSION, ALTER COLUMN agent DROP EXPRESSION;
+CREATE INDEX skein_sessions_by_repo_status ON skein_sessions (repo_id, status, created_at, id);
+`
+
+// sealedLabels is migration 8's step: it fills repo_id and agent of the
+// sessions whose metadata is sealed (a JSON string, see rowstore.Stored),
+// opened with k; without k, a schema that holds any is an error that
+// says to give the key.
+func sealedLabels(ctx context.Context, tx pgx.Tx, k *storekey.Key) error {
+	type row struct {
+		sid      int64
+		id       string
+		metadata []byte
+		sum      *int64
+	}
+	rows, err := tx.Query(ctx, `SELECT sid, id, metadata, metadata_crc FROM skein_sessions WHERE jsonb_typeof(meta) = 'string'`)
+	if err != nil {
+		return err
+	}
+	sealed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.sid, &x.id, &x.metadata, &x.sum)
+		return x, err
+	})
+	if err != nil || len(sealed) == 0 {
+		return err
+	}
+	if k == nil {
+		return fmt.Errorf("%d sessions have sealed metadata (the first: '%s'), whose repoId and agent this version stores in clear: run skein migrate with the store's key (--encryption-key-file or SKEIN_STORE_KEY_FILE)", len(sealed), sealed[0].id)
+	}
+	for _, r := range sealed {
+		l, err := rowstore.StoredLabels(k, r.metadata, r.sum)
+		if err != nil {
+			return sessions.IDError(r.id, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE skein_sessions SET repo_id = $1, agent = $2 WHERE sid = $3`, l.RepoID, l.Agent, r.sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trgmExtension is the extension textIndex uses (a variable for the
+// test of its absence).
+var trgmExtension = "pg_trgm"
+
+// textIndex gives skein_sessions the trigram index (GIN, pg_trgm's
+// gin_trgm_ops) on lower(id) and lower() of the label
+// (rowstore.LabelSQL), through which a listing's text search
+// (ListFilter.Text: LIKE '%text%' on both) reads only the sessions
+// whose id or label has the text's trigrams, instead of every session.
+// It is step "trgm" (see skein_steps), tried by every migrate until it
+// is applied: it uses pg_trgm where the database has it, else creates it
+// in the schema (a trusted extension since PostgreSQL 13: the role needs
+// CREATE on the database, which its owner has). When the extension is
+// not installed on the server or the role may not create it, the
+// listings work as before, reading the sessions, and textIndex returns a
+// notice that says so, having changed nothing.
+func textIndex(ctx context.Context, tx pgx.Tx) (notice string, err error) {
+	var done bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM skein_steps WHERE name = 'trgm')`).Scan(&done); err != nil || done {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `SAVEPOINT skein_trgm`); err != nil {
+		return "", err
+	}
+	if err := trigramIndex(ctx, tx); err != nil {
+		if _, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT skein_trgm`); rerr != nil {
+			return "", rerr
+		}
+		return fmt.Sprintf("no trigram index for the text search of listings (q): %v; they read every session instead. "+
+			"Install the extension (PostgreSQL's contrib package, e.g. postgresql-contrib) or have the database's owner run "+
+			"CREATE EXTENSION %s, then run skein migrate again", err, trgmExtension), nil
+	}
+	_, err = tx.Exec(ctx, `RELEASE SAVEPOINT skein_trgm`)
+	return "", err
+}
+
+// trigramIndex is textIndex's work, in its savepoint.
+func trigramIndex(ctx context.Context, tx pgx.Tx) error {
+	var schema *string
+	err := tx.QueryRow(ctx, `SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = $1`, trgmExtension).Scan(&schema)
+	if errNoRows(err) {
+		if _, err := tx.Exec(ctx, `CREATE EXTENSION `+pgx.Identifier{trgmExtension}.Sanitize()); err != nil {
+			return fmt.Errorf("extension %s: %w", trgmExtension, err)
+		}
+		err = tx.QueryRow(ctx, `SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = $1`, trgmExtension).Scan(&schema)
+	}
+	if err != nil {
+		return err
+	}
+	ops := *schema + ".gin_trgm_ops" // regnamespace::text quotes the name when it needs it
+	if _, err := tx.Exec(ctx, `CREATE INDEX skein_sessions_by_text ON skein_sessions USING gin (lower(id) `+ops+`, lower(`+rowstore.LabelSQL+`) `+ops+`)`); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO skein_steps (name) VALUES ('trgm')`)
+	return err
+}
+
 // migrationsTable records the migrations applied, one row each.
 const migrationsTable = `CREATE TABLE IF NOT EXISTS skein_migrations (
 	version    integer     PRIMARY KEY,
@@ -315,9 +438,12 @@ func checkVersion(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 // migrate brings the schema to SchemaVersion in one transaction that
 // holds an advisory lock named after the schema, so concurrent migrations
 // of a new database wait for the first and then find nothing to do. A
-// schema newer than this package knows is refused. It returns the
-// schema's name and the version it was at.
-func migrate(ctx context.Context, pool *pgxpool.Pool) (string, int, error) {
+// schema newer than this package knows is refused. Then it tries
+// textIndex, and passes its notice, if any, to notice (when not nil). k
+// is the store's key, which a step may need to open sealed values. It
+// returns the schema's name and the version it was at.
+func migrate(ctx context.Context, pool *pgxpool.Pool, k *storekey.Key, notice func(string)) (string, int, error) {
+	var note string
 	var schema string
 	var from int
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -341,14 +467,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (string, int, error) {
 			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 				return fmt.Errorf("schema %s: migration %d: %w", schema, v+1, err)
 			}
+			if step := migrationStep(v + 1); step != nil {
+				if err := step(ctx, tx, k); err != nil {
+					return fmt.Errorf("schema %s: migration %d: %w", schema, v+1, err)
+				}
+			}
 			if _, err := tx.Exec(ctx, `INSERT INTO skein_migrations (version) VALUES ($1)`, v+1); err != nil {
 				return err
 			}
 		}
-		return nil
+		note, err = textIndex(ctx, tx)
+		return err
 	})
 	if err != nil {
 		return "", 0, err
+	}
+	if note != "" && notice != nil {
+		notice(fmt.Sprintf("schema %s: %s", schema, note))
 	}
 	return schema, from, nil
 }

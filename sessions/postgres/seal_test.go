@@ -59,6 +59,23 @@ func TestSealed(t *testing.T) {
 	})
 }
 
+// TestLabels lists by repoId, agent and text with and without a store
+// key (sessionstest.RunLabelTests).
+func TestLabels(t *testing.T) {
+	sessionstest.RunLabelTests(t, func(t *testing.T, path string, k *storekey.Key) sessions.Backend {
+		return openTest(t, pgtest.Keyed(t, path), WithKey(k))
+	}, func(t *testing.T, path, id string) {
+		b := openClosed(t, pgtest.Keyed(t, path))
+		var meta []byte
+		if err := b.pool.QueryRow(t.Context(), `SELECT metadata FROM skein_sessions WHERE id = $1`, id).Scan(&meta); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.pool.Exec(t.Context(), `UPDATE skein_sessions SET metadata = $1 WHERE id = $2`, string(sessionstest.DamageSealed(t, meta)), id); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestRotateKey rotates a schema holding plain and sealed sessions to a
 // new key, then checks that a rotation that meets a value it cannot open
 // (sealed with a third key) fails naming that session and changes

@@ -56,7 +56,8 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // metadata, set-first-prompt and first prompt, updated_at, the messages
 // (positions, bodies, checksums) and the events (seqs, types, times, corr_ids,
 // data, positions, data checksums), then the checksums of the summary,
-// title, metadata and first prompt.
+// title, metadata and first prompt, then the metadata's labels (repo_id
+// and agent, set with the metadata).
 const applySQL = `WITH u AS (
 	UPDATE skein_sessions SET version = version + $3,
 		base = $4, base_from = $5, base_to = $6, own_from = $7, length = $8,
@@ -69,6 +70,8 @@ const applySQL = `WITH u AS (
 		max_turns = CASE WHEN $13::bigint > 0 THEN $13::bigint ELSE max_turns END,
 		title = CASE WHEN $14::boolean THEN $15::text ELSE title END,
 		metadata = CASE WHEN $16::boolean THEN $17::text ELSE metadata END,
+		repo_id = CASE WHEN $16::boolean THEN $35::text ELSE repo_id END,
+		agent = CASE WHEN $16::boolean THEN $36::text ELSE agent END,
 		first_prompt = CASE WHEN $18::boolean THEN $19::text ELSE first_prompt END,
 		updated_at = coalesce($20::bigint, updated_at)
 	WHERE sid = $1 AND version = $2
@@ -126,7 +129,7 @@ func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan)
 		u.SetSummary, u.Summary.Text, u.Status, u.Turns, u.MaxTurns,
 		u.SetTitle, u.Title.Text, u.SetMetadata, u.Metadata.Text, u.SetFirstPrompt, u.FirstPrompt.Text, u.Updated,
 		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums,
-		u.Summary.Sum, u.Title.Sum, u.Metadata.Sum, u.FirstPrompt.Sum).Scan(&n)
+		u.Summary.Sum, u.Title.Sum, u.Metadata.Sum, u.FirstPrompt.Sum, u.Labels.RepoID, u.Labels.Agent).Scan(&n)
 	return n == 1, err
 }
 
@@ -302,13 +305,13 @@ func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *ro
 	var sid int64
 	err := tx.QueryRow(ctx, `INSERT INTO skein_sessions (id, status, created_at, updated_at, summary, metadata,
 			parent_id, branched_at, turns, max_turns, version, base, base_from, base_to, own_from, length,
-			title, first_prompt, summary_crc, metadata_crc, title_crc, first_prompt_crc)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+			title, first_prompt, summary_crc, metadata_crc, title_crc, first_prompt_crc, repo_id, agent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
 		rec.ID, row.Status, row.Created, row.Updated, row.Summary.Text, row.Metadata.Text,
 		row.ParentID, row.Branched, rec.Turns, rec.MaxTurns, rec.Version,
 		v.BaseArg(), v.BaseFrom, v.BaseTo, v.OwnFrom, n, row.Title.Text, row.FirstPrompt.Text,
-		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum).Scan(&sid)
+		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum, row.Labels.RepoID, row.Labels.Agent).Scan(&sid)
 	if errNoRows(err) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +52,28 @@ func FillForList(b testing.TB, be sessions.Backend, n, workers int) {
 	}
 }
 
+// FixturesEnv names the environment variable that, set to a directory,
+// makes BenchmarkList keep the sessions it stores (in that directory for
+// SQLite, in schemas of the test database for PostgreSQL) and reuse them
+// in later runs, so that a benchmark run measures without storing
+// 100,000 sessions first.
+const FixturesEnv = "SKEIN_LIST_FIXTURES"
+
+// FilledForList reports whether be holds the n sessions FillForList
+// stores (a kept fixture); false for an empty be, and a failure of b for
+// any other number of sessions.
+func FilledForList(b testing.TB, be sessions.Backend, n int) bool {
+	b.Helper()
+	_, total, err := be.List(context.Background(), sessions.ListFilter{Limit: 1})
+	switch {
+	case err != nil:
+		b.Fatal(err)
+	case total != 0 && total != n:
+		b.Fatalf("a kept fixture holds %d sessions, want %d: remove it", total, n)
+	}
+	return total == n
+}
+
 // listAt is the creation time of FillForList's session i.
 func listAt(i int) time.Time {
 	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Second)
@@ -72,7 +95,8 @@ type ListFilter struct {
 // with each filter skein serve and skein sessions ls use, and a page
 // deep in the listing by cursor and by offset. The time filters select
 // the same number of sessions whatever n (the newest 500, the oldest
-// 1000); the others a share of n.
+// 1000), and so does "q rare" nearly (1 and 11); the others a share of
+// n.
 func ListFilters(n int) []ListFilter {
 	page := func(f sessions.ListFilter) sessions.ListFilter {
 		f.Limit, f.CountLimit = 20, ListCountLimit
@@ -80,6 +104,12 @@ func ListFilters(n int) []ListFilter {
 	}
 	capped := func(k int) int { return min(k, ListCountLimit) }
 	mid := n / 2
+	rare := 0 // the titles "Fix bug 999..."
+	for i := 0; i < n; i += 10 {
+		if strings.HasPrefix(fmt.Sprint(i), "999") {
+			rare++
+		}
+	}
 	return []ListFilter{
 		{"all", page(sessions.ListFilter{}), capped(n)},
 		{"status", page(sessions.ListFilter{Statuses: []sessions.Status{sessions.StatusActive}}), capped((n + 3) / 4)},
@@ -88,6 +118,7 @@ func ListFilters(n int) []ListFilter {
 		{"repoId+status", page(sessions.ListFilter{RepoID: "repo-40", Statuses: []sessions.Status{sessions.StatusActive}}), capped(n / 100)},
 		{"parent", page(sessions.ListFilter{ParentID: "s5000"}), 1},
 		{"q", page(sessions.ListFilter{Text: "fix BUG"}), capped(n / 10)},
+		{"q rare", page(sessions.ListFilter{Text: "BUG 999"}), rare},
 		{"createdAfter", page(sessions.ListFilter{CreatedAfter: listAt(n - 500)}), 500},
 		{"createdBefore", page(sessions.ListFilter{CreatedBefore: listAt(1000)}), 1000},
 		{"updatedAfter", page(sessions.ListFilter{UpdatedAfter: listAt(n - 500)}), 500},

@@ -2,7 +2,10 @@ package sessionstest
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,4 +121,97 @@ func RunSealedTests(t *testing.T, open func(t *testing.T, path string, k *storek
 			t.Fatalf("LoadRun of the sealed run: %+v, %v", got, err)
 		}
 	}
+}
+
+// RunLabelTests checks that a durable backend's listings filter on the
+// metadata's repoId and agent, and on text, the same with a store key as
+// without, and with a key on repoId and agent in the database: open
+// opens the store at path with key k (nil: none); damage makes the
+// stored metadata of session id unreadable (bytes that do not open). In
+// a plain store and in a sealed one, the same sessions (one whose
+// metadata a write moves to another repository, one whose title a
+// write changes, one deleted) list the same way for each filter; then,
+// with one session's metadata damaged, a listing of everything fails
+// while the listings by repoId and agent that leave that session out
+// still succeed: they did not open it.
+func RunLabelTests(t *testing.T, open func(t *testing.T, path string, k *storekey.Key) sessions.Backend, damage func(t *testing.T, path, id string)) {
+	filters := []sessions.ListFilter{
+		{RepoID: "r1"}, {Agent: "a2"}, {RepoID: "r1", Agent: "a1"}, {RepoID: "r2", Statuses: []sessions.Status{sessions.StatusCompleted}},
+		{RepoID: "r1", Limit: 1, CountLimit: 10}, {RepoID: "r1", Offset: 1}, {RepoID: "none"}, {Agent: "a1", Text: "work"},
+		{Text: "renamed"}, {Text: "first"}, {Text: "FIX"}, {Text: "gone"},
+	}
+	results := map[bool][]string{}
+	for _, sealed := range []bool{false, true} {
+		var k *storekey.Key
+		if sealed {
+			k = NewKey(t)
+		}
+		path := filepath.Join(t.TempDir(), "sessions.db")
+		h := &harness{t: t, b: open(t, path, k)}
+		closeFn := closeOnce(t, h.b)
+		var wants []*sessions.Record
+		for i, m := range []map[string]any{
+			{"repoId": "r1", "agent": "a1"}, {"repoId": "r1", "agent": "a2"}, {"repoId": "r2", "agent": "a1"},
+			{"repoId": "r3", "agent": "a2"}, {"agent": "a1"}, {"repoId": true}, nil, {"repoId": "r1", "agent": "a1"},
+		} {
+			rec := newRecord(fmt.Sprint("s", i), at(i))
+			rec.Metadata, rec.Title = m, fmt.Sprint("Fix work item ", i)
+			if i == 4 {
+				rec.Title, rec.FirstPrompt = "", "first prompt here"
+			}
+			if i == 2 {
+				rec.Status = sessions.StatusCompleted
+			}
+			wants = append(wants, h.create(rec))
+		}
+		// s3 moves to r1 (its labels written with the metadata), s1
+		// gets a new title, s7 is deleted.
+		h.write(wants[3], &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": "r1", "agent": "a2"}, UpdatedAt: at(10)})
+		h.write(wants[1], &sessions.Change{SetTitle: true, Title: "Renamed", UpdatedAt: at(11)})
+		if err := h.b.Delete(h.ctx(), "s7", false); err != nil {
+			t.Fatal(err)
+		}
+		wants = wants[:7]
+		for _, f := range filters {
+			got := h.checkList(wants, f)
+			_, total, _ := h.b.List(h.ctx(), f)
+			results[sealed] = append(results[sealed], fmt.Sprint(summaryIDs(got), " ", total))
+		}
+		if !sealed {
+			closeFn()
+			continue
+		}
+		closeFn()
+		damage(t, path, "s2")
+		h.b = open(t, path, k)
+		closeFn = closeOnce(t, h.b)
+		if _, _, err := h.b.List(h.ctx(), sessions.ListFilter{}); !errors.Is(err, sessions.ErrCorrupt) && !errors.Is(err, storekey.ErrDamaged) {
+			t.Fatalf("List of everything with s2's metadata damaged: %v, want it to fail", err)
+		}
+		for _, f := range []sessions.ListFilter{{RepoID: "r1"}, {Agent: "a2"}, {RepoID: "r1", Agent: "a1"}} {
+			h.checkList(wants, f)
+		}
+		closeFn()
+	}
+	if fmt.Sprint(results[false]) != fmt.Sprint(results[true]) {
+		t.Errorf("listings differ:\n\tplain  %v\n\tsealed %v", results[false], results[true])
+	}
+}
+
+// DamageSealed returns a sealed JSON value as stored (a JSON string of
+// the base64 envelope) with the last byte of its envelope changed: it no
+// longer opens (storekey.ErrDamaged). For RunLabelTests' damage.
+func DamageSealed(t testing.TB, stored []byte) []byte {
+	t.Helper()
+	var b64 string
+	if err := json.Unmarshal(stored, &b64); err != nil {
+		t.Fatalf("not a sealed value: %s: %v", stored, err)
+	}
+	env, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env[len(env)-1] ^= 1
+	out, _ := json.Marshal(base64.StdEncoding.EncodeToString(env))
+	return out
 }

@@ -284,21 +284,33 @@ func BenchmarkMessageIDs(b *testing.B) {
 // side by side (sessionstest.BenchList): the listings read the matching
 // rows through indexes and count at most 1000 of them, so they stay flat
 // in the number of sessions. The sessions are stored once per process
-// (a -count run reuses them) and removed by TestMain.
+// (a -count run reuses them) and removed by TestMain; with
+// SKEIN_LIST_FIXTURES set to a directory (sessionstest.FixturesEnv) they
+// are stored there once and kept, and later runs migrate and reuse them.
 func BenchmarkList(b *testing.B) {
 	if listBench.backends == nil {
-		dir, err := os.MkdirTemp("", "skein-listbench-")
-		if err != nil {
-			b.Fatal(err)
+		dir := os.Getenv(sessionstest.FixturesEnv)
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "skein-listbench-")
+			if err != nil {
+				b.Fatal(err)
+			}
+			listBench.cleanup = append(listBench.cleanup, func() { os.RemoveAll(tmp) })
+			dir = tmp
 		}
-		listBench.cleanup = append(listBench.cleanup, func() { os.RemoveAll(dir) })
 		for _, n := range sessionstest.ListSizes {
-			be, err := Open(filepath.Join(dir, fmt.Sprint(n, ".db")))
+			path := filepath.Join(dir, fmt.Sprint("sqlite-", n, ".db"))
+			if _, err := Migrate(path); err != nil {
+				b.Fatal(err)
+			}
+			be, err := Open(path)
 			if err != nil {
 				b.Fatal(err)
 			}
 			listBench.cleanup = append(listBench.cleanup, func() { be.Close() })
-			sessionstest.FillForList(b, be, n, 4)
+			if !sessionstest.FilledForList(b, be, n) {
+				sessionstest.FillForList(b, be, n, 4)
+			}
 			listBench.backends = append(listBench.backends, be)
 		}
 	}

@@ -52,14 +52,16 @@
 // itself only when the goroutine has fallen 4,000 pages behind (see
 // checkpoint.go). Closing the last connection checkpoints the rest.
 //
-// # Schema (version 13)
+// # Schema (version 14)
 //
 //	sessions  sid (INTEGER key) id (TEXT, unique) status created_at summary
 //	          metadata (JSON) parent_id branched_at max_turns title
 //	          first_prompt, and base: the frozen view the current view
 //	          rests on (its other numbers are in the newest writes row);
-//	          repo_id and agent, computed from the metadata (version 10,
-//	          indexed: ListFilter.RepoID and .Agent); summary_crc
+//	          repo_id and agent, the metadata's "repoId" and "agent",
+//	          written with it, in clear also when it is sealed (version
+//	          14; computed from it in versions 10 to 13; indexed:
+//	          ListFilter.RepoID and .Agent, and (repo_id, status)); summary_crc
 //	          metadata_crc title_crc first_prompt_crc (version 12: the
 //	          checksums of the payloads beside them, see Checksums);
 //	          touched, the minute of the newest write's updated_at
@@ -73,6 +75,9 @@
 //	          (messages, events; layouts in writerow.go), and
 //	          events_crc, the events blob's checksum (version 12)
 //	session_heads  view: every session with its newest writes row's state
+//	session_text  FTS5 table (trigram tokenizer) of each session's id
+//	          and label (title, else first prompt), kept by triggers;
+//	          sealed labels are left out (version 14: ListFilter.Text)
 //	views     vid sid base base_from base_to own_from  (frozen views)
 //	runs, run_steps  workflow run records (version 4)
 //	repos     id path created_at  skein serve's repositories (version 11)

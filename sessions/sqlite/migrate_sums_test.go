@@ -32,7 +32,7 @@ func TestMigratePayloadChecksums(t *testing.T) {
 			t.Fatalf("migration %d: %v", v+1, err)
 		}
 		if step := migrationStep(v + 1); step != nil {
-			if err := step(ctx, tx); err != nil {
+			if err := step(ctx, tx, nil); err != nil {
 				t.Fatalf("migration %d: %v", v+1, err)
 			}
 		}

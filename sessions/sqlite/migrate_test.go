@@ -288,6 +288,29 @@ func migrated(t *testing.T, path string, from int) *Backend {
 // sessions written at several times: migration 13 gives each its
 // minute of last write (column touched), the listing by update time
 // finds them through it, and later writes keep it.
+// version13 takes a database of version 14 back to version 13: what
+// migration 14 adds, removed, and columns repo_id and agent generated
+// from the metadata again (migration 10).
+var version13 = []string{
+	`DROP TRIGGER session_text_insert`, `DROP TRIGGER session_text_update`, `DROP TRIGGER session_text_delete`,
+	`DROP TABLE session_text`, `DROP VIEW session_heads`,
+	`DROP INDEX sessions_by_repo`, `DROP INDEX sessions_by_repo_status`, `DROP INDEX sessions_by_agent`,
+	`ALTER TABLE sessions DROP COLUMN repo_id`, `ALTER TABLE sessions DROP COLUMN agent`,
+	`ALTER TABLE sessions ADD COLUMN repo_id TEXT GENERATED ALWAYS AS
+	(CASE WHEN json_type(metadata, '$.repoId') = 'text' THEN json_extract(metadata, '$.repoId') END) VIRTUAL`,
+	`ALTER TABLE sessions ADD COLUMN agent TEXT GENERATED ALWAYS AS
+	(CASE WHEN json_type(metadata, '$.agent') = 'text' THEN json_extract(metadata, '$.agent') END) VIRTUAL`,
+	`CREATE INDEX sessions_by_repo ON sessions (repo_id, created_at, id)`,
+	`CREATE INDEX sessions_by_agent ON sessions (agent, created_at, id)`,
+	`CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
+		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc, s.touched
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32)`,
+	`PRAGMA user_version = 13`,
+}
+
 func TestMigrateTouched(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v12.db")
 	b := openClosed(t, path)
@@ -303,16 +326,16 @@ func TestMigrateTouched(t *testing.T) {
 		}
 	}
 	b.Close()
-	// Back to version 12: what migration 13 adds, removed.
+	// Back to version 12: what migrations 14 and 13 add, removed.
 	db := rawDB(t, path)
-	for _, q := range []string{`DROP VIEW session_heads`, `DROP INDEX sessions_by_touched`, `ALTER TABLE sessions DROP COLUMN touched`,
+	for _, q := range append(version13, `DROP VIEW session_heads`, `DROP INDEX sessions_by_touched`, `ALTER TABLE sessions DROP COLUMN touched`,
 		`CREATE VIEW session_heads AS
 	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
 		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
 		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
 		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc
 	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32)`,
-		`PRAGMA user_version = 12`} {
+		`PRAGMA user_version = 12`) {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -34,8 +34,8 @@ func walFrames(t *testing.T, be *Backend) int {
 // TestWritePages counts the pages an append of one message writes: the
 // leaf of table writes its row goes into, and nothing else (the sessions
 // row keeps its fields). A status change (rare) also rewrites the
-// sessions row and the entries of the indexes on the status and on the
-// base.
+// sessions row and the entries of the indexes on the status, on the
+// repository and status, and on the base.
 func TestWritePages(t *testing.T) {
 	be := openClosed(t, filepath.Join(t.TempDir(), "sessions.db"))
 	ctx := t.Context()
@@ -61,8 +61,8 @@ func TestWritePages(t *testing.T) {
 	if err := be.Write(ctx, "s", n, ch); err != nil {
 		t.Fatal(err)
 	}
-	if got := walFrames(t, be); got != 4 {
-		t.Errorf("a status change wrote %d pages, want 4", got)
+	if got := walFrames(t, be); got != 5 {
+		t.Errorf("a status change wrote %d pages, want 5", got)
 	}
 	rec, err := be.LoadMeta(ctx, "s")
 	if err != nil {

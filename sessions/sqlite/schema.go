@@ -10,6 +10,7 @@ import (
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 	"github.com/skein-dev/skein/sessions/message"
+	"github.com/skein-dev/skein/sessions/storekey"
 )
 
 // applicationID marks a SQLite file as a skein session database
@@ -18,21 +19,24 @@ const applicationID = 0x736b6569
 
 // SchemaVersion is the schema version this package writes and reads
 // (PRAGMA user_version); it is len(migrations).
-const SchemaVersion = 13
+const SchemaVersion = 14
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
 // appended here, with SchemaVersion raised to match.
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12, migration13}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12, migration13, migration14}
 
 // migrationStep is the Go step of the migration to version v, if it has
-// one: run after that migration's SQL, in the same transaction.
-func migrationStep(v int) func(context.Context, *sql.Tx) error {
+// one: run after that migration's SQL, in the same transaction, with the
+// store's key (nil: none).
+func migrationStep(v int) func(context.Context, *sql.Tx, *storekey.Key) error {
 	switch v {
 	case 8:
-		return identifyMessages
+		return func(ctx context.Context, tx *sql.Tx, _ *storekey.Key) error { return identifyMessages(ctx, tx) }
 	case 9:
-		return toWrites
+		return func(ctx context.Context, tx *sql.Tx, _ *storekey.Key) error { return toWrites(ctx, tx) }
+	case 14:
+		return sealedLabels
 	}
 	return nil
 }
@@ -146,8 +150,9 @@ func checkSchema(ctx context.Context, q querier) (int, error) {
 }
 
 // migrate brings the database to SchemaVersion in one write transaction,
-// so concurrent openers migrate a new file once.
-func migrate(ctx context.Context, db *sql.DB) error {
+// so concurrent openers migrate a new file once; k is the store's key,
+// which a step may need to open sealed values.
+func migrate(ctx context.Context, db *sql.DB, k *storekey.Key) error {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see dsn)
 	if err != nil {
 		return err
@@ -162,7 +167,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("migration %d: %w", v+1, err)
 		}
 		if step := migrationStep(v + 1); step != nil {
-			if err := step(ctx, tx); err != nil {
+			if err := step(ctx, tx, k); err != nil {
 				return fmt.Errorf("migration %d: %w", v+1, err)
 			}
 		}
@@ -250,6 +255,101 @@ CREATE VIEW session_heads AS
 		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc, s.touched
 	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
 `
+
+// migration14 makes repo_id and agent plain columns that the store
+// writes with every write of the metadata (rowstore.Labels), instead of
+// columns generated from the metadata, which read NULL for a sealed one:
+// so a listing filtered on them uses their indexes with a store key too.
+// The SQL fills them for plain metadata; sealedLabels opens sealed ones.
+// It adds an index on (repo_id, status, created_at, id), which counts the
+// sessions of a repository in a status without reading their rows; and
+// session_text, an FTS5 table of each session's id and label (title,
+// else first prompt: rowstore.LabelSQL) with the trigram tokenizer, which,
+// kept in step by triggers, finds the sessions whose id or label contains
+// a text of three characters or more (ListFilter.Text) without reading
+// every label. A sealed label is not in it (its checksum column is NULL:
+// see migration12): it would be ciphertext, and with a key the text
+// search runs on the opened labels. View session_heads is made again.
+const migration14 = `
+DROP VIEW session_heads;
+DROP INDEX sessions_by_repo;
+DROP INDEX sessions_by_agent;
+ALTER TABLE sessions DROP COLUMN repo_id;
+ALTER TABLE sessions DROP COLUMN agent;
+ALTER TABLE sessions ADD COLUMN repo_id TEXT;
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+UPDATE sessions SET
+	repo_id = CASE WHEN json_type(metadata, '$.repoId') = 'text' THEN json_extract(metadata, '$.repoId') END,
+	agent = CASE WHEN json_type(metadata, '$.agent') = 'text' THEN json_extract(metadata, '$.agent') END
+	WHERE json_type(metadata) = 'object';
+CREATE INDEX sessions_by_repo ON sessions (repo_id, created_at, id);
+CREATE INDEX sessions_by_repo_status ON sessions (repo_id, status, created_at, id);
+CREATE INDEX sessions_by_agent ON sessions (agent, created_at, id);
+CREATE VIEW session_heads AS
+	SELECT s.sid, s.id, s.status, s.created_at, w.updated_at, s.summary, s.metadata, s.parent_id,
+		s.branched_at, w.turns, s.max_turns, w.version, s.base, w.base_from, w.base_to, w.own_from,
+		w.length, s.title, s.first_prompt, w.seq_end, s.repo_id, s.agent,
+		s.summary_crc, s.metadata_crc, s.title_crc, s.first_prompt_crc, s.touched
+	FROM sessions s JOIN writes w ON w.key = (SELECT max(key) FROM writes WHERE key >= s.sid << 32 AND key < (s.sid + 1) << 32);
+
+CREATE VIRTUAL TABLE session_text USING fts5(id, label, tokenize = 'trigram');
+INSERT INTO session_text (rowid, id, label)
+	SELECT sid, id, CASE WHEN coalesce(title, '') = '' THEN coalesce(first_prompt, '') ELSE title END FROM sessions
+	WHERE CASE WHEN coalesce(title, '') = '' THEN first_prompt IS NULL OR first_prompt_crc IS NOT NULL ELSE title_crc IS NOT NULL END;
+CREATE TRIGGER session_text_insert AFTER INSERT ON sessions
+	WHEN CASE WHEN coalesce(new.title, '') = '' THEN new.first_prompt IS NULL OR new.first_prompt_crc IS NOT NULL ELSE new.title_crc IS NOT NULL END
+BEGIN
+	INSERT INTO session_text (rowid, id, label)
+		VALUES (new.sid, new.id, CASE WHEN coalesce(new.title, '') = '' THEN coalesce(new.first_prompt, '') ELSE new.title END);
+END;
+CREATE TRIGGER session_text_update AFTER UPDATE OF title, first_prompt ON sessions
+	WHEN old.title IS NOT new.title OR old.first_prompt IS NOT new.first_prompt
+BEGIN
+	DELETE FROM session_text WHERE rowid = old.sid;
+	INSERT INTO session_text (rowid, id, label)
+		SELECT new.sid, new.id, CASE WHEN coalesce(new.title, '') = '' THEN coalesce(new.first_prompt, '') ELSE new.title END
+		WHERE CASE WHEN coalesce(new.title, '') = '' THEN new.first_prompt IS NULL OR new.first_prompt_crc IS NOT NULL ELSE new.title_crc IS NOT NULL END;
+END;
+CREATE TRIGGER session_text_delete AFTER DELETE ON sessions BEGIN
+	DELETE FROM session_text WHERE rowid = old.sid;
+END;
+`
+
+// sealedLabels is migration 14's step: it fills repo_id and agent of
+// the sessions whose metadata is sealed (a JSON string, see
+// rowstore.Stored), opened with k; without k, a store that holds any is
+// an error that says to give the key.
+func sealedLabels(ctx context.Context, tx *sql.Tx, k *storekey.Key) error {
+	type row struct {
+		sid      int64
+		id       string
+		metadata []byte
+		sum      *int64
+	}
+	var sealed []row
+	err := eachRow(ctx, tx, `SELECT sid, id, metadata, metadata_crc FROM sessions WHERE json_type(metadata) = 'text'`, nil, func(rows *sql.Rows) error {
+		var r row
+		err := rows.Scan(&r.sid, &r.id, &r.metadata, &r.sum)
+		sealed = append(sealed, r)
+		return err
+	})
+	if err != nil || len(sealed) == 0 {
+		return err
+	}
+	if k == nil {
+		return fmt.Errorf("%d sessions have sealed metadata (the first: '%s'), whose repoId and agent this version stores in clear: run skein migrate with the store's key (--encryption-key-file or SKEIN_STORE_KEY_FILE)", len(sealed), sealed[0].id)
+	}
+	for _, r := range sealed {
+		l, err := rowstore.StoredLabels(k, r.metadata, r.sum)
+		if err != nil {
+			return sessions.IDError(r.id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET repo_id = ?, agent = ? WHERE sid = ?`, l.RepoID, l.Agent, r.sid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // migration3 adds the session's title and its derived first prompt (the
 // listing's label when there is no title; sessions.Record.FirstPrompt).

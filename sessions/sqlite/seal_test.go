@@ -61,6 +61,28 @@ func TestSealed(t *testing.T) {
 	})
 }
 
+// TestLabels lists by repoId, agent and text with and without a store
+// key (sessionstest.RunLabelTests).
+func TestLabels(t *testing.T) {
+	sessionstest.RunLabelTests(t, func(t *testing.T, path string, k *storekey.Key) sessions.Backend {
+		b, err := Open(path, WithKey(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}, func(t *testing.T, path, id string) {
+		db := rawDB(t, path)
+		var meta []byte
+		if err := db.QueryRow(`SELECT metadata FROM sessions WHERE id = ?`, id).Scan(&meta); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE sessions SET metadata = ? WHERE id = ?`, string(sessionstest.DamageSealed(t, meta)), id); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	})
+}
+
 // newTestKey returns a new random store key.
 func newTestKey(t *testing.T) *storekey.Key { return sessionstest.NewKey(t) }
 

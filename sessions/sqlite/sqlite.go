@@ -254,7 +254,7 @@ func (b *Backend) init(ctx context.Context) error {
 	if err := walMode(ctx, b.db); err != nil {
 		return err
 	}
-	if err := migrate(ctx, b.db); err != nil {
+	if err := migrate(ctx, b.db, b.key); err != nil {
 		return err
 	}
 	return b.prepare(ctx)

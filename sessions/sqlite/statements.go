@@ -38,8 +38,9 @@ const (
 	// updateSQL's parameters: the view's base, the status, set-summary
 	// and summary, set-summary and its checksum, max turns (twice), the
 	// same four for the title and for the first prompt, then sid. The metadata has a
-	// statement of its own (metadataSQL): an UPDATE that names it
-	// rewrites the entries of the indexes on columns computed from it.
+	// statement of its own (metadataSQL, which also sets its labels
+	// repo_id and agent): an UPDATE that names them rewrites the entries
+	// of their indexes.
 	updateSQL = `UPDATE sessions SET base = ?, status = coalesce(?, status),` + updateLeanSet
 	// updateLeanSQL's parameters are updateSQL's without the base and
 	// the status.
@@ -49,7 +50,7 @@ const (
 		title = iif(?, ?, title), title_crc = iif(?, ?, title_crc),
 		first_prompt = iif(?, ?, first_prompt), first_prompt_crc = iif(?, ?, first_prompt_crc)
 		WHERE sid = ?`
-	metadataSQL = `UPDATE sessions SET metadata = ?, metadata_crc = ? WHERE sid = ?`
+	metadataSQL = `UPDATE sessions SET metadata = ?, metadata_crc = ?, repo_id = ?, agent = ? WHERE sid = ?`
 	// runUpdateSQL's parameters: status, updated_at, head, the number of
 	// steps appended, the run's id; it returns the run's rid and its
 	// number of steps after the update.

@@ -50,12 +50,13 @@ func insertSession(ctx context.Context, tx *sql.Tx, rec *sessions.Record, row *r
 	var sid int64
 	err := tx.QueryRowContext(ctx, `INSERT INTO sessions (id, status, created_at, summary, metadata,
 			parent_id, branched_at, max_turns, base, title, first_prompt,
-			summary_crc, metadata_crc, title_crc, first_prompt_crc, touched)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			summary_crc, metadata_crc, title_crc, first_prompt_crc, touched, repo_id, agent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING sid`,
 		rec.ID, row.Status, row.Created, row.Summary.Text, row.Metadata.Text,
 		row.ParentID, row.Branched, rec.MaxTurns, v.BaseArg(), row.Title.Text, row.FirstPrompt.Text,
-		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum, rowstore.Touched(row.Updated)).Scan(&sid)
+		row.Summary.Sum, row.Metadata.Sum, row.Title.Sum, row.FirstPrompt.Sum, rowstore.Touched(row.Updated),
+		row.Labels.RepoID, row.Labels.Agent).Scan(&sid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, sessions.IDError(rec.ID, sessions.ErrExists)
 	}
@@ -246,7 +247,8 @@ func (b *Backend) applyPlan(ctx context.Context, tx stmter, h *head, p *rowstore
 		}
 	}
 	if p.Update.SetMetadata {
-		if err := oneRow(tx.ExecContext(ctx, metadataSQL, p.Update.Metadata.Text, p.Update.Metadata.Sum, h.Row)); err != nil {
+		if err := oneRow(tx.ExecContext(ctx, metadataSQL, p.Update.Metadata.Text, p.Update.Metadata.Sum,
+			p.Update.Labels.RepoID, p.Update.Labels.Agent, h.Row)); err != nil {
 			return nil, err
 		}
 	}

@@ -23,6 +23,8 @@ type Change struct {
 	Status                                *string
 	Summary, Title, Metadata, FirstPrompt Stored
 	Updated                               *int64
+	// Labels are the metadata's labels (when the change sets it).
+	Labels Labels
 }
 
 // EncodeChange returns the stored form of ch, a change to session id, its
@@ -68,6 +70,7 @@ func EncodeChange(k *storekey.Key, id string, ch *sessions.Change) (*Change, err
 	if e.Metadata, err = encodeObject(k, FieldMetadata, ch.Metadata); err != nil {
 		return nil, sessions.IDError(id, fmt.Errorf("metadata: %w", err))
 	}
+	e.Labels = LabelsOf(ch.Metadata)
 	return e, nil
 }
 
@@ -89,6 +92,7 @@ func EncodeChanges(k *storekey.Key, id string, changes []*sessions.Change) ([]*C
 type RowUpdate struct {
 	SetSummary, SetTitle, SetMetadata, SetFirstPrompt bool
 	Summary, Title, Metadata, FirstPrompt             Stored
+	Labels                                            Labels // with SetMetadata
 	Status                                            *string
 	Updated                                           *int64
 	Turns, MaxTurns                                   int
@@ -111,7 +115,7 @@ func (u *RowUpdate) add(e *Change) {
 		u.SetTitle, u.Title = true, e.Title
 	}
 	if ch.SetMetadata {
-		u.SetMetadata, u.Metadata = true, e.Metadata
+		u.SetMetadata, u.Metadata, u.Labels = true, e.Metadata, e.Labels
 	}
 	if ch.SetFirstPrompt {
 		u.SetFirstPrompt, u.FirstPrompt = true, e.FirstPrompt

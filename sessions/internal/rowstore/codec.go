@@ -231,6 +231,38 @@ type SessionRow struct {
 	ParentID           *string
 	Branched           *int64
 	Title, FirstPrompt Stored
+	Labels             Labels
+}
+
+// Labels are the values of the session row's columns repo_id and agent:
+// the metadata's "repoId" and "agent" strings (skein serve's keys), nil
+// when missing or not a string. The store writes them with every write
+// of the metadata, in clear also when the metadata is sealed, so that
+// listings filter on them through their indexes.
+type Labels struct {
+	RepoID, Agent *string
+}
+
+// StoredLabels returns the labels of a stored metadata value (a column
+// and its checksum), opened with k when sealed: what a migration fills
+// the columns with for sessions stored before them.
+func StoredLabels(k *storekey.Key, metadata []byte, sum *int64) (Labels, error) {
+	m, err := decodeObject(k, FieldMetadata, metadata, sum)
+	if err != nil {
+		return Labels{}, fmt.Errorf("metadata: %w", err)
+	}
+	return LabelsOf(m), nil
+}
+
+// LabelsOf returns the labels of metadata m.
+func LabelsOf(m map[string]any) Labels {
+	str := func(key string) *string {
+		if s, ok := m[key].(string); ok {
+			return &s
+		}
+		return nil
+	}
+	return Labels{RepoID: str("repoId"), Agent: str("agent")}
 }
 
 // EncodeSession returns the stored form of rec's own fields, its payloads
@@ -249,6 +281,7 @@ func EncodeSession(k *storekey.Key, rec *sessions.Record) (*SessionRow, error) {
 	if r.Metadata, err = encodeObject(k, FieldMetadata, rec.Metadata); err != nil {
 		return nil, sessions.IDError(rec.ID, fmt.Errorf("metadata: %w", err))
 	}
+	r.Labels = LabelsOf(rec.Metadata)
 	if rec.BranchedAt != nil {
 		b := int64(*rec.BranchedAt)
 		r.Branched = &b

@@ -116,6 +116,20 @@ type Dialect struct {
 	// the listing's metadata column has the string value under key (a
 	// sessions.WhereCond key: letters, digits, underscores).
 	MetaString func(key, value string) (string, []any)
+	// FewOrder, when set, is the ORDER BY of a page of a text search
+	// (Text) whose count found at most fewMatches sessions: an order
+	// that no index gives (ListOrder's, computed), so that the database
+	// reads the few matches through the text index and sorts them,
+	// instead of reading every session newest first for a page that
+	// fewer than its limit fill (which a planner that overestimates the
+	// matches of a text would choose).
+	FewOrder string
+	// TextIndex, when set, returns a condition, and its arguments, that
+	// holds for every session whose id or label (title, else first
+	// prompt) contains text, ignoring ASCII case, and that a text index
+	// answers (it may hold for others too: the listing also checks the
+	// text itself); "" when the index cannot help with text.
+	TextIndex func(text string) (string, []any)
 }
 
 // SessionFilter returns the WHERE clause of a session listing.
@@ -167,8 +181,14 @@ func SessionFilter(lf sessions.ListFilter, d Dialect) (*Filter, error) {
 		// The title, else the first prompt (sessions.ListFilter.Text);
 		// LIKE with the text's own % _ \ escaped, on lower() of both.
 		p := "%" + likeEscaper().Replace(strings.ToLower(lf.Text)) + "%"
-		f.conds = append(f.conds, `(lower(id) LIKE ? ESCAPE '\' OR lower(CASE WHEN coalesce(title, '') = '' THEN coalesce(first_prompt, '') ELSE title END) LIKE ? ESCAPE '\')`)
+		f.conds = append(f.conds, `(lower(id) LIKE ? ESCAPE '\' OR lower(`+LabelSQL+`) LIKE ? ESCAPE '\')`)
 		f.Args = append(f.Args, p, p)
+		if d.TextIndex != nil {
+			if cond, args := d.TextIndex(lf.Text); cond != "" {
+				f.conds = append(f.conds, cond)
+				f.Args = append(f.Args, args...)
+			}
+		}
 	}
 	for _, c := range lf.Conds {
 		if err := f.cond(c, d); err != nil {
@@ -187,6 +207,11 @@ func SessionFilter(lf sessions.ListFilter, d Dialect) (*Filter, error) {
 	}
 	return &f, nil
 }
+
+// LabelSQL is a session row's label in SQL: its title, else its first
+// prompt (sessions.ListFilter.Text matches it and the id). PostgreSQL's
+// trigram index is on lower() of this expression, written the same way.
+const LabelSQL = `CASE WHEN coalesce(title, '') = '' THEN coalesce(first_prompt, '') ELSE title END`
 
 // TouchedUnit is the unit of a session row's column touched: the time of
 // the session's last write (updated_at) rounded down to a minute,
@@ -274,19 +299,24 @@ const ListOrder = "created_at DESC, id DESC"
 
 // Pager is a backend's read of one page of a listing: in one read
 // transaction, the count query's one integer, and each row of the rows
-// query handed to each with the function that scans it. Both queries use
-// ? placeholders.
+// query (which rows returns for that count) handed to each with the
+// function that scans it. Both queries use ? placeholders.
 type Pager interface {
-	ReadPage(ctx context.Context, count string, countArgs []any, rows string, rowsArgs []any,
+	ReadPage(ctx context.Context, count string, countArgs []any, rows func(total int) (string, []any),
 		each func(scan func(dest ...any) error) error) (int, error)
 }
 
+// fewMatches is how many matches of a text search Dialect.FewOrder
+// sorts.
+const fewMatches = 1000
+
 // listPage reads one page of a listing of table: how many rows match f,
-// and columns of those rows (the table aliased s) in ListOrder, limit
-// (0: all, which the database writes as noLimit) and offset applied,
-// each scanned into the targets of a new row.
+// and columns of those rows (the table aliased s) in ListOrder, or
+// fewOrder when that is set and at most fewMatches match, limit (0:
+// all, which the database writes as noLimit) and offset applied, each
+// scanned into the targets of a new row.
 func listPage[R any](ctx context.Context, p Pager, table, countTable, columns string, f *Filter, limit, offset, countLimit int, noLimit any,
-	newRow func() (*R, []any)) ([]*R, int, error) {
+	fewOrder string, newRow func() (*R, []any)) ([]*R, int, error) {
 	var page any = noLimit
 	if limit > 0 {
 		page = limit
@@ -297,9 +327,15 @@ func listPage[R any](ctx context.Context, p Pager, table, countTable, columns st
 		countArgs = append(slices.Clone(f.Args), countLimit)
 	}
 	var out []*R
-	total, err := p.ReadPage(ctx, count, countArgs,
-		"SELECT "+columns+" FROM "+table+" s"+f.Clause()+" ORDER BY "+ListOrder+" LIMIT ? OFFSET ?",
-		append(slices.Clone(f.Args), page, offset),
+	rows := func(total int) (string, []any) {
+		order := ListOrder
+		if fewOrder != "" && total <= fewMatches && (countLimit == 0 || total < countLimit) {
+			order = fewOrder
+		}
+		return "SELECT " + columns + " FROM " + table + " s" + f.Clause() + " ORDER BY " + order + " LIMIT ? OFFSET ?",
+			append(slices.Clone(f.Args), page, offset)
+	}
+	total, err := p.ReadPage(ctx, count, countArgs, rows,
 		func(scan func(dest ...any) error) error {
 			r, targets := newRow()
 			if err := scan(targets...); err != nil {
@@ -317,17 +353,18 @@ func listPage[R any](ctx context.Context, p Pager, table, countTable, columns st
 // noLimit is the database's LIMIT for no limit. Payloads are opened with
 // k.
 //
-// With a key, a sealed session's metadata, title and first prompt are
-// ciphertext to the database, so its columns computed from the metadata
-// (repo_id, agent) are NULL and SQL cannot match them: the filters on
-// them (RepoID, Agent, Text, the metadata conditions of Conds) then run
-// here, on the opened values, over every session the other filters
-// keep, and Limit, Offset and the total are applied after them.
+// With a key, a sealed session's title, first prompt and metadata are
+// ciphertext to the database, so SQL cannot match them: the filters on
+// them (Text, the metadata conditions of Conds) then run here, on the
+// opened values, over every session the other filters keep, and Limit,
+// Offset and the total are applied after them. RepoID and Agent stay in
+// SQL: the store writes the columns repo_id and agent in clear
+// (Labels).
 func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, countTable string, noLimit any, f sessions.ListFilter) ([]sessions.Summary, int, error) {
 	sqlFilter, goFilter := f, sessions.ListFilter{}
 	if k != nil {
-		goFilter.RepoID, goFilter.Agent, goFilter.Text = f.RepoID, f.Agent, f.Text
-		sqlFilter.RepoID, sqlFilter.Agent, sqlFilter.Text, sqlFilter.Conds = "", "", "", nil
+		goFilter.Text = f.Text
+		sqlFilter.Text, sqlFilter.Conds = "", nil
 		for _, c := range f.Conds {
 			if _, ok := c.MetadataKey(); ok {
 				goFilter.Conds = append(goFilter.Conds, c)
@@ -336,7 +373,7 @@ func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, count
 			}
 		}
 	}
-	inGo := goFilter.RepoID != "" || goFilter.Agent != "" || goFilter.Text != "" || len(goFilter.Conds) > 0
+	inGo := goFilter.Text != "" || len(goFilter.Conds) > 0
 	if inGo {
 		sqlFilter.Limit, sqlFilter.Offset, sqlFilter.CountLimit = 0, 0, 0
 	}
@@ -344,8 +381,12 @@ func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, count
 	if err != nil {
 		return nil, 0, err
 	}
+	fewOrder := ""
+	if sqlFilter.Text != "" {
+		fewOrder = d.FewOrder
+	}
 	rows, total, err := listPage(ctx, p, table, countTable, fmt.Sprintf(SummaryColumns, table), q, sqlFilter.Limit, sqlFilter.Offset, sqlFilter.CountLimit, noLimit,
-		func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
+		fewOrder, func() (*SummaryRow, []any) { r := &SummaryRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list: %w", err)
 	}
@@ -355,8 +396,7 @@ func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, count
 		if err != nil {
 			return nil, 0, fmt.Errorf("list: %w", err)
 		}
-		if inGo && !(metaString(s.Metadata, "repoId", f.RepoID) && metaString(s.Metadata, "agent", f.Agent) &&
-			goFilter.MatchesText(s.ID, s.Title, s.FirstPrompt) && sessions.MatchConds(goFilter.Conds, &s)) {
+		if inGo && !(goFilter.MatchesText(s.ID, s.Title, s.FirstPrompt) && sessions.MatchConds(goFilter.Conds, &s)) {
 			continue
 		}
 		out = append(out, s)
@@ -371,20 +411,10 @@ func List(ctx context.Context, p Pager, k *storekey.Key, d Dialect, table, count
 	return out, total, nil
 }
 
-// metaString reports whether metadata m has the string want under key,
-// or want is "" (no filter): what the columns repo_id and agent compute.
-func metaString(m map[string]any, key, want string) bool {
-	if want == "" {
-		return true
-	}
-	s, ok := m[key].(string)
-	return ok && s == want
-}
-
 // ListRuns is sessions.RunBackend.ListRuns over p, the runs being in
 // table; noLimit is as for List.
 func ListRuns(ctx context.Context, p Pager, table string, noLimit any, f sessions.RunFilter) ([]sessions.RunSummary, int, error) {
-	rows, total, err := listPage(ctx, p, table, table, RunColumns, RunFilter(f), f.Limit, f.Offset, 0, noLimit,
+	rows, total, err := listPage(ctx, p, table, table, RunColumns, RunFilter(f), f.Limit, f.Offset, 0, noLimit, "",
 		func() (*RunRow, []any) { r := &RunRow{}; return r, r.Targets() })
 	if err != nil {
 		return nil, 0, fmt.Errorf("list runs: %w", err)

@@ -87,7 +87,7 @@ func NewSchema() (dsn string, drop func() error, err error) {
 	}
 	schema := fmt.Sprintf("%s%d_%s", prefix, time.Now().Unix(), hex.EncodeToString(suffix[:]))
 	err = admin(base, func(ctx context.Context, conn *pgx.Conn) error {
-		swept.Do(func() { sweep(ctx, conn) })
+		swept.Do(func() { sweep(ctx, conn); trigrams(ctx, conn) })
 		_, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
 		return err
 	})
@@ -153,6 +153,17 @@ func admin(dsn string, fn func(context.Context, *pgx.Conn) error) error {
 		return fmt.Errorf("the database of %s: %w", Env, err)
 	}
 	return nil
+}
+
+// trigrams creates extension pg_trgm in schema public unless the
+// database has it (its owner may: a trusted extension), so that skein
+// migrate's trigram index (package postgres, textIndex) uses it there
+// instead of creating it in a test's schema: dropping that schema
+// (CASCADE) would drop the extension with every other schema's index
+// on it. Without the privilege or the extension, migrate creates it or
+// does without, as it would in production.
+func trigrams(ctx context.Context, conn *pgx.Conn) {
+	conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
 }
 
 // sweep drops the schemas of this package older than staleAfter: those
