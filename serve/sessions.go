@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -276,7 +275,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	out := listResponse{Total: total, TotalExact: total < listCountLimit, Limit: limit, Offset: offset}
 	if len(list) > limit { // the extra session read shows there is a next page
 		list = list[:limit]
-		c := encodeCursor(sessions.CursorOf(&list[limit-1]))
+		c := sessions.CursorOf(&list[limit-1]).String()
 		out.NextCursor = &c
 	}
 	out.Sessions = make([]sessionJSON, len(list))
@@ -307,25 +306,13 @@ func queryTime(q url.Values, name string) (time.Time, error) {
 	return t, nil
 }
 
-// encodeCursor returns the nextCursor of a page whose last session c
-// is: its creation time (Unix nanoseconds) and id, base64url-encoded.
-func encodeCursor(c *sessions.ListCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "/" + c.ID))
-}
-
-// decodeCursor reads a cursor that encodeCursor wrote.
+// decodeCursor reads a cursor of nextCursor (sessions.ParseCursor).
 func decodeCursor(v string) (*sessions.ListCursor, error) {
-	bad := errorf(http.StatusBadRequest, "bad_query", "query parameter cursor %q is not a cursor this server returned (nextCursor)", truncate(v, 40))
-	raw, err := base64.RawURLEncoding.DecodeString(v)
+	c, err := sessions.ParseCursor(v)
 	if err != nil {
-		return nil, bad
+		return nil, errorf(http.StatusBadRequest, "bad_query", "query parameter cursor %q is not a cursor this server returned (nextCursor)", truncate(v, 40))
 	}
-	ns, id, ok := strings.Cut(string(raw), "/")
-	n, err := strconv.ParseInt(ns, 10, 64)
-	if !ok || err != nil || sessions.CheckID(id) != nil {
-		return nil, bad
-	}
-	return &sessions.ListCursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
+	return c, nil
 }
 
 // getSession handles GET /api/sessions/{id}: the session with all its

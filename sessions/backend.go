@@ -2,9 +2,13 @@ package sessions
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
-	"github.com/skein-dev/skein/sessions/message"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // Status is a session's lifecycle state.
@@ -175,6 +179,31 @@ type ListFilter struct {
 type ListCursor struct {
 	CreatedAt time.Time
 	ID        string
+}
+
+// String returns c as an opaque token: its creation time (Unix
+// nanoseconds) and id, base64url-encoded. skein serve's nextCursor and
+// skein sessions ls --cursor are such tokens; ParseCursor reads one.
+func (c *ListCursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixNano(), 10) + "/" + c.ID))
+}
+
+// ErrBadCursor is ParseCursor's error for a token that ListCursor.String
+// did not write.
+var ErrBadCursor = errors.New("not a cursor of a listing (a nextCursor or next_cursor of a page)")
+
+// ParseCursor reads a token of ListCursor.String (ErrBadCursor).
+func ParseCursor(v string) (*ListCursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return nil, ErrBadCursor
+	}
+	ns, id, ok := strings.Cut(string(raw), "/")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || CheckID(id) != nil {
+		return nil, ErrBadCursor
+	}
+	return &ListCursor{CreatedAt: time.Unix(0, n).UTC(), ID: id}, nil
 }
 
 // CursorOf returns the place of s in a listing.

@@ -11,7 +11,7 @@ import (
 
 // CopyStats counts what Copy copied.
 type CopyStats struct {
-	Sessions, Messages, Events, History, Runs, RunSteps int
+	Sessions, Messages, Events, History, Runs, RunSteps, Repos int
 }
 
 // ErrNotEmpty is Copy's refusal of a target that already holds sessions
@@ -27,8 +27,8 @@ type CopyOptions struct {
 	Progress func(CopyStats)
 	// IDPrefix, if not empty, is put before the id of every session
 	// copied (and of its parent, when the parent is copied too), and
-	// runs are not copied: skein test stores each test's sessions under
-	// the run and the test.
+	// runs and repository records are not copied: skein test stores each
+	// test's sessions under the run and the test.
 	IDPrefix string
 }
 
@@ -36,9 +36,12 @@ type CopyOptions struct {
 // summary, metadata, status, turns, version and lineage (parent ids;
 // children follow from them), and the history a HistoryBackend keeps of
 // messages no longer current (to must keep history too when from has
-// any), then every run record when from keeps them (to must too). It
+// any), then every run record when from keeps them (to must too). First
+// it copies the repository records (RepoBackend) when from keeps any (to
+// must too): the repositories skein serve's sessions are bound to. It
 // refuses a target that holds anything unless opts.Merge, and ids the
-// target already holds in any case, before writing. Each session and run
+// target already holds in any case (a repository registered there with
+// the same path is left as it is), before writing. Each session and run
 // is copied in one write, parents before their forks; after the copy it
 // reloads each from to and checks its counts against from's, and returns
 // what it copied. A fork's shared messages are copied as the fork's own:
@@ -60,12 +63,19 @@ func Copy(ctx context.Context, from, to Backend, opts CopyOptions) (CopyStats, e
 			return stats, fmt.Errorf("the source holds %d run records, which the target cannot keep", len(runs))
 		}
 	}
+	repos, err := copiedRepos(ctx, from, to, opts)
+	if err != nil {
+		return stats, err
+	}
 	copied := map[string]bool{}
 	targets := make([]string, len(ids))
 	for i, id := range ids {
 		copied[id], targets[i] = true, opts.IDPrefix+id
 	}
-	if err := checkTarget(ctx, to, toRuns, targets, runs, opts.Merge); err != nil {
+	if err := checkTarget(ctx, to, toRuns, targets, runs, repos, opts.Merge); err != nil {
+		return stats, err
+	}
+	if stats.Repos, err = copyRepos(ctx, to, repos); err != nil {
 		return stats, err
 	}
 	fromHistory, _ := from.(HistoryBackend)
@@ -184,9 +194,52 @@ func copyOrder(ctx context.Context, from Backend) ([]string, error) {
 	return out, nil
 }
 
-// checkTarget refuses a target that holds sessions or runs (unless
-// merge) or any of the ids to copy.
-func checkTarget(ctx context.Context, to Backend, toRuns RunBackend, ids []string, runs []RunSummary, merge bool) error {
+// copiedRepos returns the repository records Copy copies: from's, unless
+// opts.IDPrefix; an error when to cannot keep them.
+func copiedRepos(ctx context.Context, from, to Backend, opts CopyOptions) ([]Repo, error) {
+	fromRepos, _ := from.(RepoBackend)
+	if fromRepos == nil || opts.IDPrefix != "" {
+		return nil, nil
+	}
+	repos, err := fromRepos.ListRepos(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := to.(RepoBackend); len(repos) > 0 && !ok {
+		return nil, fmt.Errorf("the source holds %d repository records, which the target cannot keep", len(repos))
+	}
+	return repos, nil
+}
+
+// copyRepos stores repos in to (checked by checkTarget: each is new
+// there or registered with the same path, and then left alone), reloads
+// each and checks it, and returns how many it stored.
+func copyRepos(ctx context.Context, to Backend, repos []Repo) (int, error) {
+	n := 0
+	for _, r := range repos {
+		toRepos := to.(RepoBackend)
+		if _, err := toRepos.LoadRepo(ctx, r.ID); err == nil {
+			continue
+		}
+		if err := toRepos.CreateRepo(ctx, &r); err != nil {
+			return n, fmt.Errorf("repository '%s': %w", r.ID, err)
+		}
+		got, err := toRepos.LoadRepo(ctx, r.ID)
+		if err != nil {
+			return n, fmt.Errorf("repository '%s': %w", r.ID, err)
+		}
+		if got.Path != r.Path || !got.CreatedAt.Equal(r.CreatedAt) {
+			return n, fmt.Errorf("repository '%s': copied as %s (registered %s), want %s (%s)", r.ID, got.Path, got.CreatedAt, r.Path, r.CreatedAt)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// checkTarget refuses a target that holds sessions, runs or repository
+// records (unless merge), any of the ids to copy, or one of repos' ids
+// with another path.
+func checkTarget(ctx context.Context, to Backend, toRuns RunBackend, ids []string, runs []RunSummary, repos []Repo, merge bool) error {
 	_, n, err := to.List(ctx, ListFilter{Limit: 1})
 	if err != nil {
 		return err
@@ -197,10 +250,24 @@ func checkTarget(ctx context.Context, to Backend, toRuns RunBackend, ids []strin
 			return err
 		}
 	}
-	if (n > 0 || nRuns > 0) && !merge {
+	var held []Repo
+	if toRepos, ok := to.(RepoBackend); ok {
+		if held, err = toRepos.ListRepos(ctx); err != nil {
+			return err
+		}
+	}
+	if (n > 0 || nRuns > 0 || len(held) > 0) && !merge {
+		if len(held) > 0 {
+			return fmt.Errorf("%w (sessions: %d, runs: %d, repositories: %d)", ErrNotEmpty, n, nRuns, len(held))
+		}
 		return fmt.Errorf("%w (sessions: %d, runs: %d)", ErrNotEmpty, n, nRuns)
 	}
 	var taken []string
+	for _, r := range repos {
+		if i := slices.IndexFunc(held, func(h Repo) bool { return h.ID == r.ID }); i >= 0 && held[i].Path != r.Path {
+			taken = append(taken, fmt.Sprintf("repository '%s' (at %s, not %s)", r.ID, held[i].Path, r.Path))
+		}
+	}
 	for _, id := range ids {
 		ok, err := to.Exists(ctx, id)
 		if err != nil {

@@ -19,8 +19,8 @@ import (
 
 // fillForCopy stores, through a Store over b (which it closes), sessions that use what a
 // copy must keep: messages and events, a trim and a reset (history), a
-// fork and a fork of a fork (lineage), title, metadata, status; and two
-// run records.
+// fork and a fork of a fork (lineage), title, metadata, status; two
+// run records; and two repository records.
 func fillForCopy(t *testing.T, b sessions.Backend) {
 	t.Helper()
 	ctx := t.Context()
@@ -72,6 +72,11 @@ func fillForCopy(t *testing.T, b sessions.Backend) {
 			t.Fatal(err)
 		}
 	}
+	for _, id := range []string{"api", "web"} {
+		if err := b.(sessions.RepoBackend).CreateRepo(ctx, &sessions.Repo{ID: id, Path: "/srv/" + id, CreatedAt: clock.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // checkCopied checks that to holds what from does: every session with its
@@ -117,6 +122,22 @@ func checkCopied(t *testing.T, from, to sessions.Backend) {
 			}
 		}
 	}
+	wantRepos, err := from.(sessions.RepoBackend).ListRepos(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotRepos, err := to.(sessions.RepoBackend).ListRepos(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range [][]sessions.Repo{wantRepos, gotRepos} {
+		for i := range rs {
+			rs[i].CreatedAt = rs[i].CreatedAt.UTC()
+		}
+	}
+	if len(wantRepos) == 0 || !reflect.DeepEqual(gotRepos, wantRepos) {
+		t.Fatalf("repositories copied as %+v, want %+v", gotRepos, wantRepos)
+	}
 	runs, _, err := from.(sessions.RunBackend).ListRuns(ctx, sessions.RunFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -141,13 +162,13 @@ func testCopy(t *testing.T, newFrom, newTo func(t *testing.T) func() sessions.Ba
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Sessions != 4 || stats.Runs != 2 || stats.RunSteps != 4 || stats.History == 0 {
+	if stats.Sessions != 4 || stats.Runs != 2 || stats.RunSteps != 4 || stats.History == 0 || stats.Repos != 2 {
 		t.Fatalf("copied %+v", stats)
 	}
 	checkCopied(t, from, to)
 
 	_, err = sessions.Copy(ctx, from, to, sessions.CopyOptions{})
-	if !errors.Is(err, sessions.ErrNotEmpty) || !strings.Contains(err.Error(), "not empty (sessions: 4, runs: 2)") {
+	if !errors.Is(err, sessions.ErrNotEmpty) || !strings.Contains(err.Error(), "not empty (sessions: 4, runs: 2, repositories: 2)") {
 		t.Fatalf("a second copy into the same target: %v, want ErrNotEmpty", err)
 	}
 	_, err = sessions.Copy(ctx, from, to, sessions.CopyOptions{Merge: true})
@@ -160,8 +181,25 @@ func testCopy(t *testing.T, newFrom, newTo func(t *testing.T) func() sessions.Ba
 		Messages: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if stats, err := sessions.Copy(ctx, more, to, sessions.CopyOptions{Merge: true}); err != nil || stats.Sessions != 1 {
+	moreRepos := more.(sessions.RepoBackend)
+	if err := moreRepos.CreateRepo(ctx, &sessions.Repo{ID: "api", Path: "/elsewhere/api", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sessions.Copy(ctx, more, to, sessions.CopyOptions{Merge: true}); err == nil ||
+		!strings.Contains(err.Error(), "the target already holds repository 'api' (at /srv/api, not /elsewhere/api)") {
+		t.Fatalf("a merge of a repository registered with another path: %v", err)
+	}
+	if err := moreRepos.PutRepo(ctx, &sessions.Repo{ID: "api", Path: "/srv/api"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := moreRepos.CreateRepo(ctx, &sessions.Repo{ID: "docs", Path: "/srv/docs", CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := sessions.Copy(ctx, more, to, sessions.CopyOptions{Merge: true}); err != nil || stats.Sessions != 1 || stats.Repos != 1 {
 		t.Fatalf("a merge of a new id: %+v, %v", stats, err)
+	}
+	if r, err := to.(sessions.RepoBackend).LoadRepo(ctx, "docs"); err != nil || r.Path != "/srv/docs" {
+		t.Fatalf("repository docs after the merge: %+v, %v", r, err)
 	}
 }
 

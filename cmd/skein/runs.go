@@ -113,7 +113,7 @@ func runsLs(args []string, std stdio) int {
 		}
 		tw.Flush()
 	}
-	pageSummary(std.out, "run", len(page), total, *offset)
+	pageSummary(std.out, "run", len(page), total, *offset, "")
 	return exitOK
 }
 

@@ -24,7 +24,30 @@ func sessionsLs(args []string, std stdio) int {
 	limit := fs.Int("limit", 20, "sessions per page (0: all)")
 	offset := fs.Int("offset", 0, "sessions to skip before the page")
 	where := fs.String("where", "", "only sessions for which this expr-lang condition holds, over id, title, status, messages, turns, created, updated, parent, metadata (e.g. 'metadata.repo == \"api\" && turns > 3')")
-	asJSON := fs.Bool("json", false, `print {"sessions": [...], "total", "limit", "offset"} as JSON`)
+	repo := fs.String("repo", "", `only sessions of this repository (metadata "repoId", skein serve's; indexed)`)
+	agent := fs.String("agent", "", `only sessions of this agent (metadata "agent", skein serve's; indexed)`)
+	text := fs.String("q", "", "only sessions whose id or title (else first prompt) contains this text, ignoring case")
+	cursor := fs.String("cursor", "", "only the sessions after the last of the page that printed this cursor (the table's last line names it; --json's next_cursor): paging by cursor costs the same at any depth, unlike --offset; the total then counts the sessions after it")
+	var f sessions.ListFilter
+	for _, t := range []struct {
+		name, usage string
+		dst         *time.Time
+	}{
+		{"created-after", "only sessions created at or after this time (RFC 3339, e.g. 2026-11-27T09:30:00Z)", &f.CreatedAfter},
+		{"created-before", "only sessions created before this time (RFC 3339)", &f.CreatedBefore},
+		{"updated-after", "only sessions last written at or after this time (RFC 3339)", &f.UpdatedAfter},
+		{"updated-before", "only sessions last written before this time (RFC 3339)", &f.UpdatedBefore},
+	} {
+		fs.Func(t.name, t.usage, func(v string) error {
+			at, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return fmt.Errorf("want an RFC 3339 time such as 2026-11-27T09:30:00Z")
+			}
+			*t.dst = at
+			return nil
+		})
+	}
+	asJSON := fs.Bool("json", false, `print {"sessions": [...], "total", "limit", "offset", "next_cursor"} as JSON`)
 	rest, code, stop := parseInterleaved(fs, args, std)
 	if stop {
 		return code
@@ -42,6 +65,11 @@ func sessionsLs(args []string, std stdio) int {
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
+	if *cursor != "" {
+		if f.After, err = sessions.ParseCursor(*cursor); err != nil {
+			return usageError(std, fs.Name(), fmt.Sprintf("--cursor %q: %v", *cursor, err))
+		}
+	}
 	var filter *sessions.Where
 	if flagSet(fs, "where") {
 		if filter, err = sessions.CompileWhere(*where); err != nil {
@@ -53,12 +81,21 @@ func sessionsLs(args []string, std stdio) int {
 		return fail(std, fs.Name(), err)
 	}
 	defer b.Close()
-	page, total, err := sessions.ListWhere(context.Background(), b, sessions.ListFilter{Statuses: statuses, ParentID: *parent, Limit: *limit, Offset: *offset}, filter)
+	f.Statuses, f.ParentID, f.RepoID, f.Agent, f.Text, f.Offset = statuses, *parent, *repo, *agent, *text, *offset
+	if *limit > 0 {
+		f.Limit = *limit + 1 // one more: is there a next page?
+	}
+	page, total, err := sessions.ListWhere(context.Background(), b, f, filter)
 	if err != nil {
 		return fail(std, fs.Name(), err)
 	}
+	var next string
+	if *limit > 0 && len(page) > *limit {
+		page = page[:*limit]
+		next = sessions.CursorOf(&page[len(page)-1]).String()
+	}
 	if *asJSON {
-		return printListJSON(std, page, total, *limit, *offset)
+		return printListJSON(std, page, total, *limit, *offset, next)
 	}
 	if len(page) > 0 {
 		tw := tabwriter.NewWriter(std.out, 0, 0, 2, ' ', 0)
@@ -73,13 +110,13 @@ func sessionsLs(args []string, std stdio) int {
 		fmt.Fprintf(std.out, "no session store at %s: nothing has been stored there yet (skein run and skein repl create it when they first store a session; --store names another)\n", &store)
 		return exitOK
 	}
-	pageSummary(std.out, "session", len(page), total, *offset)
+	pageSummary(std.out, "session", len(page), total, *offset, next)
 	return exitOK
 }
 
 // pageSummary ends a listing: how many there are and where the next page
-// starts.
-func pageSummary(w io.Writer, noun string, shown, total, offset int) {
+// starts (next: its --cursor, when the listing has one).
+func pageSummary(w io.Writer, noun string, shown, total, offset int, next string) {
 	switch {
 	case total == 0:
 		fmt.Fprintf(w, "no %ss\n", noun)
@@ -87,6 +124,8 @@ func pageSummary(w io.Writer, noun string, shown, total, offset int) {
 		fmt.Fprintf(w, "none of %s at offset %d\n", plural(total, noun), offset)
 	case shown == total:
 		fmt.Fprintln(w, plural(total, noun))
+	case next != "":
+		fmt.Fprintf(w, "%d-%d of %s (--offset %d or --cursor %s for the next page)\n", offset+1, offset+shown, plural(total, noun), offset+shown, next)
 	default:
 		fmt.Fprintf(w, "%d-%d of %s (--offset %d for the next page)\n", offset+1, offset+shown, plural(total, noun), offset+shown)
 	}
@@ -109,13 +148,18 @@ type listJSON struct {
 	Metadata map[string]any `json:"metadata"`
 }
 
-func printListJSON(std stdio, page []sessions.Summary, total, limit, offset int) int {
+func printListJSON(std stdio, page []sessions.Summary, total, limit, offset int, next string) int {
 	out := struct {
 		Sessions []listJSON `json:"sessions"`
 		Total    int        `json:"total"`
 		Limit    int        `json:"limit"`
 		Offset   int        `json:"offset"`
+		// NextCursor is --cursor of the next page; null on the last.
+		NextCursor *string `json:"next_cursor"`
 	}{Sessions: []listJSON{}, Total: total, Limit: limit, Offset: offset}
+	if next != "" {
+		out.NextCursor = &next
+	}
 	for _, s := range page {
 		j := listJSON{ID: s.ID, Status: string(s.Status), CreatedAt: s.CreatedAt.UTC().Format(sessions.TimeFormat),
 			UpdatedAt: s.UpdatedAt.UTC().Format(sessions.TimeFormat), Messages: s.Length, Turns: s.Turns, Forks: s.Children}

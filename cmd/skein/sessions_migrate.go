@@ -10,7 +10,8 @@ import (
 
 // sessionsMigrate implements `skein sessions migrate --from STORE --to
 // STORE`: it copies every session (messages, events, history, lineage)
-// and run record of one store into another, typically a SQLite file into
+// and run record, and every repository record (skein serve's), of one
+// store into another, typically a SQLite file into
 // a PostgreSQL database, and checks the copy's counts.
 func sessionsMigrate(args []string, std stdio) int {
 	fs := newFlagSet("sessions migrate")
@@ -59,6 +60,7 @@ func sessionsMigrate(args []string, std stdio) int {
 
 // copied says what a migration copied.
 func copied(s sessions.CopyStats) string {
-	return fmt.Sprintf("%s (%s, %s, %s of history) and %s (%s)", plural(s.Sessions, "session"), plural(s.Messages, "message"),
-		plural(s.Events, "event"), plural(s.History, "message"), plural(s.Runs, "run"), plural(s.RunSteps, "step"))
+	return fmt.Sprintf("%s (%s, %s, %s of history), %s (%s) and %s", plural(s.Sessions, "session"), plural(s.Messages, "message"),
+		plural(s.Events, "event"), plural(s.History, "message"), plural(s.Runs, "run"), plural(s.RunSteps, "step"),
+		plural(s.Repos, "repository record"))
 }
