@@ -27,7 +27,7 @@ func (b *Backend) CreateRun(ctx context.Context, rec *sessions.RunRecord) error 
 	if err != nil {
 		return err
 	}
-	return b.runWrite(ctx, func(w *writeConn) error {
+	return b.runWrite(ctx, true, func(ctx context.Context, w *writeConn) error {
 		var rid int64
 		err := w.StmtContext(ctx, b.stmts.runCreate).QueryRowContext(ctx, rec.ID, rec.Workflow, rec.Fingerprint, rec.Status,
 			created, updated, rowstore.EncodeRun(b.key, rowstore.FieldRunHead, rec.Head), len(rec.Steps)).Scan(&rid)
@@ -59,9 +59,11 @@ func (b *Backend) insertSteps(ctx context.Context, tx stmter, rid int64, from in
 	return nil
 }
 
-// runWrite runs fn in a transaction on the write connection (see
-// writeConn), which it opens if needed.
-func (b *Backend) runWrite(ctx context.Context, fn func(w *writeConn) error) error {
+// runWrite runs fn on the write connection (see writeConn), which it
+// opens if needed: in a transaction with tx, else alone (a single
+// statement, which SQLite runs as its own transaction). fn's context is
+// not cancelled (see write).
+func (b *Backend) runWrite(ctx context.Context, tx bool, fn func(ctx context.Context, w *writeConn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -75,11 +77,22 @@ func (b *Backend) runWrite(ctx context.Context, fn func(w *writeConn) error) err
 		}
 	}
 	w := b.wconn
+	if !tx {
+		b.begun()
+		if err := fn(ctx, w); err != nil {
+			if fromDatabase(err) {
+				return b.dropWriteConn(err)
+			}
+			return err
+		}
+		b.committed(ctx)
+		return nil
+	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return b.dropWriteConn(err)
 	}
 	b.begun()
-	err := fn(w)
+	err := fn(ctx, w)
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err == nil {
 			b.committed(ctx)
@@ -102,29 +115,9 @@ func (b *Backend) UpdateRun(ctx context.Context, id string, u *sessions.RunUpdat
 	if err != nil {
 		return err
 	}
-	if len(u.Steps) > 0 {
-		return b.runWrite(ctx, func(w *writeConn) error { return b.updateRun(ctx, w, id, updated, u) })
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ctx = context.WithoutCancel(ctx) // see write
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	if b.wconn == nil {
-		if b.wconn, err = b.openWriteConn(ctx); err != nil {
-			return err
-		}
-	}
-	b.begun()
-	if err := b.updateRun(ctx, b.wconn, id, updated, u); err != nil {
-		if fromDatabase(err) {
-			return b.dropWriteConn(err)
-		}
-		return err
-	}
-	b.committed(ctx)
-	return nil
+	return b.runWrite(ctx, len(u.Steps) > 0, func(ctx context.Context, w *writeConn) error {
+		return b.updateRun(ctx, w, id, updated, u)
+	})
 }
 
 // updateRun applies u to run id in the write transaction tx (updated is
