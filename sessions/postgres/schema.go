@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
 	"github.com/skein-dev/skein/sessions/storekey"
 )
@@ -260,37 +259,22 @@ CREATE INDEX skein_sessions_by_repo_status ON skein_sessions (repo_id, status, c
 // opened with k; without k, a schema that holds any is an error that
 // says to give the key.
 func sealedLabels(ctx context.Context, tx pgx.Tx, k *storekey.Key) error {
-	type row struct {
-		sid      int64
-		id       string
-		metadata []byte
-		sum      *int64
-	}
 	rows, err := tx.Query(ctx, `SELECT sid, id, metadata, metadata_crc FROM skein_sessions WHERE jsonb_typeof(meta) = 'string'`)
 	if err != nil {
 		return err
 	}
-	sealed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		err := r.Scan(&x.sid, &x.id, &x.metadata, &x.sum)
+	sealed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (rowstore.SealedMetadata, error) {
+		var x rowstore.SealedMetadata
+		err := r.Scan(&x.Row, &x.ID, &x.Metadata, &x.Sum)
 		return x, err
 	})
-	if err != nil || len(sealed) == 0 {
+	if err != nil {
 		return err
 	}
-	if k == nil {
-		return fmt.Errorf("%d sessions have sealed metadata (the first: '%s'), whose repoId and agent this version stores in clear: run skein migrate with the store's key (--encryption-key-file or SKEIN_STORE_KEY_FILE)", len(sealed), sealed[0].id)
-	}
-	for _, r := range sealed {
-		l, err := rowstore.StoredLabels(k, r.metadata, r.sum)
-		if err != nil {
-			return sessions.IDError(r.id, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE skein_sessions SET repo_id = $1, agent = $2 WHERE sid = $3`, l.RepoID, l.Agent, r.sid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rowstore.FillLabels(k, sealed, func(sid int64, l rowstore.Labels) error {
+		_, err := tx.Exec(ctx, `UPDATE skein_sessions SET repo_id = $1, agent = $2 WHERE sid = $3`, l.RepoID, l.Agent, sid)
+		return err
+	})
 }
 
 // trgmExtension is the extension textIndex uses (a variable for the

@@ -320,35 +320,20 @@ END;
 // rowstore.Stored), opened with k; without k, a store that holds any is
 // an error that says to give the key.
 func sealedLabels(ctx context.Context, tx *sql.Tx, k *storekey.Key) error {
-	type row struct {
-		sid      int64
-		id       string
-		metadata []byte
-		sum      *int64
-	}
-	var sealed []row
+	var sealed []rowstore.SealedMetadata
 	err := eachRow(ctx, tx, `SELECT sid, id, metadata, metadata_crc FROM sessions WHERE json_type(metadata) = 'text'`, nil, func(rows *sql.Rows) error {
-		var r row
-		err := rows.Scan(&r.sid, &r.id, &r.metadata, &r.sum)
+		var r rowstore.SealedMetadata
+		err := rows.Scan(&r.Row, &r.ID, &r.Metadata, &r.Sum)
 		sealed = append(sealed, r)
 		return err
 	})
-	if err != nil || len(sealed) == 0 {
+	if err != nil {
 		return err
 	}
-	if k == nil {
-		return fmt.Errorf("%d sessions have sealed metadata (the first: '%s'), whose repoId and agent this version stores in clear: run skein migrate with the store's key (--encryption-key-file or SKEIN_STORE_KEY_FILE)", len(sealed), sealed[0].id)
-	}
-	for _, r := range sealed {
-		l, err := rowstore.StoredLabels(k, r.metadata, r.sum)
-		if err != nil {
-			return sessions.IDError(r.id, err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET repo_id = ?, agent = ? WHERE sid = ?`, l.RepoID, l.Agent, r.sid); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rowstore.FillLabels(k, sealed, func(sid int64, l rowstore.Labels) error {
+		_, err := tx.ExecContext(ctx, `UPDATE sessions SET repo_id = ?, agent = ? WHERE sid = ?`, l.RepoID, l.Agent, sid)
+		return err
+	})
 }
 
 // migration3 adds the session's title and its derived first prompt (the

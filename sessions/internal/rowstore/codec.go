@@ -243,15 +243,33 @@ type Labels struct {
 	RepoID, Agent *string
 }
 
-// StoredLabels returns the labels of a stored metadata value (a column
-// and its checksum), opened with k when sealed: what a migration fills
-// the columns with for sessions stored before them.
-func StoredLabels(k *storekey.Key, metadata []byte, sum *int64) (Labels, error) {
-	m, err := decodeObject(k, FieldMetadata, metadata, sum)
-	if err != nil {
-		return Labels{}, fmt.Errorf("metadata: %w", err)
+// SealedMetadata is a session row whose metadata is sealed, as the
+// migration that adds the label columns reads it (FillLabels).
+type SealedMetadata struct {
+	Row      int64 // the session's row id
+	ID       string
+	Metadata []byte
+	Sum      *int64
+}
+
+// FillLabels is the step of the migration that adds the label columns:
+// the SQL fills them from plain metadata, and FillLabels calls set with
+// the labels of each sealed row, opened with k. Without k, rows that hold
+// any is an error that says to run skein migrate with the key.
+func FillLabels(k *storekey.Key, rows []SealedMetadata, set func(row int64, l Labels) error) error {
+	if len(rows) > 0 && k == nil {
+		return fmt.Errorf("%d sessions have sealed metadata (the first: '%s'), whose repoId and agent this version stores in clear: run skein migrate with the store's key (--encryption-key-file or SKEIN_STORE_KEY_FILE)", len(rows), rows[0].ID)
 	}
-	return LabelsOf(m), nil
+	for _, r := range rows {
+		m, err := decodeObject(k, FieldMetadata, r.Metadata, r.Sum)
+		if err != nil {
+			return sessions.IDError(r.ID, fmt.Errorf("metadata: %w", err))
+		}
+		if err := set(r.Row, LabelsOf(m)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LabelsOf returns the labels of metadata m.
