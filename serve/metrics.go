@@ -16,6 +16,7 @@ type metrics struct {
 	requests       *family // counter: route, code
 	requestSeconds *family // histogram: route
 	turnsRunning   *family // gauge
+	turnsWaiting   *family // gauge
 	turns          *family // counter: outcome
 	turnSeconds    *family // histogram
 	tokens         *family // counter: direction
@@ -33,6 +34,8 @@ func newMetrics() *metrics {
 			"Time to answer an HTTP request (an SSE stream: its whole life), by route pattern.", defBuckets, "route"),
 		turnsRunning: newFamily("gauge", "skein_turns_running",
 			"Turns (prompts) running now."),
+		turnsWaiting: newFamily("gauge", "skein_turns_waiting",
+			"Prompts waiting for a turn slot (--max-running turns are running)."),
 		turns: newFamily("counter", "skein_turns_total",
 			"Finished turns by outcome: done, cancelled, error.", "outcome"),
 		turnSeconds: newHistogram("skein_turn_duration_seconds",
@@ -53,7 +56,7 @@ func newMetrics() *metrics {
 // families returns every family /metrics writes, the runtime's and the
 // process's read now.
 func (m *metrics) families() []*family {
-	out := []*family{m.requests, m.requestSeconds, m.turnsRunning, m.turns, m.turnSeconds, m.tokens,
+	out := []*family{m.requests, m.requestSeconds, m.turnsRunning, m.turnsWaiting, m.turns, m.turnSeconds, m.tokens,
 		m.storeErrors, m.sseClients, m.sseDropped, m.sessionsActive}
 	out = append(out, goFamilies()...)
 	return append(out, processFamilies()...)

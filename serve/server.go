@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"sync"
 	"time"
 
@@ -75,8 +74,14 @@ type Config struct {
 	// MaxSessions bounds the served sessions that are active at once
 	// (default DefaultMaxSessions).
 	MaxSessions int
-	// MaxRunning bounds the turns running at once (default 4 × GOMAXPROCS).
+	// MaxRunning bounds the turns running at once (default
+	// DefaultMaxRunning); a prompt past it waits for a turn to end
+	// (see AdmissionWait).
 	MaxRunning int
+	// AdmissionWait bounds how long a prompt waits for a turn slot
+	// before it is refused with 429 too_many_turns (default
+	// MaxAdmissionWait).
+	AdmissionWait time.Duration
 	// TurnTimeout cancels a turn that runs longer (0: no limit).
 	TurnTimeout time.Duration
 	// MaxTurns is the turn cap of a session that has none of its own
@@ -156,6 +161,7 @@ type Server struct {
 	running  map[string]*turn        // this process's running turns by session id
 	queues   map[string]*promptQueue // prompts waiting for a turn, by session id
 	starting int                     // turns between the MaxRunning check and their registration
+	waiting  []*slotWaiter           // prompts waiting for a turn slot, first come first served
 	draining bool                    // shutting down: no new turns
 	turns    sync.WaitGroup
 }
@@ -177,7 +183,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	if cfg.MaxRunning == 0 {
-		cfg.MaxRunning = 4 * runtime.GOMAXPROCS(0)
+		cfg.MaxRunning = DefaultMaxRunning(cfg.Store.Backend())
+	}
+	if cfg.AdmissionWait == 0 {
+		cfg.AdmissionWait = MaxAdmissionWait
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -214,7 +223,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxTurns < 0 {
 		return nil, fmt.Errorf("serve: max turns must not be negative, got %d", cfg.MaxTurns)
 	}
-	if cfg.IdleTimeout < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 || cfg.PollInterval < 0 {
+	if cfg.IdleTimeout < 0 || cfg.AdmissionWait < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 || cfg.PollInterval < 0 {
 		return nil, errors.New("serve: idle timeout, heartbeat, poll interval and body limit must not be negative")
 	}
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}, queues: map[string]*promptQueue{}}
@@ -287,6 +296,7 @@ func (s *Server) observeLogged(e sessions.Event) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.draining = true
+	s.refuseWaiting()
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.turns.Wait(); close(done) }()
@@ -309,6 +319,9 @@ var errShutdown = errors.New("the server is shutting down")
 // Close cancels every running turn, waits for them, and stops the idle
 // reaper, the store observer and the SSE streams.
 func (s *Server) Close() {
+	s.mu.Lock()
+	s.refuseWaiting()
+	s.mu.Unlock()
 	s.cancelAll(errShutdown)
 	s.turns.Wait()
 	s.stopReaper()

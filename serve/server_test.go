@@ -240,7 +240,7 @@ func TestPromptConflicts(t *testing.T) {
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
 	block := make(chan struct{})
 	ag := &fakeAgent{store: store, block: block}
-	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}, MaxRunning: 1})
+	ts := newTestServer(t, Config{Store: store, Agents: map[string]Agent{"slow": ag}, MaxRunning: 1, AdmissionWait: 50 * time.Millisecond})
 	a, b := ts.create(nil), ts.create(nil)
 	// The queue's changes reach the session's event streams.
 	var qmu sync.Mutex
@@ -254,7 +254,7 @@ func TestPromptConflicts(t *testing.T) {
 	})()
 	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "one"}), http.StatusAccepted, "")
 	// The session's own running turn: the prompt is queued (before the
-	// 429 of --max-running), the ninth waiting one refused.
+	// wait for a slot of --max-running), the ninth waiting one refused.
 	for i := range MaxQueued {
 		r := ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "q" + strconv.Itoa(i+1)})
 		ts.expect(r, http.StatusAccepted, "")
@@ -263,6 +263,8 @@ func TestPromptConflicts(t *testing.T) {
 		}
 	}
 	ts.expect(ts.do("POST", "/api/sessions/"+a+"/prompt", map[string]any{"text": "too many"}), http.StatusConflict, "queue_full")
+	// Another session's prompt waits for the slot, and is refused when
+	// the wait reaches AdmissionWait.
 	r := ts.do("POST", "/api/sessions/"+b+"/prompt", map[string]any{"text": "three"})
 	ts.expect(r, http.StatusTooManyRequests, "too_many_turns")
 	if r.header.Get("Retry-After") == "" {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -297,24 +296,38 @@ func (s *Server) userTurns(ctx context.Context, id string, index int) (int, erro
 
 // startTurn takes the session's turn lock and registers a turn, or
 // refuses it: errBusy while a turn of the session runs (in this process
-// or another sharing the store) or the session is otherwise busy, 429
-// while MaxRunning turns run in this process, 503 while the server shuts
+// or another sharing the store) or the session is otherwise busy; it
+// waits for a turn slot while MaxRunning turns run in this process
+// (admission.go: 429 when it cannot wait), 503 while the server shuts
 // down (unless queued: a queued prompt runs during the grace period).
 func (s *Server) startTurn(ctx context.Context, id string, queued bool) (*turn, error) {
 	s.mu.Lock()
-	switch n := len(s.running) + s.starting; {
+	switch {
 	case s.draining && !queued:
 		s.mu.Unlock()
-		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+		return nil, errShuttingDown()
 	case s.running[id] != nil:
 		s.mu.Unlock()
 		return nil, errBusy
-	case n >= s.cfg.MaxRunning:
-		s.mu.Unlock()
-		return nil, &apiError{status: http.StatusTooManyRequests, code: "too_many_turns", retryAfter: retryRunning,
-			message: strconv.Itoa(n) + " turns are running, the server's limit (--max-running " + strconv.Itoa(s.cfg.MaxRunning) + "); retry in " + strconv.Itoa(retryRunning) + " seconds"}
 	}
-	s.starting++
+	if err := s.takeSlot(ctx, queued); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	// The wait for a slot may have let another prompt of the session
+	// start its turn, or the server start shutting down.
+	switch {
+	case s.draining && !queued:
+		s.starting--
+		s.grantSlots()
+		s.mu.Unlock()
+		return nil, errShuttingDown()
+	case s.running[id] != nil:
+		s.starting--
+		s.grantSlots()
+		s.mu.Unlock()
+		return nil, errBusy
+	}
 	s.mu.Unlock()
 	lk, err := s.locks.TryLock(ctx, turnLock(id))
 	s.mu.Lock()
@@ -322,12 +335,15 @@ func (s *Server) startTurn(ctx context.Context, id string, queued bool) (*turn, 
 	s.starting--
 	switch {
 	case errors.Is(err, sessions.ErrLocked):
+		s.grantSlots()
 		return nil, errBusy
 	case err != nil:
+		s.grantSlots()
 		return nil, err
 	case s.draining && !queued:
+		s.grantSlots()
 		lk.Unlock(context.WithoutCancel(ctx))
-		return nil, errorf(http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
+		return nil, errShuttingDown()
 	}
 	tctx, cancel := context.WithCancelCause(s.turnCtx)
 	if d := s.cfg.TurnTimeout; d > 0 {
@@ -372,6 +388,7 @@ func (s *Server) finishTurn(id string, t *turn) {
 	s.unlock(t.lock)
 	s.mu.Lock()
 	delete(s.running, id)
+	s.grantSlots()
 	s.startQueued(id)
 	s.mu.Unlock()
 	close(t.done)

@@ -67,6 +67,10 @@ func WithNotice(fn func(string)) Option {
 	return func(b *Backend) { b.notice = fn }
 }
 
+// MaxConns returns the size of the backend's connection pool: the most
+// round trips it has in flight at once.
+func (b *Backend) MaxConns() int { return int(b.pool.Config().MaxConns) }
+
 // WithMaxConns caps the backend's connection pool (default: pgxpool's,
 // the larger of 4 and the number of CPUs, or the DSN's pool_max_conns).
 func WithMaxConns(n int32) Option {
