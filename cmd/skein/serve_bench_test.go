@@ -281,7 +281,7 @@ type turnLoad struct {
 	refused   int64           // 429 answers
 }
 
-func (l turnLoad) cpuPerTurn() float64 { return float64(l.cpu.Microseconds()) / float64(l.turns) }
+func (l turnLoad) cpuPerTurn() float64  { return float64(l.cpu.Microseconds()) / float64(l.turns) }
 func (l turnLoad) turnsPerSec() float64 { return float64(l.turns) / l.wall.Seconds() }
 
 // quantile returns the q quantile of the latencies in ms.
