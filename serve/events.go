@@ -41,7 +41,15 @@ type client struct {
 	wake chan struct{}
 	// sent is the seq of the last stored event the stream sent.
 	sent atomic.Int64
+	// queued is the seq of the last stored event the hub put in events
+	// (the stream sends it, without reading the store). Guarded by the
+	// hub's mu.
+	queued int64
 }
+
+// behind reports whether the client has neither sent nor been given the
+// stored event seq (the hub's mu held).
+func (c *client) behind(seq int64) bool { return max(c.sent.Load(), c.queued) < seq }
 
 func (c *client) drop() { c.once.Do(func() { close(c.gone) }) }
 
@@ -116,6 +124,9 @@ func (h *hub) publish(e sessions.Event) {
 	for c := range h.clients[e.SessionID] {
 		select {
 		case c.events <- e:
+			if !transient(e.Type) {
+				c.queued = max(c.queued, e.Seq)
+			}
 		default:
 			h.removeLocked(e.SessionID, c)
 			h.metrics.sseDropped.Inc()
@@ -136,12 +147,13 @@ func (h *hub) streamed() []string {
 }
 
 // wake tells the clients of session id that its log in the store reaches
-// seq: those that have not sent that far read the rest from the store.
+// seq: those that have not sent that far, and were not given the events
+// that far by publish, read the rest from the store.
 func (h *hub) wake(id string, seq int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.clients[id] {
-		if c.sent.Load() < seq {
+		if c.behind(seq) {
 			select {
 			case c.wake <- struct{}{}:
 			default: // already signalled

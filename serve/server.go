@@ -242,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
 		s.hub.watch = func(id string) func() {
-			return s.notifier.Watch(id, func(seq int64) { s.hub.wake(id, seq) })
+			return s.notifier.Watch(id, func(seq int64) { s.notified(id, seq) })
 		}
 	}
 	if err := s.openRepos(context.Background()); err != nil {
@@ -258,6 +258,29 @@ func New(cfg Config) (*Server, error) {
 	s.stopReaper = s.startReaper()
 	s.stopPoller = s.startPoller()
 	return s, nil
+}
+
+// localEventGrace is how long the word of a session's new events waits,
+// while a turn of the session runs in this process, before it wakes the
+// session's streams (see notified).
+const localEventGrace = 20 * time.Millisecond
+
+// notified takes the backend's word that session id's log in the store
+// reaches seq. While a turn of the session runs in this process, the
+// events are most likely its own, which reach the streams through the
+// store's observer, and the word often comes first (it is sent at the
+// commit, the observer runs after the commit returns): the streams are
+// woken localEventGrace later, and only those still behind then read the
+// events from the store.
+func (s *Server) notified(id string, seq int64) {
+	s.mu.Lock()
+	local := s.running[id] != nil
+	s.mu.Unlock()
+	if local {
+		time.AfterFunc(localEventGrace, func() { s.hub.wake(id, seq) })
+		return
+	}
+	s.hub.wake(id, seq)
 }
 
 // Handler returns the server's HTTP handler.

@@ -373,6 +373,12 @@ func (s *Server) meta(ctx context.Context, id string) (*sessions.Record, error) 
 	if err := s.store.Refresh(ctx, id); err != nil {
 		return nil, err
 	}
+	return s.cachedMeta(ctx, id)
+}
+
+// cachedMeta is meta without the refresh: the store's live copy of the
+// session when it has one, which another process may have changed.
+func (s *Server) cachedMeta(ctx context.Context, id string) (*sessions.Record, error) {
 	rec, err := s.store.Meta(ctx, id)
 	if errors.Is(err, sessions.ErrNotFound) {
 		return nil, errNotFound(id)

@@ -98,7 +98,9 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusRequestEntityTooLarge, "body_too_large", "field text is longer than %d bytes", maxPromptBytes)
 	}
 	ctx := r.Context()
-	rec, err := s.meta(ctx, id)
+	// The store's copy, not refreshed: admit reads the session again
+	// under its turn lock, from the store when another process wrote it.
+	rec, err := s.cachedMeta(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -285,6 +285,16 @@ type PartialLoader interface {
 	LoadEvents(ctx context.Context, id string) ([]Event, error)
 }
 
+// VersionReader is implemented by durable backends that can read a
+// session's stored version and creation time alone, in one statement:
+// Store.Refresh (run before every read and turn of skein serve) uses it
+// instead of LoadMeta.
+type VersionReader interface {
+	// StoredVersion returns the session's Version and CreatedAt as
+	// stored (ErrNotFound).
+	StoredVersion(ctx context.Context, id string) (version int64, created time.Time, err error)
+}
+
 // HistoryBackend is implemented by durable backends that keep every
 // message appended to a session after it left the current message list
 // (trimmed, reset or compacted away), so that an export can show, for

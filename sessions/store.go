@@ -1253,6 +1253,19 @@ func (s *Store) Unload(id string) {
 	s.drop(id, nil)
 }
 
+// storedVersion reads session id's stored version and creation time:
+// through VersionReader when backend has it, else LoadMeta.
+func storedVersion(ctx context.Context, backend Backend, id string) (int64, time.Time, error) {
+	if vr, ok := backend.(VersionReader); ok {
+		return vr.StoredVersion(ctx, id)
+	}
+	rec, err := backend.LoadMeta(ctx, id)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return rec.Version, rec.CreatedAt, nil
+}
+
 // Refresh drops the live copy of session id when it is stale: when the
 // backend holds a version another process wrote since this store loaded
 // or last wrote it. The next use reloads it. A process that shares a
@@ -1269,7 +1282,7 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 	if !ok {
 		return nil
 	}
-	rec, err := s.backend.LoadMeta(ctx, id)
+	version, created, err := storedVersion(ctx, s.backend, id)
 	if errors.Is(err, ErrNotFound) {
 		s.forget(id, sess)
 		return nil
@@ -1281,7 +1294,7 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 	// A newer stored version makes the copy stale (an older one is a
 	// read that began before this store's own commit), and so does
 	// another creation time (the session was deleted and created again).
-	stale := rec.Version > sess.storedVersion() || !rec.CreatedAt.Equal(sess.rec.CreatedAt)
+	stale := version > sess.storedVersion() || !created.Equal(sess.rec.CreatedAt)
 	sess.mu.Unlock()
 	if stale {
 		s.forget(id, sess)

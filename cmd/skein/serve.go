@@ -79,7 +79,7 @@ func (f *serveFlags) flags() []flagDef {
 		{name: "agent", value: &f.agents, usage: "an agent: NAME.agent.yaml (an agent file; sessions are bound to it), FILE.star defining handle(session_id, text) (named by the file's stem), or 'acp:NAME=COMMAND ARGS...', an external Agent Client Protocol agent (its command must be allowed by --allow-cmd); repeatable"},
 		{name: "acp-shared", value: &f.acpShared, usage: "run one process per external ACP agent for all its sessions, instead of one per session"},
 		{name: "max-sessions", value: &f.maxSessions, def: strconv.Itoa(serve.DefaultMaxSessions), env: "AGENT_SESSION_MAX_ACTIVE", usage: "active sessions allowed at once"},
-		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once (0: 4 per core)"},
+		{name: "max-running", value: &f.maxRunning, usage: "turns allowed to run at once; more prompts wait for a turn to end (0: 4 per core, at least a PostgreSQL store's connection pool)"},
 		{name: "idle-timeout", value: &f.idleTimeout, def: serve.DefaultIdleTimeout.String(), env: "AGENT_SESSION_IDLE_TIMEOUT", envUnit: time.Minute,
 			usage: "complete a session after this long without activity"},
 		{name: "token-file", value: &f.tokenFile, usage: "file holding the bearer token (else SKEIN_SERVE_TOKEN, else a generated one is printed)"},

@@ -49,9 +49,16 @@ type benchStore struct {
 }
 
 // benchStores returns memory, SQLite and (with SKEIN_TEST_POSTGRES)
-// PostgreSQL.
-func benchStores(b *testing.B) []benchStore {
-	stores := []benchStore{
+// PostgreSQL; SKEIN_BENCH_STORES (a comma-separated list of those names)
+// keeps only the ones it names (memory is kept for the ratios).
+func benchStores(b *testing.B) (stores []benchStore) {
+	defer func() {
+		if only := os.Getenv("SKEIN_BENCH_STORES"); only != "" {
+			keep := strings.Split(only, ",")
+			stores = slices.DeleteFunc(stores, func(s benchStore) bool { return s.name != "memory" && !slices.Contains(keep, s.name) })
+		}
+	}()
+	stores = []benchStore{
 		{"memory", func(*testing.B) string { return storeMemory }},
 		{"sqlite", func(b *testing.B) string { return filepath.Join(b.TempDir(), "sessions.db") }},
 	}
@@ -82,7 +89,8 @@ type benchServer struct {
 // startBenchServe starts skein serve on store with the benchmark agent
 // and room for sessions sessions (active, streamed and in the store's
 // memory: the memory store forgets a session its cap evicts); args are more
-// flags (none: --max-running at its default).
+// flags (none: --max-running at its default), and so are the words of
+// SKEIN_BENCH_SERVE_ARGS (for experiments).
 func startBenchServe(b *testing.B, store string, sessions int, args ...string) *benchServer {
 	b.Helper()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
@@ -99,6 +107,7 @@ func startBenchServe(b *testing.B, store string, sessions int, args ...string) *
 	addr := ln.Addr().String()
 	ln.Close()
 	n := strconv.Itoa(sessions)
+	args = append(args, strings.Fields(os.Getenv("SKEIN_BENCH_SERVE_ARGS"))...)
 	cmd := exec.Command(skeinBinaryB(b), append([]string{"serve", "--store", store, "--addr", addr, "--agent", "load.star",
 		"--max-sessions", n, "--max-streams", n, "--max-streams-per-client", n,
 		"--session-cap", strconv.Itoa(2 * sessions)}, args...)...)

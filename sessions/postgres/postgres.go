@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -71,8 +72,14 @@ func WithNotice(fn func(string)) Option {
 // round trips it has in flight at once.
 func (b *Backend) MaxConns() int { return int(b.pool.Config().MaxConns) }
 
-// WithMaxConns caps the backend's connection pool (default: pgxpool's,
-// the larger of 4 and the number of CPUs, or the DSN's pool_max_conns).
+// DefaultMaxConns is the size of a Backend's connection pool when
+// neither WithMaxConns nor the DSN's pool_max_conns sets it: 4 per core
+// (GOMAXPROCS), at least pgxpool's own default. Connections are opened
+// when needed, so an idle process holds few.
+func DefaultMaxConns() int32 { return int32(4 * runtime.GOMAXPROCS(0)) }
+
+// WithMaxConns caps the backend's connection pool (default:
+// DefaultMaxConns, or the DSN's pool_max_conns).
 func WithMaxConns(n int32) Option {
 	return func(b *Backend) { b.maxConns = n }
 }
@@ -109,8 +116,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 	if b.durability == sessions.DurabilityFull {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	}
-	if b.maxConns > 0 {
+	switch {
+	case b.maxConns > 0:
 		cfg.MaxConns = b.maxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		// pgxpool's default (4, or the cores when more) keeps most of a
+		// server's turns waiting for a connection between round trips.
+		cfg.MaxConns = max(cfg.MaxConns, DefaultMaxConns())
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

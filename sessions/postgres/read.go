@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -166,6 +167,22 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 		return err
 	})
 	return rec, err
+}
+
+var _ sessions.VersionReader = (*Backend)(nil)
+
+// StoredVersion reads session id's version and creation time in one
+// round trip (one statement, outside a transaction).
+func (b *Backend) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
+	var version, created int64
+	err := b.pool.QueryRow(ctx, `SELECT version, created_at FROM skein_sessions WHERE id = $1`, id).Scan(&version, &created)
+	if errNoRows(err) {
+		return 0, time.Time{}, sessions.IDError(id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return 0, time.Time{}, sessions.IDError(id, err)
+	}
+	return version, rowstore.DecodeTime(created), nil
 }
 
 // loadRecord reads session id's row and children.

@@ -95,6 +95,34 @@ func (w *writeConn) close(discard bool) error {
 	return err
 }
 
+// execAlone runs one of the Backend's prepared statements on the write
+// connection as a transaction of its own (one statement, one commit),
+// and returns how many rows it changed.
+func (b *Backend) execAlone(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	ctx = context.WithoutCancel(ctx) // see write
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	if b.wconn == nil {
+		var err error
+		if b.wconn, err = b.openWriteConn(ctx); err != nil {
+			return 0, err
+		}
+	}
+	b.begun()
+	res, err := b.wconn.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	if err != nil {
+		if fromDatabase(err) {
+			b.dropWriteConn(err)
+		}
+		return 0, err
+	}
+	b.committed(ctx)
+	return res.RowsAffected()
+}
+
 // errNotKnown is writeKnown's refusal of a write it cannot make: nothing
 // was written, and Write makes it in a transaction of its own.
 var errNotKnown = errors.New("the session's state is not known")

@@ -88,7 +88,19 @@ func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error
 	l.mu.Unlock()
 	defer l.taking.Done()
 	lk := &lock{l: l, name: name, holder: uuid.NewString()}
-	err := l.b.write(ctx, func(tx *sql.Tx) error {
+	// A lock without a row is taken by one prepared INSERT; a row (the
+	// lock is held, or its holder died) needs the transaction below.
+	n, err := l.b.execAlone(ctx, l.b.stmts.lock, name, lk.holder, l.host, l.pid, time.Now().Add(LockLease).UnixNano())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: lock '%s': %w", name, err)
+	}
+	if n == 1 {
+		l.mu.Lock()
+		l.held[lk.holder] = lk
+		l.mu.Unlock()
+		return lk, nil
+	}
+	err = l.b.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
 		h, found, err := lockHolder(ctx, tx, name)
 		switch {
@@ -224,11 +236,7 @@ func (lk *lock) Unlock(ctx context.Context) error {
 	// Unlock even when ctx is done: a lock left behind would stay held
 	// until its lease runs out.
 	ctx = context.WithoutCancel(ctx)
-	err := l.b.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM locks WHERE name = ? AND holder = ?`, lk.name, lk.holder)
-		return err
-	})
-	if err != nil {
+	if _, err := l.b.execAlone(ctx, l.b.stmts.unlock, lk.name, lk.holder); err != nil {
 		return fmt.Errorf("sqlite: unlock '%s': %w", lk.name, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/internal/rowstore"
@@ -187,6 +188,28 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 		return err
 	})
 	return rec, err
+}
+
+var _ sessions.VersionReader = (*Backend)(nil)
+
+// StoredVersion reads session id's version and creation time with one
+// prepared statement (a read of its own, outside a transaction).
+func (b *Backend) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
+	var version, created int64
+	var row *sql.Row
+	if b.stmts.version != nil {
+		row = b.stmts.version.QueryRowContext(ctx, id)
+	} else { // a read-only Backend prepares nothing
+		row = b.db.QueryRowContext(ctx, versionSQL, id)
+	}
+	err := row.Scan(&version, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, sessions.IDError(id, sessions.ErrNotFound)
+	}
+	if err != nil {
+		return 0, time.Time{}, sessions.IDError(id, err)
+	}
+	return version, rowstore.DecodeTime(created), nil
 }
 
 // loadTranscript reads session id's row, children and current messages.

@@ -95,6 +95,11 @@ func Open(path string, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
+	// database/sql keeps 2 idle connections by default: with more reads
+	// at once (a server's turns and streams), every read past them would
+	// open a connection (its pragmas) and prepare its statements anew,
+	// then close it.
+	db.SetMaxIdleConns(maxIdleConns)
 	b.db, b.path = db, abs
 	if err := b.init(context.Background()); err != nil {
 		db.Close()
@@ -153,6 +158,9 @@ func create(path string) error {
 	}
 	return err
 }
+
+// maxIdleConns is how many idle connections the Backend keeps open.
+const maxIdleConns = 16
 
 // configure checks path and applies opts to an unopened Backend,
 // returning it and its PRAGMA synchronous.

@@ -24,6 +24,9 @@ type statements struct {
 	runUpdate  *sql.Stmt // a run record's row after a stage
 	runStep    *sql.Stmt // a run record's step
 	touch      *sql.Stmt // the sessions row's touched (see migration13)
+	version    *sql.Stmt // a session's version and creation time by id (StoredVersion)
+	lock       *sql.Stmt // a free lock's row (TryLock)
+	unlock     *sql.Stmt // a held lock's row, deleted (Unlock)
 }
 
 // The statements' SQL.
@@ -64,6 +67,12 @@ const (
 	// touchSQL sets the minute of the session's last write (see
 	// migration13).
 	touchSQL = `UPDATE sessions SET touched = ? WHERE sid = ?`
+	// versionSQL reads what Store.Refresh compares.
+	versionSQL = `SELECT version, created_at FROM session_heads WHERE id = ?`
+	// lockSQL takes a lock nobody holds; a lock with a row (held, or
+	// left by a holder that died) takes TryLock's transaction.
+	lockSQL   = `INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`
+	unlockSQL = `DELETE FROM locks WHERE name = ? AND holder = ?`
 )
 
 // statementSQL is a statement and its SQL.
@@ -83,6 +92,9 @@ func (s *statements) list() []statementSQL {
 		{&s.runUpdate, runUpdateSQL},
 		{&s.runStep, runStepSQL},
 		{&s.touch, touchSQL},
+		{&s.version, versionSQL},
+		{&s.lock, lockSQL},
+		{&s.unlock, unlockSQL},
 	}
 }
 
