@@ -160,16 +160,43 @@ func (s *benchServer) stop() {
 
 // cpu returns the server process's user plus system CPU time.
 func (s *benchServer) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	t, _, err := procCPU(strconv.Itoa(s.cmd.Process.Pid))
 	if err != nil {
 		s.b.Fatal(err)
 	}
+	return t
+}
+
+// procCPU returns the user plus system CPU time and the command name of
+// process pid (or "self"), from /proc.
+func procCPU(pid string) (time.Duration, string, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, "", err
+	}
 	// Fields after the command name, which is in parentheses: state is
 	// field 3, utime 14, stime 15 (in clock ticks of 1/100 s on Linux).
-	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+2:]))
+	open, end := bytes.IndexByte(data, '('), bytes.LastIndexByte(data, ')')
+	f := strings.Fields(string(data[end+2:]))
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond, string(data[open+1 : end]), nil
+}
+
+// postgresCPU returns the CPU time of this machine's PostgreSQL server
+// processes (named postgres) that are running now.
+func postgresCPU() time.Duration {
+	dir, _ := os.ReadDir("/proc")
+	var sum time.Duration
+	for _, e := range dir {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		if t, name, err := procCPU(e.Name()); err == nil && name == "postgres" {
+			sum += t
+		}
+	}
+	return sum
 }
 
 // do sends a request and returns its status and decoded JSON body.
@@ -286,6 +313,8 @@ type turnLoad struct {
 	turns     int
 	wall      time.Duration
 	cpu       time.Duration   // the server's
+	client    time.Duration   // the load generator's (this process)
+	database  time.Duration   // the PostgreSQL server processes' on this machine
 	latencies []time.Duration // a prompt's first POST to its reply over SSE
 	refused   int64           // 429 answers
 }
@@ -308,6 +337,8 @@ func (s *benchServer) runTurns(list []*benchSession, prompts int) turnLoad {
 	var refused atomic.Int64
 	var wg sync.WaitGroup
 	cpu0, start := s.cpu(), time.Now()
+	client0, _, _ := procCPU("self")
+	db0 := postgresCPU()
 	for i, bs := range list {
 		wg.Go(func() {
 			for p := range prompts {
@@ -350,6 +381,8 @@ func (s *benchServer) runTurns(list []*benchSession, prompts int) turnLoad {
 	}
 	wg.Wait()
 	l.wall, l.cpu = time.Since(start), s.cpu()-cpu0
+	client1, _, _ := procCPU("self")
+	l.client, l.database = client1-client0, postgresCPU()-db0
 	l.turns, l.refused = len(list)*prompts, refused.Load()
 	if s.b.Failed() {
 		s.b.FailNow()
@@ -415,6 +448,11 @@ func BenchmarkServeTurnCPU(b *testing.B) {
 	}
 }
 
+// perTurn returns d per turn in µs.
+func (l turnLoad) perTurn(d time.Duration) float64 {
+	return float64(d.Microseconds()) / float64(l.turns)
+}
+
 // BenchmarkServeLoad200x5 runs 200 sessions at once against skein serve
 // at its default --max-running, each sending 5 prompts in turn (the
 // next after the last one's turn ended), on each store: a prompt refused
@@ -422,11 +460,15 @@ func BenchmarkServeTurnCPU(b *testing.B) {
 // the rounds (-benchtime 5x: five): p50 and p99 of the time from a
 // prompt's first POST to its reply's arrival over SSE, the 429 answers
 // of a round, turns per second (1,000 turns over the time from the first
-// prompt to the last turn's end) and the server's CPU µs per turn.
+// prompt to the last turn's end) and the server's CPU µs per turn; and,
+// to show where the 2 cores went, the load generator's CPU µs per turn
+// (cpu-µs/turn-client-…) and, on PostgreSQL, the CPU µs per turn of the
+// machine's postgres processes (cpu-µs/turn-database-postgres: every
+// client of that server counts, so take it from a quiet machine).
 func BenchmarkServeLoad200x5(b *testing.B) {
 	const sessionsN, prompts = 200, 5
 	stores := benchStores(b)
-	metrics := make([][5][]float64, len(stores))
+	metrics := make([][7][]float64, len(stores))
 	round := 0
 	for b.Loop() {
 		for j := range stores {
@@ -435,14 +477,18 @@ func BenchmarkServeLoad200x5(b *testing.B) {
 			list := srv.newSessions(sessionsN)
 			l := srv.runTurns(list, prompts)
 			srv.stop()
-			for m, v := range []float64{l.quantile(0.5), l.quantile(0.99), float64(l.refused), l.turnsPerSec(), l.cpuPerTurn()} {
+			for m, v := range []float64{l.quantile(0.5), l.quantile(0.99), float64(l.refused), l.turnsPerSec(), l.cpuPerTurn(),
+				l.perTurn(l.client), l.perTurn(l.database)} {
 				metrics[k][m] = append(metrics[k][m], v)
 			}
 		}
 		round++
 	}
 	for k, st := range stores {
-		for m, unit := range []string{"p50-ms", "p99-ms", "429s", "turns/s", "cpu-µs/turn"} {
+		for m, unit := range []string{"p50-ms", "p99-ms", "429s", "turns/s", "cpu-µs/turn", "cpu-µs/turn-client", "cpu-µs/turn-database"} {
+			if unit == "cpu-µs/turn-database" && st.name != "postgres" {
+				continue
+			}
 			b.ReportMetric(medianOf(metrics[k][m]), unit+"-"+st.name)
 		}
 	}
