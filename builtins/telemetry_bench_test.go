@@ -77,7 +77,14 @@ func runReceiver() {
 	spans := 0
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(r.Body)
+		var data []byte
+		var err error
+		if r.ContentLength >= 0 { // one allocation of the body's size
+			data = make([]byte, r.ContentLength)
+			_, err = io.ReadFull(r.Body, data)
+		} else {
+			data, err = io.ReadAll(r.Body)
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

@@ -54,27 +54,32 @@ func batchOptionsFromEnv() batchOptions {
 	return o
 }
 
-// spanExporter exports a batch of ended spans (otlpExporter): spans
-// holds n of them, each encoded as an OTLP ScopeSpans's spans field
-// (appendSpanField).
+// spanExporter exports a batch of ended spans (otlpExporter): n of
+// them, encoded as an OTLP ScopeSpans's spans fields (appendSpanField)
+// in chunks. It reports whether it is done with chunks (false when an
+// export was abandoned with the HTTP transport perhaps still reading
+// them): only then are they reused.
 type spanExporter interface {
-	ExportSpans(ctx context.Context, spans []byte, n int) error
+	ExportSpans(ctx context.Context, chunks [][]byte, n int) (released bool, err error)
 	Shutdown(ctx context.Context) error
 }
 
 // batcher exports ended, sampled spans in batches. A span is encoded
-// (OTLP protobuf) when it ends, into the batcher's pending buffer: what
-// waits for export is bytes, which the garbage collector does not scan,
-// and the span's record goes back to its pool at once.
+// (OTLP protobuf) when it ends, into the chunks of the batch being
+// filled: what waits for export is bytes, which the garbage collector
+// does not scan, and the span's record goes back to its pool at once.
+// Exported chunks are reused for the next batches, so a run allocates
+// about one batch's worth of chunks (the exporter sends them as they
+// are, with no copy).
 type batcher struct {
 	exp spanExporter
 	o   batchOptions
 
 	mu      sync.Mutex
-	pending []byte // the spans ended, not yet taken by the goroutine
-	ends    []int  // where each span of pending ends
-	spare   []byte // the goroutine's last buffers, for reuse
-	spareE  []int
+	cur     spanBatch   // the batch being filled
+	full    []spanBatch // full batches, not yet taken by the goroutine
+	queued  int         // the spans of cur and full
+	free    [][]byte    // exported chunks, for reuse
 	dropped int
 	closed  bool
 
@@ -85,6 +90,20 @@ type batcher struct {
 	once    sync.Once
 }
 
+// spanBatch is encoded spans, in chunks.
+type spanBatch struct {
+	chunks [][]byte
+	n      int // spans
+}
+
+// A chunk holds chunkSize bytes of spans; a span is encoded into a new
+// chunk when the last has less than chunkRoom left (a larger span grows
+// its chunk).
+const (
+	chunkSize = 32 << 10
+	chunkRoom = 2 << 10
+)
+
 func newBatcher(exp spanExporter, o batchOptions) *batcher {
 	b := &batcher{exp: exp, o: o, kick: make(chan struct{}, 1), flushes: make(chan chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -92,26 +111,26 @@ func newBatcher(exp spanExporter, o batchOptions) *batcher {
 	return b
 }
 
-// spanBytes is about what an encoded span of skein's takes.
-const spanBytes = 512
-
 // onEnd encodes an ended, sampled span for export, or drops it when
 // maxQueue spans wait already.
 func (b *batcher) onEnd(s *record) {
 	b.mu.Lock()
 	switch {
 	case b.closed:
-	case len(b.ends) >= b.o.maxQueue:
+	case b.queued >= b.o.maxQueue:
 		b.dropped++
 	default:
-		if b.pending == nil {
-			// room for a batch of spans of the usual size: less to
-			// copy than doubling from nothing
-			b.pending = make([]byte, 0, min(b.o.batchSize, b.o.maxQueue)*spanBytes)
+		c := len(b.cur.chunks) - 1
+		if c < 0 || cap(b.cur.chunks[c])-len(b.cur.chunks[c]) < chunkRoom {
+			b.cur.chunks = append(b.cur.chunks, b.chunk())
+			c++
 		}
-		b.pending = appendSpanField(b.pending, s)
-		b.ends = append(b.ends, len(b.pending))
-		if len(b.ends) == b.o.batchSize {
+		b.cur.chunks[c] = appendSpanField(b.cur.chunks[c], s)
+		b.cur.n++
+		b.queued++
+		if b.cur.n == b.o.batchSize {
+			b.full = append(b.full, b.cur)
+			b.cur = spanBatch{}
 			select {
 			case b.kick <- struct{}{}:
 			default: // already woken
@@ -119,6 +138,16 @@ func (b *batcher) onEnd(s *record) {
 		}
 	}
 	b.mu.Unlock()
+}
+
+// chunk returns an empty chunk, an exported one if there is one.
+func (b *batcher) chunk() []byte {
+	if n := len(b.free); n > 0 {
+		c := b.free[n-1]
+		b.free = b.free[:n-1]
+		return c[:0]
+	}
+	return make([]byte, 0, chunkSize)
 }
 
 // run exports the full batches when one is, and everything pending when
@@ -156,48 +185,43 @@ func (b *batcher) run() {
 	}
 }
 
-// export takes the pending spans (only whole batches unless all) and
-// exports them in batches.
+// export takes the full batches (and the one being filled when all) and
+// exports them, then keeps their chunks for reuse.
 func (b *batcher) export(all bool) {
 	b.mu.Lock()
-	spans, ends := b.pending, b.ends
-	n := len(ends)
-	if !all {
-		n -= n % b.o.batchSize
+	batches := b.full
+	b.full = nil
+	if all && b.cur.n > 0 {
+		batches = append(batches, b.cur)
+		b.cur = spanBatch{}
 	}
-	size := 0
-	if n > 0 {
-		size = ends[n-1]
+	for _, batch := range batches {
+		b.queued -= batch.n
 	}
-	// The spans left (of a batch not yet full) move to the spare
-	// buffers, which become the pending ones.
-	b.pending = append(b.spare[:0], spans[size:]...)
-	b.ends = b.spareE[:0]
-	for _, e := range ends[n:] {
-		b.ends = append(b.ends, e-size)
-	}
-	b.spare, b.spareE = nil, nil
 	dropped := b.dropped
 	b.dropped = 0
 	b.mu.Unlock()
 	if dropped > 0 {
 		otel.Handle(fmt.Errorf("telemetry: %d spans dropped: more than OTEL_BSP_MAX_QUEUE_SIZE=%d were waiting for the exporter", dropped, b.o.maxQueue))
 	}
-	from := 0
-	for i := 0; i < n; i += b.o.batchSize {
-		j := min(i+b.o.batchSize, n)
+	for _, batch := range batches {
 		ctx, cancel := context.WithTimeout(context.Background(), b.o.timeout)
-		if err := b.exp.ExportSpans(ctx, spans[from:ends[j-1]], j-i); err != nil {
+		released, err := b.exp.ExportSpans(ctx, batch.chunks, batch.n)
+		cancel()
+		if err != nil {
 			otel.Handle(err)
 		}
-		cancel()
-		from = ends[j-1]
+		if !released {
+			continue
+		}
+		b.mu.Lock()
+		for _, c := range batch.chunks {
+			if cap(c) <= 2*chunkSize { // not one a large span grew
+				b.free = append(b.free, c)
+			}
+		}
+		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	if b.spare == nil {
-		b.spare, b.spareE = spans[:0], ends[:0]
-	}
-	b.mu.Unlock()
 }
 
 // ForceFlush exports every span ended so far, within ctx.

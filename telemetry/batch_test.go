@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -25,7 +26,7 @@ type recordingExporter struct {
 	shutdown bool
 }
 
-func (e *recordingExporter) ExportSpans(_ context.Context, spans []byte, n int) error {
+func (e *recordingExporter) ExportSpans(_ context.Context, chunks [][]byte, n int) (bool, error) {
 	e.mu.Lock()
 	hold := e.hold
 	e.mu.Unlock()
@@ -33,9 +34,9 @@ func (e *recordingExporter) ExportSpans(_ context.Context, spans []byte, n int) 
 		e.entered <- struct{}{}
 		<-hold
 	}
-	var ss tracepb.ScopeSpans // spans is its spans fields
-	if err := proto.Unmarshal(spans, &ss); err != nil || len(ss.Spans) != n {
-		return fmt.Errorf("%d spans (want %d): %v", len(ss.Spans), n, err)
+	var ss tracepb.ScopeSpans // chunks hold its spans fields
+	if err := proto.Unmarshal(bytes.Join(chunks, nil), &ss); err != nil || len(ss.Spans) != n {
+		return true, fmt.Errorf("%d spans (want %d): %v", len(ss.Spans), n, err)
 	}
 	names := make([]string, n)
 	for i, s := range ss.Spans {
@@ -44,7 +45,7 @@ func (e *recordingExporter) ExportSpans(_ context.Context, spans []byte, n int) 
 	e.mu.Lock()
 	e.batches = append(e.batches, names)
 	e.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 func (e *recordingExporter) Shutdown(context.Context) error {

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,20 +137,23 @@ func otlpConfigFromEnv() (*otlpConfig, error) {
 	return c, nil
 }
 
-// otlpExporter posts spans to an OTLP/HTTP endpoint. It encodes each
-// request into a buffer it keeps (and gzips into another), so that an
-// export allocates next to nothing once the buffers have grown to a
-// batch's size.
+// otlpExporter posts spans to an OTLP/HTTP endpoint. A request is the
+// encoded spans as the batch processor holds them, between a head and a
+// tail the exporter encodes (the resource's and the scope's fields once,
+// at the start); gzip compresses them into a buffer it keeps.
 type otlpExporter struct {
 	cfg    *otlpConfig
 	client *http.Client
 	res    *resource.Resource
-	scope  instrumentation.Scope
 
-	mu   sync.Mutex // one export at a time: they share the buffers
-	buf  []byte     // the encoded request
-	zbuf bytes.Buffer
-	zw   *gzip.Writer
+	resField, scopeField []byte // a ResourceSpans's resource field, a ScopeSpans's scope field
+	resTail, scopeTail   []byte // their schema_url fields
+
+	mu    sync.Mutex // one export at a time: they share the buffers
+	head  []byte
+	parts [][]byte
+	zbuf  bytes.Buffer
+	zw    *gzip.Writer
 }
 
 var _ spanExporter = (*otlpExporter)(nil)
@@ -161,22 +166,63 @@ func newOTLPExporter(cfg *otlpConfig, res *resource.Resource) *otlpExporter {
 	if cfg.tls != nil {
 		tr.TLSClientConfig = cfg.tls
 	}
-	return &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}, res: res, scope: instrumentation.Scope{Name: ScopeName}}
+	e := &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}, res: res}
+	scope := instrumentation.Scope{Name: ScopeName}
+	var m int
+	e.resField, m = beginMessage(nil, 1) // Resource
+	for _, kv := range res.Attributes() {
+		e.resField = appendKeyValue(e.resField, 1, kv)
+	}
+	e.resField = endMessage(e.resField, m)
+	e.scopeField, m = beginMessage(nil, 1) // InstrumentationScope
+	e.scopeField = appendStringField(e.scopeField, 1, scope.Name)
+	e.scopeField = appendStringField(e.scopeField, 2, scope.Version)
+	for it := scope.Attributes.Iter(); it.Next(); {
+		e.scopeField = appendKeyValue(e.scopeField, 3, it.Attribute())
+	}
+	e.scopeField = endMessage(e.scopeField, m)
+	e.scopeTail = appendStringField(nil, 3, scope.SchemaURL)
+	e.resTail = appendStringField(nil, 3, res.SchemaURL())
+	return e
 }
 
-// ExportSpans posts one ExportTraceServiceRequest holding spans, n
-// encoded spans (appendSpanField).
-func (e *otlpExporter) ExportSpans(ctx context.Context, spans []byte, n int) error {
+// encodeHead appends to b what precedes size bytes of spans fields in
+// an ExportTraceServiceRequest of one ResourceSpans (e's resource)
+// holding one ScopeSpans (e's scope); what follows them is e.scopeTail
+// and e.resTail.
+func (e *otlpExporter) encodeHead(b []byte, size int) []byte {
+	ss := len(e.scopeField) + size + len(e.scopeTail)
+	rs := len(e.resField) + 1 + uvarintLen(ss) + ss + len(e.resTail)
+	b = appendTag(b, 1, wireBytes) // resource_spans
+	b = binary.AppendUvarint(b, uint64(rs))
+	b = append(b, e.resField...)
+	b = appendTag(b, 2, wireBytes) // scope_spans
+	b = binary.AppendUvarint(b, uint64(ss))
+	return append(b, e.scopeField...)
+}
+
+func uvarintLen(x int) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], uint64(x))
+}
+
+// ExportSpans posts one ExportTraceServiceRequest holding n spans,
+// encoded in chunks (appendSpanField); released is false when the
+// transport may still be reading chunks (the export timed out first).
+func (e *otlpExporter) ExportSpans(ctx context.Context, chunks [][]byte, n int) (released bool, err error) {
 	if n == 0 {
-		return nil
+		return true, nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if cap(e.buf) < len(spans) {
-		e.buf = make([]byte, 0, len(spans)+len(spans)/8+1024) // room for the resource and scope
+	size := 0
+	for _, c := range chunks {
+		size += len(c)
 	}
-	e.buf = encodeRequest(e.buf[:0], e.res, e.scope, spans)
-	body := e.buf
+	e.head = e.encodeHead(e.head[:0], size)
+	parts := append(append(append(e.parts[:0], e.head), chunks...), e.scopeTail, e.resTail)
+	e.parts = parts
+	length := len(e.head) + size + len(e.scopeTail) + len(e.resTail)
 	if e.cfg.gzip {
 		e.zbuf.Reset()
 		if e.zw == nil {
@@ -184,19 +230,25 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []byte, n int) err
 		} else {
 			e.zw.Reset(&e.zbuf)
 		}
-		_, _ = e.zw.Write(body)
+		for _, p := range parts {
+			_, _ = e.zw.Write(p)
+		}
 		_ = e.zw.Close()
-		body = e.zbuf.Bytes()
+		parts, length = [][]byte{e.zbuf.Bytes()}, e.zbuf.Len()
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout)
 	defer cancel()
-	rb := &requestBody{Reader: bytes.NewReader(body), closed: make(chan struct{})}
+	body := net.Buffers(slices.Clone(parts))
+	rb := &requestBody{Reader: &body, closed: make(chan struct{})}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, rb)
 	if err != nil {
-		return fmt.Errorf("otlp: %v", err)
+		return true, fmt.Errorf("otlp: %v", err)
 	}
-	req.ContentLength = int64(len(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(length)
+	req.GetBody = func() (io.ReadCloser, error) {
+		again := net.Buffers(slices.Clone(parts))
+		return io.NopCloser(&again), nil
+	}
 	for k, v := range e.cfg.headers {
 		req.Header.Set(k, v)
 	}
@@ -205,31 +257,33 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, spans []byte, n int) err
 	if e.cfg.gzip {
 		req.Header.Set("Content-Encoding", "gzip")
 	}
+	released = true
 	defer func() {
 		// The transport may read and close the body after Do returns:
 		// the buffers are reused only once it has.
 		select {
 		case <-rb.closed:
 		case <-ctx.Done():
-			e.buf, e.zbuf = nil, bytes.Buffer{}
+			released = e.cfg.gzip // the chunks were compressed, the rest is dropped
+			e.head, e.parts, e.zbuf = nil, nil, bytes.Buffer{}
 		}
 	}()
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("otlp: exporting %d spans: %v", n, err)
+		return released, fmt.Errorf("otlp: exporting %d spans: %v", n, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("otlp: exporting %d spans: %s: %s", n, resp.Status, strings.TrimSpace(printable(msg)))
+		return released, fmt.Errorf("otlp: exporting %d spans: %s: %s", n, resp.Status, strings.TrimSpace(printable(msg)))
 	}
-	return nil
+	return released, nil
 }
 
 // requestBody is a request's body that says when the transport has
 // closed it.
 type requestBody struct {
-	*bytes.Reader
+	io.Reader
 	once   sync.Once
 	closed chan struct{}
 }
@@ -330,32 +384,6 @@ func endMessage(b []byte, body int) []byte {
 	copy(b[body-1+k:], b[body:body+n])
 	copy(b[body-1:], l[:k])
 	return b
-}
-
-// encodeRequest appends to b an ExportTraceServiceRequest of spans, all
-// of resource res and instrumentation scope scope: one ResourceSpans
-// holding one ScopeSpans, whose spans fields are spans (appendSpanField).
-func encodeRequest(b []byte, res *resource.Resource, scope instrumentation.Scope, spans []byte) []byte {
-	var rs, r, ss, sc int
-	b, rs = beginMessage(b, 1) // ResourceSpans
-	b, r = beginMessage(b, 1)  // Resource
-	for _, kv := range res.Attributes() {
-		b = appendKeyValue(b, 1, kv)
-	}
-	b = endMessage(b, r)
-	b, ss = beginMessage(b, 2) // ScopeSpans
-	b, sc = beginMessage(b, 1) // InstrumentationScope
-	b = appendStringField(b, 1, scope.Name)
-	b = appendStringField(b, 2, scope.Version)
-	for it := scope.Attributes.Iter(); it.Next(); {
-		b = appendKeyValue(b, 3, it.Attribute())
-	}
-	b = endMessage(b, sc)
-	b = append(b, spans...)
-	b = appendStringField(b, 3, scope.SchemaURL)
-	b = endMessage(b, ss)
-	b = appendStringField(b, 3, res.SchemaURL())
-	return endMessage(b, rs)
 }
 
 // appendSpanField appends s as a ScopeSpans's spans field (2).

@@ -215,3 +215,65 @@ func TestOTLPExportLarge(t *testing.T) {
 		t.Errorf("failed chat span %s: %v, status %v", c.Name, a, c.Status)
 	}
 }
+
+// TestOTLPExportChunksReused: batches that span several chunks, the
+// chunks reused from batch to batch, gzip on and off: every span
+// arrives once, intact.
+func TestOTLPExportChunksReused(t *testing.T) {
+	for _, gz := range []string{"none", "gzip"} {
+		var mu sync.Mutex
+		seen := map[string]int{}
+		requests := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body io.Reader = r.Body
+			if r.Header.Get("Content-Encoding") == "gzip" {
+				zr, err := gzip.NewReader(r.Body)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body = zr
+			}
+			data, _ := io.ReadAll(body)
+			var req coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(data, &req); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			requests++
+			for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+				for _, kv := range s.Attributes {
+					if kv.Key == KeyToolCallID {
+						seen[kv.Value.GetStringValue()+"/"+s.Name]++
+					}
+				}
+			}
+		}))
+		clearEnv(t)
+		t.Setenv(EnvEndpoint, srv.URL)
+		t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", gz)
+		t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "300")
+		tr := FromEnv(nil)
+		ctx := With(context.Background(), tr)
+		pad := strings.Repeat("x", 200)
+		const n = 1000
+		for i := range n {
+			_, tool := Tool(ctx, fmt.Sprint("tool", i%7, pad), fmt.Sprint("call_", i))
+			tool.End(nil, "")
+		}
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if requests != 4 || len(seen) != n {
+			t.Fatalf("%s: %d requests, %d distinct spans", gz, requests, len(seen))
+		}
+		for i := range n {
+			if k := fmt.Sprintf("call_%d/execute_tool tool%d%s", i, i%7, pad); seen[k] != 1 {
+				t.Fatalf("%s: span %s arrived %d times", gz, k, seen[k])
+			}
+		}
+	}
+}
