@@ -252,12 +252,25 @@ func TestReplicasIdleReaper(t *testing.T) { databases(t, testReplicasIdleReaper)
 
 func testReplicasIdleReaper(t *testing.T, open func() sessions.Backend) {
 	block := make(chan struct{})
-	// The busy session is prompted as soon as it exists: idle for the
-	// timeout before its prompt, it would be reaped (and the prompt
-	// refused) on a slow machine.
 	a, b := replicas(t, open, Config{IdleTimeout: 500 * time.Millisecond}, block)
-	busy := a.create(nil)
-	a.expect(a.do("POST", "/api/sessions/"+busy+"/prompt", map[string]any{"text": "slow"}), http.StatusAccepted, "")
+	// The busy session is prompted as soon as it exists. On a loaded
+	// machine it may sit idle for the timeout before its prompt: then
+	// the reaper completes it and the prompt is refused (409 not_active,
+	// never accepted and then dropped), and a new one is tried.
+	busy := ""
+	for attempt := 1; busy == ""; attempt++ {
+		id := a.create(nil)
+		r := a.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "slow"})
+		switch {
+		case r.status == http.StatusAccepted && r.json()["queued"] != true:
+			busy = id
+		case r.status == http.StatusConflict && attempt < 5:
+			a.expect(r, http.StatusConflict, "not_active")
+			t.Logf("attempt %d: the session was reaped before its prompt", attempt)
+		default:
+			t.Fatalf("prompt of the busy session: %d %s", r.status, r.body)
+		}
+	}
 	idle := a.create(nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for b.do("GET", "/api/sessions/"+idle, nil).json()["status"] != "completed" {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,30 +435,42 @@ func TestIdleCleanup(t *testing.T) {
 }
 
 // TestPromptRacesIdleReaper pins the pieces that close the race between a
-// prompt and the idle reaper: a session the reaper is completing (it
-// holds the session's turn lock) refuses turns, and a turn registered
-// but refused afterwards (the prompt's second status check) is released
-// without a trace.
+// prompt and the idle reaper: a prompt to an idle session whose turn
+// lock is held (the reaper completing it) waits for the lock instead of
+// queueing, and is refused once the session is completed, never
+// accepted and then dropped; a turn registered but refused afterwards
+// (the prompt's second status check) is released without a trace.
 func TestPromptRacesIdleReaper(t *testing.T) {
-	ts := newTestServer(t, Config{})
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC).UnixNano())
+	watch := &lockWatch{MemoryBackend: sessions.NewMemoryBackend(), refused: make(chan struct{})}
+	store, err := sessions.NewStore(watch, sessions.WithClock(func() time.Time { return time.Unix(0, now.Load()).UTC() }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, Config{Store: store})
 	id := ts.create(nil)
 
+	// The reaper: it holds the lock of the session, idle for an hour.
 	lk, err := ts.srv.locks.TryLock(context.Background(), turnLock(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The prompt waits in the queue for the lock; the reaper completes
-	// the session meanwhile: the queued prompt is dropped, not run.
-	r := ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"})
-	ts.expect(r, http.StatusAccepted, "")
-	if r.json()["queued"] != true {
-		t.Fatalf("prompt while the lock is held: %s", r.body)
-	}
-	if err := ts.srv.end(context.Background(), id, sessions.StatusCompleted, reasonIdle, ""); err != nil {
+	now.Add(int64(time.Hour))
+	watch.watch(turnLock(id))
+	reaped := make(chan error, 1)
+	go func() {
+		// once the prompt has found the lock held, the reaper completes
+		// the session and lets the lock go
+		<-watch.refused
+		err := ts.srv.end(context.Background(), id, sessions.StatusCompleted, reasonIdle, "")
+		lk.Unlock(context.Background())
+		reaped <- err
+	}()
+	ts.expect(ts.do("POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "now"}), http.StatusConflict, "not_active")
+	if err := <-reaped; err != nil {
 		t.Fatal(err)
 	}
-	lk.Unlock(context.Background())
-	ts.waitIdle(id)
 
 	// The reaper completed the session after the prompt's first status
 	// check: the turn registered afterwards is released.
@@ -516,4 +530,40 @@ func TestMessageIDsAndTimes(t *testing.T) {
 	if got := r.json()["messages"].([]any); len(got) != 1 || got[0].(map[string]any)["content"] != "[summary]" {
 		t.Fatalf("since: %s", r.body)
 	}
+}
+
+// lockWatch is a memory backend whose locks close refused the first time
+// a TryLock of the watched name finds it held.
+type lockWatch struct {
+	*sessions.MemoryBackend
+	refused chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	name    string
+}
+
+func (b *lockWatch) watch(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.name = name
+}
+
+func (b *lockWatch) NewLocker(time.Duration) (sessions.Locker, error) {
+	return &watchedLocker{Locker: sessions.NewLocalLocker(), b: b}, nil
+}
+
+type watchedLocker struct {
+	sessions.Locker
+	b *lockWatch
+}
+
+func (l *watchedLocker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
+	lk, err := l.Locker.TryLock(ctx, name)
+	l.b.mu.Lock()
+	watched := name == l.b.name
+	l.b.mu.Unlock()
+	if watched && errors.Is(err, sessions.ErrLocked) {
+		l.b.once.Do(func() { close(l.b.refused) })
+	}
+	return lk, err
 }

@@ -119,6 +119,12 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	t, err := s.startTurn(ctx, id, false)
+	if errors.Is(err, errBusy) && s.reapable(rec) {
+		// The session's lock may be the idle reaper's, completing it:
+		// wait for the lock rather than queue behind a completion that
+		// would leave the prompt accepted and never run.
+		t, err = s.waitTurn(ctx, id)
+	}
 	if errors.Is(err, errBusy) {
 		// A turn started meanwhile, here or in another process: queue
 		// behind it.
@@ -170,6 +176,45 @@ func (s *Server) promptSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, promptResponse{SessionID: id, Turn: n, Seq: t.seq})
 	return nil
+}
+
+// reapable reports whether the idle reaper of some replica may be
+// completing session rec now: it is active and has been idle for half
+// the idle timeout or more (the half allows for the replicas' clocks).
+func (s *Server) reapable(rec *sessions.Record) bool {
+	return rec.Status == sessions.StatusActive && rec.UpdatedAt.Before(s.store.Now().Add(-s.cfg.IdleTimeout/2))
+}
+
+// waitTurn takes session id's turn lock as startTurn does, waiting while
+// another holder has it, up to lockWait: the reaper holds it for a
+// moment. It gives up with errBusy when a turn of this process runs or
+// queues for the session, or when the lock is still held after
+// lockWait (then a turn holds it, and the prompt can queue behind it:
+// the session it ends is not idle).
+func (s *Server) waitTurn(ctx context.Context, id string) (*turn, error) {
+	wctx, cancel := context.WithTimeout(ctx, lockWait)
+	defer cancel()
+	pause := time.Millisecond
+	for {
+		s.mu.Lock()
+		local := s.running[id] != nil || s.queues[id] != nil
+		s.mu.Unlock()
+		if local {
+			return nil, errBusy
+		}
+		select {
+		case <-wctx.Done():
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			return nil, errBusy
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, maxLockPause)
+		if t, err := s.startTurn(ctx, id, false); !errors.Is(err, errBusy) {
+			return t, err
+		}
+	}
 }
 
 // agentOf returns the agent that serves session id, or a 409 when this
