@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +21,22 @@ import (
 func TestCancelledLoopLeavesAHealedResumableSession(t *testing.T) {
 	for _, blocker := range []string{"sleep(30)", "while True:\n        pass"} {
 		t.Run(strings.Fields(blocker)[0], func(t *testing.T) {
-			st, err := builtins.NewTestState(vm.Options{Stdout: io.Discard}, 1)
+			// The run is cancelled once the tool has started (it prints
+			// "blocking"), however slow the machine; a minute is the
+			// backstop of a tool that never starts.
+			ctx, stop := context.WithTimeoutCause(context.Background(), time.Minute, errors.New("the tool did not start within a minute"))
+			defer stop()
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			out := &cancelOnWrite{text: "blocking", cancel: func() { cancel(errors.New("test: cancelled while the tool blocks")) }}
+			st, err := builtins.NewTestState(vm.Options{Stdout: out}, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithTimeoutCause(context.Background(), 200*time.Millisecond, errors.New("timeout: test deadline"))
-			defer cancel()
 			end := st.Begin(ctx)
 			_, err = st.ExecFile("cancel.star", `
 def slow():
+    print("blocking")
     `+blocker+`
     return "never"
 
@@ -36,7 +44,7 @@ llm_mock(tool_calls = [{"name": "slow"}, {"name": "slow"}])
 agent_loop("go", session_id = "s", tools = [slow])
 `)
 			end()
-			if err == nil || !strings.Contains(err.Error(), "timeout: test deadline") {
+			if err == nil || !strings.Contains(err.Error(), "test: cancelled while the tool blocks") {
 				t.Fatalf("err = %v", err)
 			}
 			rec, err := st.Store.Snapshot(context.Background(), "s")
@@ -57,7 +65,7 @@ agent_loop("go", session_id = "s", tools = [slow])
 				t.Fatalf("status = %s", rec.Status)
 			}
 			last, done := rec.Events[len(rec.Events)-2], rec.Events[len(rec.Events)-1]
-			if last.Type != "cancelled" || last.Data["reason"] != "timeout: test deadline" {
+			if last.Type != "cancelled" || last.Data["reason"] != "test: cancelled while the tool blocks" {
 				t.Fatalf("last event but one = %+v", last)
 			}
 			if done.Type != "session:turn_completed" || done.Data["stopReason"] != "cancelled" {
@@ -105,4 +113,23 @@ if msgs[-1]["content"] != "cancelled" or not msgs[-1]["is_error"]:
 	if err != nil {
 		t.Fatal(vm.FormatError(err))
 	}
+}
+
+// cancelOnWrite is an output that calls cancel once something written to
+// it contains text.
+type cancelOnWrite struct {
+	text   string
+	cancel func()
+	mu     sync.Mutex
+	seen   strings.Builder
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen.Write(p)
+	if strings.Contains(w.seen.String(), w.text) {
+		w.cancel()
+	}
+	return len(p), nil
 }

@@ -318,12 +318,16 @@ func (p *pty) send(s string) {
 }
 
 // continuation waits for the continuation prompt pre-filled with indent
-// spaces (drawn, then drawn again: the ESC starts the second drawing), so
-// that the next line is typed after it. A line typed ahead would be
-// waiting when the prompt comes, and taken for pasted: not indented.
+// spaces (drawn, then drawn again: the ESC starts the second drawing) on
+// the line after the one typed last, so that the next line is typed
+// after it. A line typed ahead would be waiting when the prompt comes,
+// and taken for pasted: not indented. (The prompt must follow a newline:
+// the previous prompt is redrawn, with the same indentation, until its
+// line is entered, and typing after one of those redraws is typing
+// ahead.)
 func (p *pty) continuation(indent int) {
 	p.t.Helper()
-	p.expect(`\.\.\. ` + strings.Repeat(" ", indent) + `\x1b\[J`)
+	p.expect(`\n[^\n]*?\.\.\. ` + strings.Repeat(" ", indent) + `\x1b\[J`)
 }
 
 // expect waits until the output after the previous match matches re.

@@ -23,7 +23,9 @@ const crashStages = 16
 
 // crashFlow writes the crash test's workflow: fn stages log "ATTEMPT
 // start NODE" and "ATTEMPT end NODE" around a short sleep (so kills land
-// inside them), agent stages call a slow tool once.
+// inside them), and while the file hold.txt exists they wait after
+// their start (so that a kill lands inside one however slow the
+// machine); agent stages call a slow tool once.
 func crashFlow(t *testing.T, dir string) string {
 	var b strings.Builder
 	b.WriteString("name: crash\nentry: s00\nnodes:\n")
@@ -42,6 +44,10 @@ func crashFlow(t *testing.T, dir string) string {
 def stage(ctx):
     attempt = fs.read("attempt.txt").strip()
     fs.append("log.txt", "%s start %s\n" % (attempt, ctx["node"]))
+    for _ in range(6000):  # held while the test holds it, to be killed inside
+        if not fs.exists("hold.txt"):
+            break
+        sleep(0.01)
     sleep(0.06)
     fs.append("log.txt", "%s end %s\n" % (attempt, ctx["node"]))
     return "out of " + ctx["node"]
@@ -94,10 +100,18 @@ func workflowCrash(t *testing.T, store durableStore) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		killed := false
+		// Every third attempt that kills holds its first fn stage open
+		// (hold.txt) and is killed once the stage started: a kill inside
+		// a stage on every machine. The others are killed a random time
+		// after their first fn stage started, in stages and between them.
+		hold := filepath.Join(dir, "hold.txt")
+		held := attempt < 25 && attempt%3 == 1
+		if held {
+			if err := os.WriteFile(hold, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if attempt < 25 {
-			// Kill a random time after this attempt started its first fn
-			// stage, so kills land in stages and between them however
-			// slow the machine is.
 			started := time.NewTicker(5 * time.Millisecond)
 			var kill <-chan time.Time
 		wait:
@@ -110,7 +124,11 @@ func workflowCrash(t *testing.T, store durableStore) {
 					break wait
 				case <-started.C:
 					if log, _ := os.ReadFile(filepath.Join(dir, "log.txt")); kill == nil && strings.Contains(string(log), fmt.Sprintf("%d start", attempt)) {
-						kill = time.After(time.Duration(rng.IntN(120)) * time.Millisecond)
+						delay := time.Duration(rng.IntN(120)) * time.Millisecond
+						if held {
+							delay = 0
+						}
+						kill = time.After(delay)
 					}
 				case <-kill:
 					cmd.Process.Kill()
@@ -121,6 +139,9 @@ func workflowCrash(t *testing.T, store durableStore) {
 				}
 			}
 			started.Stop()
+			if err := os.Remove(hold); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
 		} else if err := <-done; err != nil {
 			t.Fatalf("attempt %d: %v\n%s", attempt, err, out.String())
 		}
@@ -167,6 +188,9 @@ func workflowCrash(t *testing.T, store durableStore) {
 				t.Fatalf("attempt %d started %s %d times", attempt, n, c)
 			}
 			open = open || ends[n] == 0
+		}
+		if held && killed && !open {
+			t.Fatalf("attempt %d held its fn stage, yet was killed outside it", attempt)
 		}
 		if killed && open {
 			inside++
