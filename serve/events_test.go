@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -416,6 +417,9 @@ func starlarkTestServer(t *testing.T, name, src string) *testServer {
 // step is committed once the reply is complete); a tool's
 // tool_executing before its result; session:turn_completed is the
 // turn's last stored event and the idle state its last frame.
+// snakeCase matches a snake_case key.
+var snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
 func TestStreamOrderOfATurn(t *testing.T) {
 	src := `
 def lookup():
@@ -437,6 +441,13 @@ def handle(session_id, text):
 	for {
 		f := s.next(t)
 		name := fmt.Sprint(f.data["type"])
+		// one casing: an event's keys are snake_case (stopReason is the
+		// specification's own name)
+		for k := range f.data {
+			if !snakeCase.MatchString(k) && k != "stopReason" {
+				t.Errorf("frame %s: key %q is not snake_case", name, k)
+			}
+		}
 		switch name {
 		case "message":
 			name += ":" + fmt.Sprint(f.data["role"])

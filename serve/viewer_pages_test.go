@@ -296,6 +296,9 @@ func TestViewerPagesInBrowser(t *testing.T) {
 	if e := text("#ended"); !strings.Contains(e, "ended: error") || !strings.Contains(e, "openai: auth: incorrect API key provided") {
 		t.Errorf("ended: %q", e)
 	}
+	// a session in error takes prompts (one reactivates it): the box is
+	// enabled
+	do("errored prompt box", chromedp.WaitReady(chromedp.CSS(`#prompt:enabled`)))
 	page("ended")
 
 	// Workflow runs: the list, a run's graph, stages and their sessions.

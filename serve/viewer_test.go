@@ -202,6 +202,13 @@ func TestViewerInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", path, len(shot))
+
+	// A session that can take no more prompts (completed) shows the
+	// prompt box disabled (an active or errored one takes prompts).
+	ts.expect(ts.do("POST", "/api/sessions/demo/complete", nil), http.StatusOK, "")
+	do("completed", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("transcript")),
+		chromedp.WaitReady(chromedp.CSS(`#prompt:disabled`)), chromedp.WaitReady(chromedp.CSS(`#send:disabled`)))
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(foreign) > 0 {
