@@ -108,7 +108,11 @@
 // the session's state and then runs one statement: an UPDATE of the
 // session row WHERE its row id and version are still the ones read, and,
 // in the same statement, the INSERTs of the new message and event rows,
-// which insert nothing when the UPDATE matched no row. A write that lost
+// which insert nothing when the UPDATE matched no row. The UPDATE
+// assigns only the columns the write changes (an inject: the version,
+// the view and updated_at), so column meta is not generated again from
+// an unchanged metadata and, as no indexed column changes but touched
+// (once a minute), the update is HOT: no index gets a new entry. A write that lost
 // to another gets sessions.ErrConflict with nothing written: PostgreSQL
 // re-checks the version after waiting for the other writer's lock. The
 // Backend remembers the state of each session it last loaded, created or

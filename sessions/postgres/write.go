@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,44 +46,85 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 	return &st, nil
 }
 
-// applySQL is one Write as one statement: it updates the session row if
-// its version is still the base one, and only then inserts the message
-// and event rows (from arrays), returning how many session rows it
-// updated. Run on its own, it is one transaction and one commit.
+// applySQL returns one Write as one statement, with its arguments: it
+// updates the session row (sid) if its version is still the base one,
+// and only then inserts the message and event rows (from arrays),
+// returning how many session rows it updated. Run on its own, it is one
+// transaction and one commit.
 //
-// Its parameters: sid, base version, the number of changes, the view
-// (base, base_from, base_to, own_from, length), set-summary and summary,
-// status, added turns, max turns, set-title and title, set-metadata and
-// metadata, set-first-prompt and first prompt, updated_at, the messages
-// (positions, bodies, checksums) and the events (seqs, types, times, corr_ids,
-// data, positions, data checksums), then the checksums of the summary,
-// title, metadata and first prompt, then the metadata's labels (repo_id
-// and agent, set with the metadata).
-const applySQL = `WITH u AS (
-	UPDATE skein_sessions SET version = version + $3,
-		base = $4, base_from = $5, base_to = $6, own_from = $7, length = $8,
-		summary = CASE WHEN $9::boolean THEN $10::text ELSE summary END,
-		summary_crc = CASE WHEN $9::boolean THEN $31::bigint ELSE summary_crc END,
-		title_crc = CASE WHEN $14::boolean THEN $32::bigint ELSE title_crc END,
-		metadata_crc = CASE WHEN $16::boolean THEN $33::bigint ELSE metadata_crc END,
-		first_prompt_crc = CASE WHEN $18::boolean THEN $34::bigint ELSE first_prompt_crc END,
-		status = coalesce($11::text, status), turns = turns + $12,
-		max_turns = CASE WHEN $13::bigint > 0 THEN $13::bigint ELSE max_turns END,
-		title = CASE WHEN $14::boolean THEN $15::text ELSE title END,
-		metadata = CASE WHEN $16::boolean THEN $17::text ELSE metadata END,
-		repo_id = CASE WHEN $16::boolean THEN $35::text ELSE repo_id END,
-		agent = CASE WHEN $16::boolean THEN $36::text ELSE agent END,
-		first_prompt = CASE WHEN $18::boolean THEN $19::text ELSE first_prompt END,
-		updated_at = coalesce($20::bigint, updated_at)
-	WHERE sid = $1 AND version = $2
+// The UPDATE assigns only the columns the write changes: the version and
+// the view always, the others (turns, updated_at, summary, status, turn
+// cap, title, metadata with its labels, first prompt, each with its
+// checksum) when the plan sets them. So PostgreSQL neither evaluates the others
+// nor computes again column meta, which it generates from the metadata
+// (a stored generated column is computed again only when a column it
+// reads is assigned: a write that assigned the metadata its own value
+// parsed it again, milliseconds for a large one); and no indexed column
+// changes but touched, once a minute, so the update is HOT (no new index
+// entries). Each shape is one statement text, which pgx prepares once
+// per connection.
+func applySQL(sid, base int64, p *rowstore.Plan, rows []any) (string, []any) {
+	u := &p.Update
+	args := append(rows, sid, base, p.Changes, p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length)
+	var q strings.Builder
+	q.WriteString(`WITH u AS (
+	UPDATE skein_sessions SET version = version + $13,
+		base = $14, base_from = $15, base_to = $16, own_from = $17, length = $18`)
+	set := func(column, cast string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&q, ", %s = $%d::%s", column, len(args), cast)
+	}
+	if u.Turns != 0 {
+		args = append(args, u.Turns)
+		fmt.Fprintf(&q, ", turns = turns + $%d::bigint", len(args))
+	}
+	if u.Updated != nil {
+		set("updated_at", "bigint", *u.Updated)
+	}
+	if u.SetSummary {
+		set("summary", "text", u.Summary.Text)
+		set("summary_crc", "bigint", u.Summary.Sum)
+	}
+	if u.Status != nil {
+		set("status", "text", *u.Status)
+	}
+	if u.MaxTurns > 0 {
+		set("max_turns", "bigint", u.MaxTurns)
+	}
+	if u.SetTitle {
+		set("title", "text", u.Title.Text)
+		set("title_crc", "bigint", u.Title.Sum)
+	}
+	if u.SetMetadata {
+		set("metadata", "text", u.Metadata.Text)
+		set("metadata_crc", "bigint", u.Metadata.Sum)
+		set("repo_id", "text", u.Labels.RepoID)
+		set("agent", "text", u.Labels.Agent)
+	}
+	if u.SetFirstPrompt {
+		set("first_prompt", "text", u.FirstPrompt.Text)
+		set("first_prompt_crc", "bigint", u.FirstPrompt.Sum)
+	}
+	q.WriteString(`
+	WHERE sid = $11 AND version = $12
 	RETURNING sid
-), m AS (
+), `)
+	q.WriteString(rowsSQL)
+	return q.String(), args
+}
+
+// rowsSQL is the rest of applySQL's statement after CTE u: the inserts
+// of the message rows (parameters 1 to 3: positions, bodies, checksums)
+// and of the event rows (4 to 10: seqs, types, times, corr_ids, data,
+// positions, data checksums) of the session row u updated, and the
+// count of the rows u updated.
+const rowsSQL = `m AS (
 	INSERT INTO skein_messages (sid, pos, body, crc)
-	SELECT u.sid, r.pos, r.body, r.crc FROM u, unnest($21::bigint[], $22::text[], $23::bigint[]) AS r (pos, body, crc)
+	SELECT u.sid, r.pos, r.body, r.crc FROM u, unnest($1::bigint[], $2::text[], $3::bigint[]) AS r (pos, body, crc)
 ), e AS (
 	INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
 	SELECT u.sid, r.seq, r.type, r.time, r.corr_id, r.data, r.pos, r.crc
-	FROM u, unnest($24::bigint[], $25::text[], $26::bigint[], $27::text[], $28::text[], $29::bigint[], $30::bigint[])
+	FROM u, unnest($4::bigint[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::bigint[], $10::bigint[])
 		AS r (seq, type, time, corr_id, data, pos, crc)
 )
 SELECT count(*) FROM u`
@@ -117,19 +159,15 @@ func messageColumns(rows []rowstore.MessageRow) (pos []int64, bodies []string, s
 	return pos, bodies, sums
 }
 
-// apply runs applySQL for plan p on the session whose state is st and
-// reports whether the session row was still at st.Version.
+// apply runs applySQL's statement for plan p on the session whose
+// state is st and reports whether the session row was still at
+// st.Version.
 func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
-	u := &p.Update
 	pos, bodies, sums := messageColumns(p.Rows)
 	ev := columns(p.Events)
+	sql, args := applySQL(st.Row, st.Version, p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums})
 	var n int
-	err := q.QueryRow(ctx, applySQL, st.Row, st.Version, p.Changes,
-		p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length,
-		u.SetSummary, u.Summary.Text, u.Status, u.Turns, u.MaxTurns,
-		u.SetTitle, u.Title.Text, u.SetMetadata, u.Metadata.Text, u.SetFirstPrompt, u.FirstPrompt.Text, u.Updated,
-		pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums,
-		u.Summary.Sum, u.Title.Sum, u.Metadata.Sum, u.FirstPrompt.Sum, u.Labels.RepoID, u.Labels.Agent).Scan(&n)
+	err := q.QueryRow(ctx, sql, args...).Scan(&n)
 	return n == 1, err
 }
 
