@@ -36,49 +36,79 @@ func openPostgres(b *testing.B, dsn string) *postgres.Backend {
 }
 
 // pgBackend is the PostgreSQL backend counting the writes (commits) that
-// reach it.
+// reach it and timing the first. With shared set, Close leaves it open
+// (a round's runs share it: see BenchmarkPostgresW2).
 type pgBackend struct {
 	*postgres.Backend
 	writes int
+	first  time.Duration
+	shared bool
 }
 
 func (c *pgBackend) Write(ctx context.Context, id string, base int64, changes ...*sessions.Change) error {
 	c.writes++
-	return c.Backend.Write(ctx, id, base, changes...)
+	if c.writes > 1 {
+		return c.Backend.Write(ctx, id, base, changes...)
+	}
+	start := time.Now()
+	err := c.Backend.Write(ctx, id, base, changes...)
+	c.first = time.Since(start)
+	return err
+}
+
+func (c *pgBackend) Close() error {
+	if c.shared {
+		return nil
+	}
+	return c.Backend.Close()
 }
 
 // runPostgres runs workload file with argument n over a new store on
 // the database dsn at durability full.
 func runPostgres(b *testing.B, file, dsn string, n int) result {
 	b.Helper()
-	c := &pgBackend{Backend: openPostgres(b, dsn)}
+	return runShared(b, file, &pgBackend{Backend: openPostgres(b, dsn)}, n)
+}
+
+// runShared runs workload file with argument n over a new store on c,
+// counting the commits of this run only.
+func runShared(b *testing.B, file string, c *pgBackend, n int) result {
+	b.Helper()
+	before := c.writes
 	res := runOn(b, file, c, n)
-	res.commits = c.writes
+	res.commits = c.writes - before
 	return res
 }
 
-// pgRawInserts makes n single-row INSERTs of an 80-byte body into a new
-// table of the database dsn, with synchronous_commit=on, and returns µs
-// per insert. Each is its own transaction: with explicit false, an
-// autocommit INSERT (pgbench's single-row insert and commit, one round
-// trip); with explicit true, BEGIN, the INSERT and COMMIT, each a round
-// trip, as a client writes a row in a transaction of its own.
-func pgRawInserts(b *testing.B, dsn string, n int, explicit bool) float64 {
+// pgRawConn opens a connection to the database dsn with
+// synchronous_commit=on and makes table bench_raw anew, for
+// pgRawInserts.
+func pgRawConn(b *testing.B, dsn string) *pgx.Conn {
 	b.Helper()
-	ctx := context.Background()
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.RuntimeParams["synchronous_commit"] = "on"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`); err != nil {
+	if _, err := conn.Exec(context.Background(), `DROP TABLE IF EXISTS bench_raw; CREATE TABLE bench_raw (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL)`); err != nil {
 		b.Fatal(err)
 	}
+	return conn
+}
+
+// pgRawInserts makes n single-row INSERTs of an 80-byte body into table
+// bench_raw on conn (pgRawConn) and returns µs per insert. Each is its own
+// transaction: with explicit false, an autocommit INSERT (pgbench's
+// single-row insert and commit, one round trip); with explicit true,
+// BEGIN, the INSERT and COMMIT, each a round trip, as a client writes a
+// row in a transaction of its own.
+func pgRawInserts(b *testing.B, conn *pgx.Conn, n int, explicit bool) float64 {
+	b.Helper()
+	ctx := context.Background()
 	body := `{"role":"user","text":"message 1: a short note of about eighty bytes of text."}`
 	start := time.Now()
 	for range n {
@@ -123,22 +153,28 @@ const blocks = 10
 func BenchmarkPostgresW2(b *testing.B) {
 	dsn := pgtest.DSN(b)
 	const per = w2FullN / blocks
-	var pg, lite, raw, rawTx, rate, txRate, ratio, commits []float64
+	var pg, lite, raw, rawTx, rate, txRate, ratio, commits, first []float64
 	for b.Loop() {
 		var p, s, r, t float64
 		var c int
+		pb := &pgBackend{Backend: openPostgres(b, dsn), shared: true}
+		conn := pgRawConn(b, dsn)
 		for range blocks {
-			w := runPostgres(b, "w2.star", dsn, per)
+			w := runShared(b, "w2.star", pb, per)
 			p, c = p+w.perItem()/blocks, c+w.commits
-			r += pgRawInserts(b, dsn, per, false) / blocks
-			t += pgRawInserts(b, dsn, per, true) / blocks
+			r += pgRawInserts(b, conn, per, false) / blocks
+			t += pgRawInserts(b, conn, per, true) / blocks
 			s += run(b, "w2.star", string(sessions.DurabilityFull), per, false).perItem() / blocks
 		}
+		conn.Close(context.Background())
+		pb.Backend.Close()
 		pg, lite, raw, rawTx = append(pg, p), append(lite, s), append(raw, r), append(rawTx, t)
 		rate, txRate, ratio = append(rate, r/p), append(txRate, t/p), append(ratio, p/s)
 		commits = append(commits, float64(c)/float64(blocks*per))
+		first = append(first, float64(pb.first.Microseconds()))
 	}
 	b.ReportMetric(median(pg), "postgres-µs/msg")
+	b.ReportMetric(median(first), "pg-first-µs")
 	b.ReportMetric(median(lite), "sqlite-µs/msg")
 	b.ReportMetric(median(raw), "pg-raw-µs/insert")
 	b.ReportMetric(median(rawTx), "pg-tx-µs/insert")
