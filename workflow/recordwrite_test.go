@@ -169,5 +169,15 @@ func TestStageSessionLeftOver(t *testing.T) {
 		if last := rec.Events[len(rec.Events)-1]; last.Type != EventStageEnd && last.Type != EventWorkflowEnd {
 			t.Fatalf("%s: last event %s", n, last.Type)
 		}
+		// the sessions the run created start with the stage's
+		// session:started; the left-over one started before, plainly
+		first := rec.Events[0]
+		want := fmt.Sprint(map[string]any{"run_id": "run-1", "stage": n, "workflow": r.Workflow})
+		if n == "s0001" {
+			want = "map[]"
+		}
+		if first.Type != sessions.EventSessionStarted || fmt.Sprint(first.Data) != want {
+			t.Fatalf("%s: first event %s %v, want session:started %s", n, first.Type, first.Data, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,12 +252,17 @@ func TestACPAgentWithTheTypeScriptClient(t *testing.T) {
 			Content any
 			IsError bool `json:"is_error"`
 		}
+		Events []map[string]any
 	}
 	if err := json.Unmarshal(exported, &snap); err != nil {
 		t.Fatal(err)
 	}
 	if snap.Status != "active" || snap.Metadata["acp"]["cwd"] != dir {
 		t.Errorf("stored session: status %q, metadata %v", snap.Status, snap.Metadata)
+	}
+	// session/new started it, with the client's working directory
+	if e := snap.Events[0]; e["type"] != "session:started" || fmt.Sprint(e["context"]) != fmt.Sprint(map[string]any{"workingDir": dir}) {
+		t.Errorf("first event %v, want session:started with context.workingDir %s", e, dir)
 	}
 	var roles []string
 	for _, m := range snap.Messages {
