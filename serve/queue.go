@@ -192,7 +192,9 @@ func (s *Server) admitQueued(id string, t *turn, agentKnown bool) error {
 	if !agentKnown {
 		return errors.New("its agent is gone")
 	}
-	if err := s.store.Refresh(t.ctx, id); err != nil {
+	// admit reads the session afresh (its meta refreshes the store's
+	// copy); a turn cancelled meanwhile does not start.
+	if err := t.ctx.Err(); err != nil {
 		return err
 	}
 	return s.admit(context.WithoutCancel(t.ctx), id, t)
