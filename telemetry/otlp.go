@@ -489,6 +489,19 @@ func unixNano(t time.Time) uint64 {
 
 // appendKeyValue appends kv as field, a common/v1 KeyValue.
 func appendKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
+	switch kv.Key {
+	case KeyOperation, KeyToolType, KeyFinishReasons:
+		for i := range fixedAttrs {
+			if fixedAttrs[i] == kv {
+				return appendBytesField(b, field, fixedKeyValues[i])
+			}
+		}
+	}
+	return encodeKeyValue(b, field, kv)
+}
+
+// encodeKeyValue appends kv as field, a common/v1 KeyValue, encoding it.
+func encodeKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
 	var m, v int
 	b, m = beginMessage(b, field)
 	b = appendStringField(b, 1, string(kv.Key))
@@ -497,6 +510,24 @@ func appendKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
 	b = endMessage(b, v)
 	return endMessage(b, m)
 }
+
+// fixedAttrs are the attributes of fixed values the spans carry (the
+// operation names, the tool type, llm's finish reasons), and
+// fixedKeyValues their KeyValue messages, encoded once: a span ends
+// with them copied, not encoded (a finish_reasons slice would be read
+// through a reflect copy).
+var (
+	fixedAttrs = append([]attribute.KeyValue{attrOpWorkflow, attrOpStage, attrOpAgent, attrOpChat, attrOpTool,
+		attrToolFunction}, stopReasonAttrs[:]...)
+	fixedKeyValues = func() [][]byte {
+		encs := make([][]byte, len(fixedAttrs))
+		for i, kv := range fixedAttrs {
+			b := encodeKeyValue(nil, 1, kv)
+			encs[i] = b[2:] // the message's body (its tag and length are a byte each)
+		}
+		return encs
+	}()
+)
 
 // appendAnyValue appends the fields of a common/v1 AnyValue.
 func appendAnyValue(b []byte, v attribute.Value) []byte {

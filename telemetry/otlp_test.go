@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -274,6 +275,40 @@ func TestOTLPExportChunksReused(t *testing.T) {
 			if k := fmt.Sprintf("call_%d/execute_tool tool%d%s", i, i%7, pad); seen[k] != 1 {
 				t.Fatalf("%s: span %s arrived %d times", gz, k, seen[k])
 			}
+		}
+	}
+}
+
+// TestFixedKeyValues checks the attributes encoded once (operation names,
+// tool type, finish reasons) against their encoding, field by field, and
+// that an attribute of the same key but another value is encoded.
+func TestFixedKeyValues(t *testing.T) {
+	if len(fixedAttrs) != 10 {
+		t.Errorf("%d fixed attributes", len(fixedAttrs))
+	}
+	for _, kv := range append(fixedAttrs, attribute.String(KeyOperation, "embeddings"), attribute.String(KeyToolType, "extension"),
+		attribute.StringSlice(KeyFinishReasons, []string{"stop"}), attribute.StringSlice(KeyFinishReasons, []string{"end_turn", "tool_use"})) {
+		got, want := appendKeyValue([]byte{7}, 9, kv), encodeKeyValue([]byte{7}, 9, kv)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s=%s: encoded %x, want %x", kv.Key, kv.Value.Emit(), got, want)
+		}
+		// field 9 of a Span: decode it as the OTLP types do
+		var s tracepb.Span
+		if err := proto.Unmarshal(got[1:], &s); err != nil || len(s.Attributes) != 1 {
+			t.Fatalf("%s: %v, %v", kv.Key, err, s.Attributes)
+		}
+		a := s.Attributes[0]
+		var got1, want1 []string
+		if kv.Value.Type() == attribute.STRINGSLICE {
+			want1 = kv.Value.AsStringSlice()
+			for _, x := range a.Value.GetArrayValue().GetValues() {
+				got1 = append(got1, x.GetStringValue())
+			}
+		} else {
+			want1, got1 = []string{kv.Value.AsString()}, []string{a.Value.GetStringValue()}
+		}
+		if a.Key != string(kv.Key) || !slices.Equal(got1, want1) {
+			t.Errorf("%s=%s decoded as %s=%q", kv.Key, kv.Value.Emit(), a.Key, got1)
 		}
 	}
 }

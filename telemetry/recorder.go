@@ -171,7 +171,8 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 	} else {
 		scc.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
 	}
-	s := &span{sc: trace.NewSpanContext(scc), r: r}
+	c := &spanCtx{Context: ctx, s: span{sc: trace.NewSpanContext(scc), r: r}}
+	s := &c.s
 	if sr.Decision != sdktrace.Drop {
 		start := cfg.Timestamp()
 		if start.IsZero() {
@@ -189,7 +190,55 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 		s.SetAttributes(sr.Attributes...)
 		s.SetAttributes(cfg.Attributes()...)
 	}
-	return trace.ContextWithSpan(ctx, s), s
+	if currentSpanKey == nil {
+		return trace.ContextWithSpan(ctx, s), s
+	}
+	return c, s
+}
+
+// spanCtx is the context a span starts: its parent's, with the span as
+// its current span (trace.SpanFromContext). The span's handle and the
+// context are one allocation, where the handle and
+// trace.ContextWithSpan's context would be two: a loop of quick model
+// and tool calls starts two spans an iteration.
+type spanCtx struct {
+	context.Context
+	s span
+}
+
+// Value is the span for the OpenTelemetry API's current-span key, else
+// the parent's value.
+func (c *spanCtx) Value(key any) any {
+	if key == currentSpanKey {
+		return &c.s
+	}
+	return c.Context.Value(key)
+}
+
+// currentSpanKey is the context key under which the OpenTelemetry API
+// keeps the current span (unexported: it is read once, by asking a
+// context that notes the key trace.SpanFromContext looks up). When it
+// cannot be found (nil), spans use trace.ContextWithSpan.
+// TestSpanContextKey checks that a started span is the current span of
+// its context, as trace.SpanFromContext sees it.
+var currentSpanKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	trace.SpanFromContext(p)
+	if len(p.keys) != 1 {
+		return nil
+	}
+	return p.keys[0]
+}()
+
+// keyProbe notes the keys asked of it.
+type keyProbe struct {
+	context.Context
+	keys []any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.keys = append(p.keys, key)
+	return nil
 }
 
 // spanName is "op name", or op or name alone when the other is empty.
@@ -270,7 +319,9 @@ func release(d *record) {
 	d.mu.Lock()
 	d.gen++ // handles still held find it no longer theirs
 	d.ended = false
-	clear(d.attrs)
+	// attrs are overwritten by the record's next span; what they hold
+	// until then is freed with the pool's items (at most two garbage
+	// collections later): not clearing them saves the write barriers
 	d.attrs = d.attrs[:0]
 	clear(d.events)
 	d.events = d.events[:0]

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/skein-dev/skein/sessions/message"
+	"go.opentelemetry.io/otel/trace"
 )
 
 func clearEnv(t testing.TB) {
@@ -172,5 +173,47 @@ func TestSampler(t *testing.T) {
 		}
 		s.End(nil, "")
 		tr.Close()
+	}
+}
+
+// TestSpanContextKey checks that a started span is its context's current
+// span as the OpenTelemetry API sees it (trace.SpanFromContext), that
+// the context keeps its parent's values and cancellation, and that the
+// spans still nest when the API's key could not be found.
+func TestSpanContextKey(t *testing.T) {
+	if currentSpanKey == nil {
+		t.Fatal("the OpenTelemetry API's current-span key was not found")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	clearEnv(t)
+	t.Setenv(EnvEndpoint, srv.URL)
+	tr := FromEnv(nil)
+	defer tr.Close()
+	orig := currentSpanKey
+	defer func() { currentSpanKey = orig }()
+	for _, key := range []any{orig, nil} {
+		currentSpanKey = key
+		parent, cancel := context.WithCancel(WithAgent(With(context.Background(), tr), "planner"))
+		actx, a := Agent(parent, "", "s", "mock", "m")
+		cctx, c := Chat(actx, ChatRequest{SessionID: "s", Model: "m"})
+		if trace.SpanFromContext(actx) != trace.Span(a.span) || trace.SpanFromContext(cctx) != trace.Span(c.span) {
+			t.Errorf("key %v: the started spans are not their contexts' current spans", key)
+		}
+		if !c.span.d.parent.Equal(a.span.SpanContext()) || !trace.SpanContextFromContext(cctx).Equal(c.span.SpanContext()) {
+			t.Errorf("key %v: the chat span's parent is %v, want %v", key, c.span.d.parent, a.span.SpanContext())
+		}
+		if From(cctx) != tr || cctx.Value(agentKey{}) != "planner" {
+			t.Errorf("key %v: the span's context lost its parent's values", key)
+		}
+		cancel()
+		if cctx.Err() != context.Canceled {
+			t.Errorf("key %v: the span's context was not cancelled with its parent: %v", key, cctx.Err())
+		}
+		c.End(nil, "")
+		a.End(nil, "")
+		if trace.SpanFromContext(cctx).IsRecording() {
+			t.Errorf("key %v: an ended span records", key)
+		}
 	}
 }
