@@ -328,8 +328,7 @@ func release(d *record) {
 	clear(d.links)
 	d.links = d.links[:0]
 	d.droppedAttrs, d.droppedEvents, d.droppedLinks = 0, 0, 0
-	d.status, d.statusDesc, d.op, d.name = codes.Unset, "", "", ""
-	d.sc, d.parent = trace.SpanContext{}, trace.SpanContext{}
+	d.status = codes.Unset // (statusDesc goes with Error only, and the next start sets the span contexts and name)
 	d.mu.Unlock()
 	records.Put(d)
 }
@@ -414,24 +413,30 @@ func (s *span) SetAttributes(kvs ...attribute.KeyValue) {
 // addAttrs adds kvs to attrs (limit: the count limit, negative for
 // none), returning them and the number dropped.
 func (r *recorder) addAttrs(attrs []attribute.KeyValue, dropped, limit int, kvs []attribute.KeyValue) ([]attribute.KeyValue, int) {
+	lengthLimit := r.limits.AttributeValueLengthLimit
 next:
-	for _, kv := range kvs {
+	for i := range kvs {
+		kv := &kvs[i] // (a KeyValue is 64 bytes: not copied more than once)
 		if !kv.Valid() {
 			dropped++
 			continue
 		}
-		kv = truncateAttr(kv, r.limits.AttributeValueLengthLimit)
-		for i := range attrs {
-			if attrs[i].Key == kv.Key {
-				attrs[i] = kv
-				continue next
-			}
+		j := 0
+		for j < len(attrs) && attrs[j].Key != kv.Key {
+			j++
 		}
-		if limit >= 0 && len(attrs) >= limit {
+		switch {
+		case j < len(attrs):
+			attrs[j] = *kv
+		case limit >= 0 && len(attrs) >= limit:
 			dropped++
-			continue
+			continue next
+		default:
+			attrs = append(attrs, *kv)
 		}
-		attrs = append(attrs, kv)
+		if lengthLimit >= 0 {
+			attrs[j] = truncateAttr(attrs[j], lengthLimit)
+		}
 	}
 	return attrs, dropped
 }
