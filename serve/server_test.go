@@ -172,6 +172,26 @@ func TestMaxSessions(t *testing.T) {
 	ts.create(nil)
 }
 
+// TestMemoryStoreCap: with a store that is not durable, a session
+// pushed out of memory is gone, so the server refuses the session past
+// --session-cap instead of dropping the least recently used one.
+func TestMemoryStoreCap(t *testing.T) {
+	store, err := sessions.NewStore(sessions.NewMemoryBackend(), sessions.WithCap(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, Config{Store: store})
+	ids := []string{ts.create(nil), ts.create(nil)}
+	r := ts.do("POST", "/api/sessions", nil)
+	ts.expect(r, http.StatusTooManyRequests, "session_cap")
+	if msg := r.json()["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "--session-cap 2") {
+		t.Fatalf("message %q", msg)
+	}
+	for _, id := range ids {
+		ts.expect(ts.do("GET", "/api/sessions/"+id, nil), http.StatusOK, "")
+	}
+}
+
 func TestPrompt(t *testing.T) {
 	ts := newTestServer(t, Config{})
 	id := ts.create(nil)

@@ -185,11 +185,35 @@ func (s *Server) createCounted(ctx context.Context, id string, info sessions.Inf
 			message: "the server already has " + strconv.Itoa(n) + " active sessions, its limit (--max-sessions " + strconv.Itoa(s.cfg.MaxSessions) +
 				"); wait for one to end (completed, cancelled, idle timeout or error), or end one with DELETE /api/sessions/{id}, and retry in 60 seconds"}
 	}
+	if err := s.checkMemoryCap(ctx); err != nil {
+		return 0, err
+	}
 	if err := s.store.Create(ctx, id, info); err != nil {
 		return 0, err
 	}
 	s.metrics.sessionsActive.Set(float64(n + 1))
 	return n + 1, nil
+}
+
+// checkMemoryCap refuses a new session with 429 session_cap when the
+// store is not durable (--store memory) and already holds --session-cap
+// sessions: there, a session pushed out of memory is gone, so creating
+// one more would silently drop the least recently used.
+func (s *Server) checkMemoryCap(ctx context.Context) error {
+	if s.store.Backend().Durable() {
+		return nil
+	}
+	_, total, err := s.store.Backend().List(ctx, sessions.ListFilter{Limit: 1})
+	if err != nil {
+		return err
+	}
+	if limit := s.store.Cap(); total >= limit {
+		s.log.Info("session refused: memory store full", "sessions", total, "cap", limit)
+		return &apiError{status: http.StatusTooManyRequests, code: "session_cap",
+			message: "the memory store already holds " + strconv.Itoa(total) + " sessions, its limit (--session-cap " + strconv.Itoa(limit) +
+				"), and a session pushed out of it would be lost: serve with a larger --session-cap, or with a durable --store (sqlite:FILE), from which sessions leave memory and come back when used"}
+	}
+	return nil
 }
 
 // countActive counts the served sessions (those created through the
