@@ -99,27 +99,15 @@ func (w *writeConn) close(discard bool) error {
 // connection as a transaction of its own (one statement, one commit),
 // and returns how many rows it changed.
 func (b *Backend) execAlone(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	ctx = context.WithoutCancel(ctx) // see write
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	if b.wconn == nil {
+	var res sql.Result
+	err := b.runWrite(ctx, false, func(ctx context.Context, w *writeConn) error {
 		var err error
-		if b.wconn, err = b.openWriteConn(ctx); err != nil {
-			return 0, err
-		}
-	}
-	b.begun()
-	res, err := b.wconn.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+		res, err = w.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+		return err
+	})
 	if err != nil {
-		if fromDatabase(err) {
-			b.dropWriteConn(err)
-		}
 		return 0, err
 	}
-	b.committed(ctx)
 	return res.RowsAffected()
 }
 
