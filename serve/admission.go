@@ -75,14 +75,18 @@ func (s *Server) takeSlot(ctx context.Context, queued bool) error {
 		timeout = t.C
 	}
 	var err error
+	timedOut := false
 	select {
 	case <-w.ready:
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timeout:
-		err = s.errTooManyTurns()
+		timedOut = true
 	}
 	s.mu.Lock()
+	if timedOut {
+		err = s.errTooManyTurns() // it reads the counts s.mu guards
+	}
 	switch {
 	case w.granted && err == nil:
 		return nil
