@@ -158,6 +158,16 @@ func TestQueuedPromptPastTheCap(t *testing.T) {
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
 	_, hs := starlarkServer(t, store, promptAgent, 5, func(cfg *serve.Config) { cfg.MaxTurns = 2 })
 	id := call(t, hs, "POST", "/api/sessions", nil, 201)["id"].(string)
+	// The cancel below must reach the slow turn inside its model call:
+	// cancelled before, it would leave its 600-second mock reply to the
+	// session's next prompt (queued "two"), which would then wait for it.
+	generating := make(chan struct{})
+	var once sync.Once
+	defer store.Observe(func(e sessions.Event) {
+		if e.SessionID == id && e.Type == "session_state" && e.Data["state"] == "llm_generating" {
+			once.Do(func() { close(generating) })
+		}
+	})()
 	call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "slow one"}, 202)
 	if r := call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "two"}, 202); r["queued"] != true {
 		t.Fatalf("second prompt: %v", r)
@@ -176,6 +186,7 @@ func TestQueuedPromptPastTheCap(t *testing.T) {
 	if got := strings.Join(refusal, "; "); got != "turn_limit 2 <nil>; session:turn_completed <nil> map[code:turn_limit message:session '"+id+"' reached its turn cap of 2 (turn_limit)]" {
 		t.Fatalf("refusal events: %s", got)
 	}
+	<-generating
 	call(t, hs, "POST", "/api/sessions/"+id+"/cancel", nil, 202)
 	if s := waitTurn(t, hs, id); s["status"] != "active" {
 		t.Fatalf("after the cancel: %v", s["status"])
