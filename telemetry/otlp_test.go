@@ -29,16 +29,11 @@ func TestOTLPExport(t *testing.T) {
 	var bodies [][]byte
 	var headers []http.Header
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			body = zr
+		data, err := readExportBody(r)
+		if err != nil {
+			t.Error(err)
+			return
 		}
-		data, _ := io.ReadAll(body)
 		mu.Lock()
 		bodies, headers = append(bodies, data), append(headers, r.Header.Clone())
 		mu.Unlock()
@@ -226,16 +221,11 @@ func TestOTLPExportChunksReused(t *testing.T) {
 		seen := map[string]int{}
 		requests := 0
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var body io.Reader = r.Body
-			if r.Header.Get("Content-Encoding") == "gzip" {
-				zr, err := gzip.NewReader(r.Body)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				body = zr
+			data, err := readExportBody(r)
+			if err != nil {
+				t.Error(err)
+				return
 			}
-			data, _ := io.ReadAll(body)
 			var req coltracepb.ExportTraceServiceRequest
 			if err := proto.Unmarshal(data, &req); err != nil {
 				t.Error(err)
@@ -311,4 +301,18 @@ func TestFixedKeyValues(t *testing.T) {
 			t.Errorf("%s=%s decoded as %s=%q", kv.Key, kv.Value.Emit(), a.Key, got1)
 		}
 	}
+}
+
+// readExportBody reads an export request's body, unzipping it when its
+// Content-Encoding is gzip.
+func readExportBody(r *http.Request) ([]byte, error) {
+	var body io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, err
+		}
+		body = zr
+	}
+	return io.ReadAll(body)
 }
