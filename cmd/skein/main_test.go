@@ -21,7 +21,9 @@ var update = flag.Bool("update", false, "rewrite testscript golden files")
 
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"skein": func() { os.Exit(skein(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})) },
+		"skein": func() {
+			os.Exit(childProfiled(func() int { return skein(os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}) }))
+		},
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,6 +76,37 @@ func benchStores(b *testing.B) (stores []benchStore) {
 	}})
 }
 
+// benchProfileEnv names a directory: when it is set, every skein serve
+// child of the serve benchmarks writes a CPU profile of its whole life
+// there (<store>-<time>.pprof; the SQLite store is "sessions"), through
+// childProfileEnv (see childProfiled).
+const benchProfileEnv = "SKEIN_BENCH_SERVE_CPUPROFILE"
+
+// childProfileEnv is the file a child skein process of the tests writes
+// its CPU profile to.
+const childProfileEnv = "SKEIN_TEST_CHILD_CPUPROFILE"
+
+// childProfiled runs main, the skein command of a child process of the
+// tests, under the CPU profiler when childProfileEnv names a file.
+func childProfiled(main func() int) int {
+	path := os.Getenv(childProfileEnv)
+	if path == "" {
+		return main()
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cpu profile:", err)
+		return main()
+	}
+	code := main()
+	pprof.StopCPUProfile()
+	f.Close()
+	return code
+}
+
 // benchServer is a skein serve child process and a client for it.
 type benchServer struct {
 	b      *testing.B
@@ -113,6 +145,13 @@ func startBenchServe(b *testing.B, store string, sessions int, args ...string) *
 		"--session-cap", strconv.Itoa(2 * sessions)}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SKEIN_SERVE_TOKEN=tok", "SKEIN_STORE=")
+	if dir := os.Getenv(benchProfileEnv); dir != "" {
+		name := strings.SplitN(filepath.Base(store), ".", 2)[0]
+		if strings.Contains(store, "://") {
+			name = "postgres"
+		}
+		cmd.Env = append(cmd.Env, childProfileEnv+"="+filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, time.Now().UnixNano())))
+	}
 	s := &benchServer{b: b, cmd: cmd, url: "http://" + addr,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * sessions, MaxIdleConns: 4 * sessions}}}
 	cmd.Stdout, cmd.Stderr = io.Discard, &s.stderr

@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/message"
@@ -40,6 +41,7 @@ var (
 	_ sessions.RunBackend      = (*Lazy)(nil)
 	_ sessions.RunWriteBackend = (*Lazy)(nil)
 	_ sessions.RepoBackend     = (*Lazy)(nil)
+	_ sessions.VersionReader   = (*Lazy)(nil)
 )
 
 // OpenLazy returns a Lazy backend for path with Open's options. It
@@ -154,6 +156,16 @@ func (l *Lazy) LoadMeta(ctx context.Context, id string) (*sessions.Record, error
 		return nil, orNotFound(id, err)
 	}
 	return b.LoadMeta(ctx, id)
+}
+
+// StoredVersion reads the session's version and creation time as
+// Backend.StoredVersion does (ErrNotFound while the file does not exist).
+func (l *Lazy) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
+	b, err := l.backend(false)
+	if b == nil {
+		return 0, time.Time{}, orNotFound(id, err)
+	}
+	return b.StoredVersion(ctx, id)
 }
 
 // LoadTranscript is Load without the event log.

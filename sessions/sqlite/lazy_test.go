@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -35,6 +36,26 @@ func TestLazyDurable(t *testing.T) {
 // TestLazyCreatesOnWrite: reads of a file that does not exist answer as
 // an empty store and make nothing, the first create makes the file (and
 // its directory), and a file another process created meanwhile is read.
+// TestLazyHasTheBackendsInterfaces: every optional interface of package
+// sessions that a Backend implements, Lazy implements too (a Store finds
+// them by type assertion: one Lazy lacks falls back to a slower path
+// without a word).
+func TestLazyHasTheBackendsInterfaces(t *testing.T) {
+	for _, it := range []reflect.Type{
+		reflect.TypeFor[sessions.PartialLoader](), reflect.TypeFor[sessions.VersionReader](),
+		reflect.TypeFor[sessions.HistoryBackend](), reflect.TypeFor[sessions.RepoBackend](),
+		reflect.TypeFor[sessions.RunBackend](), reflect.TypeFor[sessions.RunWriteBackend](),
+		reflect.TypeFor[sessions.EventReader](), reflect.TypeFor[sessions.LockerBackend](),
+		reflect.TypeFor[sessions.NotifierBackend](), reflect.TypeFor[sessions.Forgetter](),
+	} {
+		backend := reflect.TypeFor[*Backend]().Implements(it)
+		lazy := reflect.TypeFor[*Lazy]().Implements(it)
+		if backend != lazy {
+			t.Errorf("%s: implemented by *Backend %v, by *Lazy %v", it, backend, lazy)
+		}
+	}
+}
+
 func TestLazyCreatesOnWrite(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -66,6 +87,9 @@ func TestLazyCreatesOnWrite(t *testing.T) {
 	if runs, total, err := l.ListRuns(ctx, sessions.RunFilter{}); len(runs) != 0 || total != 0 || err != nil {
 		t.Fatalf("ListRuns = %v, %d, %v; want nothing", runs, total, err)
 	}
+	if _, _, err := l.StoredVersion(ctx, "a"); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("StoredVersion: %v, want ErrNotFound", err)
+	}
 	if _, err := os.Stat(filepath.Dir(path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("reads made %s (%v)", filepath.Dir(path), err)
 	}
@@ -82,6 +106,13 @@ func TestLazyCreatesOnWrite(t *testing.T) {
 	other.Close()
 	if ok, err := l.Exists(ctx, "from-other"); !ok || err != nil {
 		t.Fatalf("Exists(from-other) = %v, %v; want true", ok, err)
+	}
+	meta, err := l.LoadMeta(ctx, "from-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, created, err := l.StoredVersion(ctx, "from-other"); err != nil || v != meta.Version || !created.Equal(meta.CreatedAt) {
+		t.Fatalf("StoredVersion(from-other) = %d, %v, %v; want %d, %v", v, created, err, meta.Version, meta.CreatedAt)
 	}
 
 	// a fresh path: the first create makes the file
