@@ -70,6 +70,19 @@ func (b *Backend) openWriteConn(ctx context.Context) (*writeConn, error) {
 	return w, nil
 }
 
+// writeConn returns the write connection, opening it if needed. The
+// caller holds b.wmu.
+func (b *Backend) writeConn(ctx context.Context) (*writeConn, error) {
+	if b.wconn == nil {
+		w, err := b.openWriteConn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.wconn = w
+	}
+	return b.wconn, nil
+}
+
 // close closes the connection's statements and gives the connection
 // back to the pool; with discard, it closes the connection instead (one
 // that may be inside a transaction must not be reused).
@@ -141,12 +154,10 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	case err != nil:
 		return err
 	}
-	if b.wconn == nil {
-		if b.wconn, err = b.openWriteConn(ctx); err != nil {
-			return err
-		}
+	w, err := b.writeConn(ctx)
+	if err != nil {
+		return err
 	}
-	w := b.wconn
 	updated := h.updated
 	if p.Update.Updated != nil {
 		updated = *p.Update.Updated

@@ -193,16 +193,20 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 var _ sessions.VersionReader = (*Backend)(nil)
 
 // StoredVersion reads session id's version and creation time with one
-// prepared statement (a read of its own, outside a transaction).
+// prepared statement. A writable Backend reads it on its write
+// connection, whose page cache holds what its own writes left: a
+// connection of the pool would read those pages again from the log
+// after every commit. A read-only Backend prepares nothing.
 func (b *Backend) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
 	var version, created int64
-	var row *sql.Row
+	var err error
 	if b.stmts.version != nil {
-		row = b.stmts.version.QueryRowContext(ctx, id)
-	} else { // a read-only Backend prepares nothing
-		row = b.db.QueryRowContext(ctx, versionSQL, id)
+		err = b.onWriteConn(ctx, func(ctx context.Context, w *writeConn) error {
+			return w.StmtContext(ctx, b.stmts.version).QueryRowContext(ctx, id).Scan(&version, &created)
+		})
+	} else {
+		err = b.db.QueryRowContext(ctx, versionSQL, id).Scan(&version, &created)
 	}
-	err := row.Scan(&version, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, sessions.IDError(id, sessions.ErrNotFound)
 	}

@@ -59,6 +59,29 @@ func (b *Backend) insertSteps(ctx context.Context, tx stmter, rid int64, from in
 	return nil
 }
 
+// onWriteConn runs fn, a read of a statement or two, on the write
+// connection (see writeConn), which it opens if needed, between two
+// writes. fn's context is not cancelled (see write).
+func (b *Backend) onWriteConn(ctx context.Context, fn func(ctx context.Context, w *writeConn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ctx = context.WithoutCancel(ctx)
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	w, err := b.writeConn(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(ctx, w); err != nil {
+		if fromDatabase(err) {
+			return b.dropWriteConn(err)
+		}
+		return err
+	}
+	return nil
+}
+
 // runWrite runs fn on the write connection (see writeConn), which it
 // opens if needed: in a transaction with tx, else alone (a single
 // statement, which SQLite runs as its own transaction). fn's context is
@@ -70,13 +93,10 @@ func (b *Backend) runWrite(ctx context.Context, tx bool, fn func(ctx context.Con
 	ctx = context.WithoutCancel(ctx) // see write
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
-	if b.wconn == nil {
-		var err error
-		if b.wconn, err = b.openWriteConn(ctx); err != nil {
-			return err
-		}
+	w, err := b.writeConn(ctx)
+	if err != nil {
+		return err
 	}
-	w := b.wconn
 	if !tx {
 		b.begun()
 		if err := fn(ctx, w); err != nil {
@@ -92,7 +112,7 @@ func (b *Backend) runWrite(ctx context.Context, tx bool, fn func(ctx context.Con
 		return b.dropWriteConn(err)
 	}
 	b.begun()
-	err := fn(ctx, w)
+	err = fn(ctx, w)
 	if err == nil {
 		if _, err = w.commit.ExecContext(ctx); err == nil {
 			b.committed(ctx)
