@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -97,4 +98,49 @@ func TestWritersWaitForEachOther(t *testing.T) {
 			t.Fatalf("s%d: %v", i, err)
 		}
 	}
+}
+
+// TestKnownStateOfCreate: a session's first write follows the state its
+// creation stored, without reading it; and when another writer deleted
+// and created the session again meanwhile, that write is refused as a
+// conflict rather than made on the old state.
+func TestKnownStateOfCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, other := openClosed(t, path), openClosed(t, path)
+	ctx := t.Context()
+	now := time.Now()
+	create := func(be *Backend, id string) {
+		t.Helper()
+		if err := be.Create(ctx, &sessions.Record{ID: id, Status: sessions.StatusActive, CreatedAt: now, UpdatedAt: now,
+			Messages: []message.Message{{Role: message.RoleSystem, Text: "sys"}}, Version: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(be *Backend, id string, base int64, text string) error {
+		return be.Write(ctx, id, base, &sessions.Change{UpdatedAt: now, Append: []message.Message{{Role: message.RoleUser, Text: text}}})
+	}
+	create(a, "s")
+	a.wmu.Lock()
+	known := a.known.get("s", 1) != nil
+	a.wmu.Unlock()
+	if !known {
+		t.Fatal("Create left no known state")
+	}
+	if err := write(a, "s", 1, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	wantTexts(t, other, "s", "sys u1", 2)
+
+	create(a, "t")
+	if err := other.Delete(ctx, "t", false); err != nil {
+		t.Fatal(err)
+	}
+	create(other, "t")
+	if err := write(other, "t", 1, "o1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(a, "t", 1, "stale"); !errors.Is(err, sessions.ErrConflict) {
+		t.Fatalf("write on the state of a deleted session: %v, want ErrConflict", err)
+	}
+	wantTexts(t, a, "t", "sys o1", 2)
 }

@@ -156,6 +156,9 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 		if err := b.insertCreated(ctx, tx, h, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
+		// The session's first write need not read what this one
+		// stored (should the commit fail, write forgets it).
+		b.known.put(rec.ID, h)
 		return nil
 	})
 }
