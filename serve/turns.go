@@ -28,6 +28,10 @@ type turn struct {
 	seq    int64         // that message's event seq
 	index  int64         // and its index in the transcript
 
+	// version is the session's stored version read when the turn lock
+	// was taken (sessions.VersionLocker), for admit; nil: admit reads it.
+	version *sessions.StoredVersion
+
 	base int   // the session's turns before this one (set by admit)
 	err  error // what the agent returned (set before done is closed)
 }
@@ -283,7 +287,16 @@ func (s *Server) refused(ctx context.Context, id string, err error) error {
 // the session must still be active, or in error (the prompt reactivates
 // it), and below its turn cap. It records the session's turns before t.
 func (s *Server) admit(ctx context.Context, id string, t *turn) error {
-	rec, err := s.meta(ctx, id)
+	var rec *sessions.Record
+	var err error
+	if v := t.version; v != nil {
+		t.version = nil
+		if err = s.store.RefreshFrom(id, *v); err == nil {
+			rec, err = s.cachedMeta(ctx, id)
+		}
+	} else {
+		rec, err = s.meta(ctx, id)
+	}
 	if err != nil {
 		return err
 	}
@@ -341,6 +354,22 @@ func (s *Server) userTurns(ctx context.Context, id string, index int) (int, erro
 	return n, nil
 }
 
+// tryTurnLock takes session id's turn lock, reading the session's
+// stored version in the same round trip when the locker can
+// (sessions.VersionLocker; else the version is nil and admit reads it).
+func (s *Server) tryTurnLock(ctx context.Context, id string) (sessions.Lock, *sessions.StoredVersion, error) {
+	vl, ok := s.locks.(sessions.VersionLocker)
+	if !ok || !s.store.Backend().Durable() {
+		lk, err := s.locks.TryLock(ctx, turnLock(id))
+		return lk, nil, err
+	}
+	lk, v, err := vl.TryLockVersion(ctx, turnLock(id), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lk, &v, nil
+}
+
 // startTurn takes the session's turn lock and registers a turn, or
 // refuses it: errBusy while a turn of the session runs (in this process
 // or another sharing the store) or the session is otherwise busy; it
@@ -376,7 +405,7 @@ func (s *Server) startTurn(ctx context.Context, id string, queued bool) (*turn, 
 		return nil, errBusy
 	}
 	s.mu.Unlock()
-	lk, err := s.locks.TryLock(ctx, turnLock(id))
+	lk, version, err := s.tryTurnLock(ctx, id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.starting--
@@ -398,7 +427,7 @@ func (s *Server) startTurn(ctx context.Context, id string, queued bool) (*turn, 
 		parent := cancel
 		tctx, cancel = tctx2, func(cause error) { parent(cause); tcancel() }
 	}
-	t := &turn{ctx: tctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{}), lock: lk}
+	t := &turn{ctx: tctx, cancel: cancel, done: make(chan struct{}), stored: make(chan struct{}), lock: lk, version: version}
 	s.running[id] = t
 	s.turns.Add(1)
 	s.metrics.turnsRunning.Inc()

@@ -75,6 +75,28 @@ type Lock interface {
 	Unlock(ctx context.Context) error
 }
 
+// VersionLocker is implemented by Lockers that can read a session's
+// stored version in the round trip that takes a lock (PostgreSQL's: one
+// round trip instead of two for a turn, which takes the session's lock
+// and then refreshes the session). The holder passes the reading to
+// Store.RefreshFrom instead of calling Store.Refresh.
+type VersionLocker interface {
+	// TryLockVersion is TryLock that, when it takes the lock, then reads
+	// session id's stored version as VersionReader.StoredVersion does,
+	// after the lock is taken (a write committed before the lock was
+	// free is seen). The reading's Err is the read's error (ErrNotFound
+	// when the session is not stored); the lock is held all the same.
+	TryLockVersion(ctx context.Context, name, id string) (Lock, StoredVersion, error)
+}
+
+// StoredVersion is a session's stored version and creation time, read
+// from its backend, or the error of that read (ErrNotFound).
+type StoredVersion struct {
+	Version int64
+	Created time.Time
+	Err     error
+}
+
 // ReasonLockLost is Lock.Reason of a lock lost without an Interrupt.
 const ReasonLockLost = "lock lost"
 

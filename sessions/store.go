@@ -1282,7 +1282,29 @@ func (s *Store) Refresh(ctx context.Context, id string) error {
 	if !ok {
 		return nil
 	}
-	version, created, err := storedVersion(ctx, s.backend, id)
+	var v StoredVersion
+	v.Version, v.Created, v.Err = storedVersion(ctx, s.backend, id)
+	return s.refresh(id, sess, v)
+}
+
+// RefreshFrom is Refresh with the session's stored version read already
+// (VersionLocker.TryLockVersion): it drops the live copy of session id
+// when v shows it stale, and reads nothing.
+func (s *Store) RefreshFrom(id string, v StoredVersion) error {
+	if !s.backend.Durable() {
+		return nil
+	}
+	sess, ok := s.live(id)
+	if !ok {
+		return nil
+	}
+	return s.refresh(id, sess, v)
+}
+
+// refresh drops sess, the live copy of session id, when v (its stored
+// version) shows it stale.
+func (s *Store) refresh(id string, sess *Session, v StoredVersion) error {
+	version, created, err := v.Version, v.Created, v.Err
 	if errors.Is(err, ErrNotFound) {
 		s.forget(id, sess)
 		return nil

@@ -187,7 +187,13 @@ func (n *notifier) listen(ctx context.Context) {
 			case <-wctx.Done():
 			}
 		}()
-		err := conn.PgConn().WaitForNotification(wctx)
+		// Wait for notifications until Watch changes the channels: the
+		// channels are compared again only then, not after each
+		// notification (a server with many streams gets one per write).
+		var err error
+		for err == nil {
+			err = conn.PgConn().WaitForNotification(wctx)
+		}
 		interrupted := wctx.Err() != nil
 		wcancel()
 		switch {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/internal/rowstore"
 )
 
 // NewLocker returns the database's cross-process locks. A lock is a
@@ -22,6 +25,19 @@ import (
 // held lock, for Interrupt (its reason column, which the holder reads
 // every poll) and Abandoned (a row whose advisory lock is free); the
 // table is part of the schema (migration 2).
+//
+// Taking a lock and releasing it are one round trip each, on the lock
+// connection: taking it is one statement that takes the advisory lock
+// and, if it got it, writes the row; releasing it is a pipeline of two
+// transactions, the row's DELETE and then the advisory unlock, so that
+// the row is gone before the lock is free (Abandoned never sees a lock
+// being released as abandoned). The lock connection commits without
+// waiting for the WAL flush (synchronous_commit off): it writes only lock
+// rows, and the WAL is flushed in order, so a session write of the
+// holder that survives a database crash has its lock row's insert with
+// it; a crash can only lose a release, and a lock row left behind by a
+// lost release is listed as abandoned once the database is back, like a
+// holder's that died, and its repair finds nothing to repair.
 func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 	if poll <= 0 {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
@@ -74,9 +90,38 @@ func heldSQL(arg string) string {
 		AND classid = ((` + k + ` >> 32) & 4294967295)::oid AND objid = (` + k + ` & 4294967295)::oid)`
 }
 
-// connect opens the connection that holds the locks.
+// The statements of the lock connection. tryLockSQL takes the advisory
+// lock of $1 (the qualified name) and, if it got it, records holder $3 of
+// lock $2 in the same statement (one round trip, one commit).
+// Each is prepared on the connection, named by its ...Stmt constant.
+var (
+	tryLockSQL = `WITH l AS (SELECT pg_try_advisory_lock(` + advisory("$1") + `) AS ok),
+	r AS (INSERT INTO skein_locks (name, holder) SELECT $2, $3 FROM l WHERE ok
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, interrupt = NULL)
+SELECT ok FROM l`
+	tryLockStmt   = "skein_lock_try"
+	versionStmt   = "skein_lock_version"
+	deleteRowSQL  = `DELETE FROM skein_locks WHERE name = $1 AND holder = $2`
+	deleteRowStmt = "skein_lock_delete"
+	unlockSQL     = `SELECT pg_advisory_unlock(` + advisory("$1::text") + `)`
+	unlockStmt    = "skein_lock_unlock"
+)
+
+// connect opens the connection that holds the locks, which commits
+// without waiting for the WAL flush (see NewLocker), and prepares the
+// statements of Unlock on it.
 func (l *locker) connect(ctx context.Context) error {
-	conn, err := pgx.ConnectConfig(ctx, l.b.pool.Config().ConnConfig.Copy())
+	cfg := l.b.pool.Config().ConnConfig.Copy()
+	cfg.RuntimeParams["synchronous_commit"] = "off"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	for stmt, sql := range map[string]string{tryLockStmt: tryLockSQL, versionStmt: versionSQL, deleteRowStmt: deleteRowSQL, unlockStmt: unlockSQL} {
+		if err != nil {
+			break
+		}
+		if _, err = conn.Prepare(ctx, stmt, sql); err != nil {
+			conn.Close(context.Background())
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("postgres: %s: lock connection: %w", l.b.dsn, err)
 	}
@@ -89,62 +134,132 @@ func (l *locker) connect(ctx context.Context) error {
 func (l *locker) qualified(name string) string { return l.b.schema + "/" + name }
 
 func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
+	lk, _, err := l.take(ctx, name, "")
+	return lk, err
+}
+
+var _ sessions.VersionLocker = (*locker)(nil)
+
+// TryLockVersion takes the lock and reads session id's version in one
+// round trip: a pipeline of the lock's statement and, in a transaction
+// of its own after it, the version's.
+func (l *locker) TryLockVersion(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
+	return l.take(ctx, name, id)
+}
+
+// take takes the lock called name and, when id is not "", reads session
+// id's stored version after it.
+func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
+	var v sessions.StoredVersion
 	l.mu.Lock()
 	switch {
 	case l.closed:
 		l.mu.Unlock()
-		return nil, errors.New("postgres: locker is closed")
+		return nil, v, errors.New("postgres: locker is closed")
 	case l.held[name] != nil:
 		// Advisory locks nest within a connection: refuse here.
 		l.mu.Unlock()
-		return nil, sessions.ErrLocked
+		return nil, v, sessions.ErrLocked
 	}
 	lk := &lock{l: l, name: name, holder: uuid.NewString()}
 	l.held[name] = lk // reserved; removed again on failure
 	l.mu.Unlock()
-	err := l.tryLock(ctx, lk)
+	v, err := l.tryLock(ctx, lk, id)
 	if err != nil {
 		l.mu.Lock()
 		delete(l.held, name)
 		l.mu.Unlock()
-		return nil, err
+		return nil, v, err
 	}
-	return lk, nil
+	return lk, v, nil
 }
 
-// tryLock takes lk's advisory lock and records it. It runs without
-// ctx's cancellation: a query cancelled halfway could leave the lock
-// taken unknown to the caller, or end the connection, which holds every
-// other lock too.
-func (l *locker) tryLock(ctx context.Context, lk *lock) error {
+// tryLock takes lk's advisory lock and records it (tryLockSQL), then,
+// when id is not "", reads session id's version (versionSQL) in the same
+// round trip. It runs without ctx's cancellation: a query cancelled
+// halfway could leave the lock taken unknown to the caller, or end the
+// connection, which holds every other lock too.
+func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.StoredVersion, error) {
 	ctx = context.WithoutCancel(ctx)
 	var ok bool
+	var v sessions.StoredVersion
 	l.connMu.Lock()
 	err := l.ensureConn(ctx, lk)
 	if err == nil {
-		err = l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+advisory("$1")+`)`, l.qualified(lk.name)).Scan(&ok)
+		ok, v, err = l.lockStatements(ctx, lk, id)
 		if err != nil && l.conn.IsClosed() {
 			// The connection had broken (a database restart) and this
 			// query found out: connect again and try once more.
 			if err = l.ensureConn(ctx, lk); err == nil {
-				err = l.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+advisory("$1")+`)`, l.qualified(lk.name)).Scan(&ok)
+				ok, v, err = l.lockStatements(ctx, lk, id)
 			}
+		}
+		if err != nil && l.conn != nil && !l.conn.IsClosed() {
+			// The statement failed after it may have taken the advisory
+			// lock, which a failed transaction does not release.
+			l.conn.Exec(ctx, unlockStmt, l.qualified(lk.name))
 		}
 	}
 	l.connMu.Unlock()
 	switch {
 	case err != nil:
-		return fmt.Errorf("postgres: lock '%s': %w", lk.name, err)
+		return v, fmt.Errorf("postgres: lock '%s': %w", lk.name, err)
 	case !ok:
-		return sessions.ErrLocked
+		return v, sessions.ErrLocked
 	}
-	_, err = l.b.pool.Exec(ctx, `INSERT INTO skein_locks (name, holder) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, interrupt = NULL`, lk.name, lk.holder)
-	if err != nil {
-		l.unlockAdvisory(lk.name)
-		return fmt.Errorf("postgres: lock '%s': %w", lk.name, err)
+	if v.Err != nil {
+		v.Err = sessions.IDError(id, v.Err)
 	}
-	return nil
+	return v, nil
+}
+
+// lockStatements runs tryLockSQL for lk on the lock connection and, when
+// id is not "", versionSQL for session id after it, in one round trip.
+// The caller holds connMu.
+func (l *locker) lockStatements(ctx context.Context, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
+	if id == "" {
+		err = l.conn.QueryRow(ctx, tryLockStmt, l.qualified(lk.name), lk.name, lk.holder).Scan(&ok)
+		return ok, v, err
+	}
+	p := l.conn.PgConn().StartPipeline(ctx)
+	p.SendQueryPrepared(tryLockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(lk.name), []byte(lk.holder)}, nil, nil)
+	p.SendPipelineSync()
+	p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
+	p.SendPipelineSync()
+	err = p.Flush()
+	for i := 0; err == nil; {
+		var res any
+		if res, err = p.GetResults(); res == nil && err == nil {
+			break
+		}
+		rr, isRows := res.(*pgconn.ResultReader)
+		if !isRows {
+			continue
+		}
+		rows := rr.Read()
+		switch {
+		case rows.Err != nil:
+			err = rows.Err
+		case i == 0 && len(rows.Rows) == 1:
+			ok = string(rows.Rows[0][0]) == "t"
+		case i == 0:
+			err = fmt.Errorf("the lock statement returned %d rows", len(rows.Rows))
+		case len(rows.Rows) == 0:
+			v.Err = sessions.ErrNotFound
+		default:
+			var created int64
+			v.Version, v.Err = strconv.ParseInt(string(rows.Rows[0][0]), 10, 64)
+			if v.Err == nil {
+				created, v.Err = strconv.ParseInt(string(rows.Rows[0][1]), 10, 64)
+				v.Created = rowstore.DecodeTime(created)
+			}
+		}
+		i++
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
+	return ok, v, err
 }
 
 // ensureConn connects again when the lock connection broke (the
@@ -180,7 +295,40 @@ func (l *locker) unlockAdvisory(name string) error {
 	if l.conn == nil {
 		return nil
 	}
-	_, err := l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock(`+advisory("$1")+`)`, l.qualified(name))
+	_, err := l.conn.Exec(context.Background(), unlockStmt, l.qualified(name))
+	return err
+}
+
+// release deletes lk's row and then releases its advisory lock: two
+// transactions in one round trip (a pipeline with a sync after each), in
+// that order. A broken connection released the advisory lock already:
+// the row is then deleted through the pool.
+func (l *locker) release(lk *lock) error {
+	ctx := context.Background()
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	if l.conn == nil || l.conn.IsClosed() {
+		_, err := l.b.pool.Exec(ctx, deleteRowSQL, lk.name, lk.holder)
+		return err
+	}
+	p := l.conn.PgConn().StartPipeline(ctx)
+	p.SendQueryPrepared(deleteRowStmt, [][]byte{[]byte(lk.name), []byte(lk.holder)}, nil, nil)
+	p.SendPipelineSync()
+	p.SendQueryPrepared(unlockStmt, [][]byte{[]byte(l.qualified(lk.name))}, nil, nil)
+	p.SendPipelineSync()
+	err := p.Flush()
+	for err == nil {
+		var res any
+		if res, err = p.GetResults(); res == nil && err == nil {
+			break
+		}
+		if rr, ok := res.(*pgconn.ResultReader); ok {
+			_, err = rr.Close()
+		}
+	}
+	if cerr := p.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 
@@ -267,11 +415,7 @@ func (lk *lock) Unlock(ctx context.Context) error {
 	if !mine {
 		return nil
 	}
-	_, err := l.b.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM skein_locks WHERE name = $1 AND holder = $2`, lk.name, lk.holder)
-	if uerr := l.unlockAdvisory(lk.name); err == nil {
-		err = uerr
-	}
-	if err != nil {
+	if err := l.release(lk); err != nil {
 		return fmt.Errorf("postgres: unlock '%s': %w", lk.name, err)
 	}
 	return nil
@@ -303,7 +447,7 @@ func (l *locker) Close() error {
 	var errs []error
 	for _, lk := range held {
 		lk.Interrupt(sessions.ReasonLockLost)
-		_, err := l.b.pool.Exec(context.Background(), `DELETE FROM skein_locks WHERE name = $1 AND holder = $2`, lk.name, lk.holder)
+		_, err := l.b.pool.Exec(context.Background(), deleteRowSQL, lk.name, lk.holder)
 		errs = append(errs, err)
 	}
 	l.connMu.Lock()

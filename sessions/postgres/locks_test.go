@@ -175,3 +175,67 @@ func TestNotifier(t *testing.T) {
 func TestEventsAfter(t *testing.T) {
 	sessionstest.RunEventReaderTests(t, func(t *testing.T) sessions.Backend { return openClosed(t, pgtest.DSN(t)) })
 }
+
+// TestTryLockVersion: the lock taken with a session's version reads the
+// version stored when the lock was taken (the last write of a holder
+// that released it included), a missing session as ErrNotFound with the
+// lock held, and a held lock as ErrLocked; an unlocked lock leaves no
+// row.
+func TestTryLockVersion(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	la, lb := newTestLocker(t, a).(sessions.VersionLocker), newTestLocker(t, b).(sessions.VersionLocker)
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 3 {
+		// b writes under the lock and releases it; a takes it next.
+		lk, _, err := lb.TryLockVersion(ctx, "turn/s", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := la.TryLockVersion(ctx, "turn/s", "s"); !errors.Is(err, sessions.ErrLocked) {
+			t.Fatalf("TryLockVersion of a held lock: %v", err)
+		}
+		if _, err := store.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lk, v, err := la.TryLockVersion(ctx, "turn/s", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, created, err := b.StoredVersion(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Err != nil || v.Version != want || !v.Created.Equal(created) {
+			t.Fatalf("round %d: read %+v, stored version %d created %s", round, v, want, created)
+		}
+		if err := lk.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lk, v, err := la.TryLockVersion(ctx, "turn/missing", "missing")
+	if err != nil || !errors.Is(v.Err, sessions.ErrNotFound) {
+		t.Fatalf("TryLockVersion of a missing session: %+v, %v", v, err)
+	}
+	if held, err := lb.(sessions.Locker).Held(ctx, []string{"turn/missing"}); err != nil || !held["turn/missing"] {
+		t.Fatalf("the lock taken with a missing session's version: %v, %v", held, err)
+	}
+	lk.Unlock(ctx)
+	var rows int
+	if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM skein_locks`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("lock rows after every unlock: %d, %v", rows, err)
+	}
+	if names, err := lb.(sessions.Locker).Abandoned(ctx, 0); err != nil || len(names) != 0 {
+		t.Fatalf("Abandoned: %v, %v", names, err)
+	}
+}

@@ -171,11 +171,14 @@ func (b *Backend) LoadMeta(ctx context.Context, id string) (*sessions.Record, er
 
 var _ sessions.VersionReader = (*Backend)(nil)
 
+// versionSQL reads a session's version and creation time by id.
+const versionSQL = `SELECT version, created_at FROM skein_sessions WHERE id = $1`
+
 // StoredVersion reads session id's version and creation time in one
 // round trip (one statement, outside a transaction).
 func (b *Backend) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
 	var version, created int64
-	err := b.pool.QueryRow(ctx, `SELECT version, created_at FROM skein_sessions WHERE id = $1`, id).Scan(&version, &created)
+	err := b.pool.QueryRow(ctx, versionSQL, id).Scan(&version, &created)
 	if errNoRows(err) {
 		return 0, time.Time{}, sessions.IDError(id, sessions.ErrNotFound)
 	}
