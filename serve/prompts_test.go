@@ -51,6 +51,7 @@ func TestQueuedPromptsRunInOrder(t *testing.T) {
 	store, _ := sessions.NewStore(sessions.NewMemoryBackend())
 	_, hs := starlarkServer(t, store, promptAgent, 5)
 	id := call(t, hs, "POST", "/api/sessions", nil, 201)["id"].(string)
+	logEventsOnFailure(t, store, id)
 	first := call(t, hs, "POST", "/api/sessions/"+id+"/prompt", map[string]any{"text": "wait one"}, 202)
 	if first["queued"] != false || first["turn"] != float64(1) {
 		t.Fatalf("first prompt: %v", first)

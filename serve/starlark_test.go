@@ -2,13 +2,16 @@ package serve_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,8 +44,21 @@ func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessi
 	if err := os.WriteFile(file, []byte(source), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A test that fails prints the server's log (debug and up) and the
+	// agent's output, so that a failure says what the server did (which
+	// turns ran, a queued prompt dropped and why). A benchmark keeps none.
+	logger, out := slog.New(slog.DiscardHandler), io.Writer(io.Discard)
+	if _, bench := t.(*testing.B); !bench {
+		logs := &syncBuffer{}
+		logger, out = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), logs
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("server log:\n%s", logs.String())
+			}
+		})
+	}
 	// As skein serve without --max-turns: no default turn cap.
-	st, err := builtins.NewState(vm.Options{Store: store, Root: dir, Stdout: io.Discard, Stderr: io.Discard, MaxTurns: -1})
+	st, err := builtins.NewState(vm.Options{Store: store, Root: dir, Stdout: out, Stderr: out, MaxTurns: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +71,7 @@ func starlarkServer(t testing.TB, store *sessions.Store, source string, maxSessi
 		t.Fatalf("agent name %q", h.Name())
 	}
 	cfg := serve.Config{Store: store, Agents: map[string]serve.Agent{"echo": h}, Token: "t",
-		MaxSessions: maxSessions, MaxRunning: maxSessions}
+		MaxSessions: maxSessions, MaxRunning: maxSessions, Logger: logger}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -112,6 +128,25 @@ func call(t testing.TB, hs *httptest.Server, method, path string, body any, want
 	var out map[string]any
 	json.Unmarshal(data, &out)
 	return out
+}
+
+// logEventsOnFailure prints session id's event log if the test fails.
+func logEventsOnFailure(t testing.TB, store *sessions.Store, id string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		rec, err := store.Snapshot(context.Background(), id)
+		if err != nil {
+			t.Logf("events of %s: %v", id, err)
+			return
+		}
+		var b strings.Builder
+		for _, e := range rec.Events {
+			fmt.Fprintf(&b, "%d %s %s %v\n", e.Seq, e.Time.Format("15:04:05.000000"), e.Type, e.Data)
+		}
+		t.Logf("events of %s:\n%s", id, b.String())
+	})
 }
 
 // waitTurn polls until the session has no running turn.
