@@ -144,6 +144,29 @@ func (s *Server) runningAnywhere(ctx context.Context, ids []string) map[string]b
 	return out
 }
 
+// runningHere reports whether a turn of session id runs, or prompts of
+// it are queued, in this process.
+func (s *Server) runningHere(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[id] != nil || s.queues[id] != nil
+}
+
+// busyHere returns the sessions with a turn running or prompts queued in
+// this process.
+func (s *Server) busyHere() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]bool, len(s.running)+len(s.queues))
+	for id := range s.running {
+		out[id] = true
+	}
+	for id := range s.queues {
+		out[id] = true
+	}
+	return out
+}
+
 // repairAbandoned heals the sessions whose turn lock a dead holder left
 // behind (a replica killed mid-turn): their open tool calls get error
 // results, so that every read shows a valid transcript again.

@@ -289,6 +289,11 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	// This process's turns are read before the listing (see readSession);
+	// the turn locks of other processes only after it, as the listing
+	// names the sessions: a turn of another process that ends while the
+	// listing is read may show in the next listing only.
+	busy := s.busyHere()
 	list, total, err := sessions.ListWhere(r.Context(), s.store.Backend(), f, where)
 	if err != nil {
 		if where != nil {
@@ -309,7 +314,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	}
 	running := s.runningAnywhere(r.Context(), ids)
 	for i := range list {
-		out.Sessions[i] = toSessionJSON(&list[i], running[list[i].ID])
+		out.Sessions[i] = toSessionJSON(&list[i], running[list[i].ID] || busy[list[i].ID])
 		out.Sessions[i].Queued = s.queued(list[i].ID)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -346,13 +351,10 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.snapshot(r.Context(), id)
+	rec, out, err := s.readSession(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	running := s.runningAnywhere(r.Context(), []string{id})[id]
-	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), running)
-	out.Queued = s.queued(id)
 	if out.Repo, err = s.repoOf(r.Context(), rec); err != nil {
 		return err
 	}
@@ -637,13 +639,30 @@ func (s *Server) completeSession(w http.ResponseWriter, r *http.Request) error {
 
 // writeSession answers with session id's object (without its messages).
 func (s *Server) writeSession(w http.ResponseWriter, r *http.Request, id string, status int) error {
-	rec, err := s.snapshot(r.Context(), id)
+	_, out, err := s.readSession(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	running := s.runningAnywhere(r.Context(), []string{id})[id]
-	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), running)
-	out.Queued = s.queued(id)
 	writeJSON(w, status, out)
 	return nil
+}
+
+// readSession reads session id and its object (running, queued) for a
+// response. Whether a turn runs is read before the session, so that a
+// session reads "running": false only with every turn that had ended by
+// then in its messages. Read the other way round, a turn could start and
+// end between the two reads (the next queued prompt, or a turn in another
+// process) and the session would read idle without that turn, so that a
+// client polling for the end of its prompts stops with a reply missing.
+// A turn of this process that starts between the two reads and still
+// runs after them is reported too (its prompt may be in the messages).
+func (s *Server) readSession(ctx context.Context, id string) (*sessions.Record, sessionJSON, error) {
+	before := s.runningAnywhere(ctx, []string{id})[id]
+	rec, err := s.snapshot(ctx, id)
+	if err != nil {
+		return nil, sessionJSON{}, err
+	}
+	out := toSessionJSON(summaryOf(rec, len(rec.Messages)), before || s.runningHere(id))
+	out.Queued = s.queued(id)
+	return rec, out, nil
 }

@@ -200,10 +200,7 @@ func (s *Server) waitTurn(ctx context.Context, id string) (*turn, error) {
 	defer cancel()
 	pause := time.Millisecond
 	for {
-		s.mu.Lock()
-		local := s.running[id] != nil || s.queues[id] != nil
-		s.mu.Unlock()
-		if local {
+		if s.runningHere(id) {
 			return nil, errBusy
 		}
 		select {
