@@ -64,7 +64,9 @@ const (
 
 // Config configures a Server. Zero fields get defaults.
 type Config struct {
-	// Store holds the sessions (required).
+	// Store holds the sessions (required). A store whose backend is not
+	// durable is made to refuse a session past its cap
+	// (Store.RefuseWhenFull): a session pushed out of it would be lost.
 	Store *sessions.Store
 	// Agents are the agents sessions may use, by name (at least one).
 	Agents map[string]Agent
@@ -226,6 +228,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout < 0 || cfg.AdmissionWait < 0 || cfg.Heartbeat < 0 || cfg.MaxBodyBytes < 0 || cfg.PollInterval < 0 {
 		return nil, errors.New("serve: idle timeout, heartbeat, poll interval and body limit must not be negative")
 	}
+	// A memory store refuses a session past its cap rather than lose one
+	// (see errSessionCap), whichever request or turn creates it.
+	cfg.Store.RefuseWhenFull()
 	s := &Server{cfg: cfg, store: cfg.Store, log: cfg.Logger, running: map[string]*turn{}, queues: map[string]*promptQueue{}}
 	s.metrics = newMetrics()
 	s.hub = newHub(cfg.SSEBuffer, s.metrics)

@@ -185,35 +185,28 @@ func (s *Server) createCounted(ctx context.Context, id string, info sessions.Inf
 			message: "the server already has " + strconv.Itoa(n) + " active sessions, its limit (--max-sessions " + strconv.Itoa(s.cfg.MaxSessions) +
 				"); wait for one to end (completed, cancelled, idle timeout or error), or end one with DELETE /api/sessions/{id}, and retry in 60 seconds"}
 	}
-	if err := s.checkMemoryCap(ctx); err != nil {
-		return 0, err
-	}
-	if err := s.store.Create(ctx, id, info); err != nil {
+	if err := s.store.Create(ctx, id, info); errors.Is(err, sessions.ErrFull) {
+		return 0, s.errSessionCap()
+	} else if err != nil {
 		return 0, err
 	}
 	s.metrics.sessionsActive.Set(float64(n + 1))
 	return n + 1, nil
 }
 
-// checkMemoryCap refuses a new session with 429 session_cap when the
-// store is not durable (--store memory) and already holds --session-cap
-// sessions: there, a session pushed out of memory is gone, so creating
-// one more would silently drop the least recently used.
-func (s *Server) checkMemoryCap(ctx context.Context) error {
-	if s.store.Backend().Durable() {
-		return nil
-	}
-	_, total, err := s.store.Backend().List(ctx, sessions.ListFilter{Limit: 1})
-	if err != nil {
-		return err
-	}
-	if limit := s.store.Cap(); total >= limit {
-		s.log.Info("session refused: memory store full", "sessions", total, "cap", limit)
-		return &apiError{status: http.StatusTooManyRequests, code: "session_cap",
-			message: "the memory store already holds " + strconv.Itoa(total) + " sessions, its limit (--session-cap " + strconv.Itoa(limit) +
-				"), and a session pushed out of it would be lost: serve with a larger --session-cap, or with a durable --store (sqlite:FILE), from which sessions leave memory and come back when used"}
-	}
-	return nil
+// errSessionCap is the 429 session_cap of a new session refused because
+// the store is not durable (--store memory) and already holds
+// --session-cap sessions: there, a session pushed out of memory is gone,
+// so the store refuses one more (New makes it: RefuseWhenFull) rather
+// than silently drop the least recently used. Sessions created inside a
+// turn (sub-agents, forks, a script's sessions) are refused the same way:
+// the builtin that creates them fails, naming the cap.
+func (s *Server) errSessionCap() error {
+	limit := s.store.Cap()
+	s.log.Info("session refused: memory store full", "cap", limit)
+	return &apiError{status: http.StatusTooManyRequests, code: "session_cap",
+		message: "the memory store already holds " + strconv.Itoa(limit) + " sessions, its limit (--session-cap " + strconv.Itoa(limit) +
+			"), and a session pushed out of it would be lost: serve with a larger --session-cap, or with a durable --store (sqlite:FILE), from which sessions leave memory and come back when used"}
 }
 
 // countActive counts the served sessions (those created through the

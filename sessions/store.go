@@ -48,6 +48,7 @@ type Store struct {
 	// staged changes are not committed yet (see settle).
 	leaving departures
 	pins    pinSet
+	full    fullGuard
 
 	sink EventSink // nil: none
 
@@ -458,6 +459,10 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 	if err := CheckID(id); err != nil {
 		return err
 	}
+	reserved, err := s.reserve(id)
+	if err != nil {
+		return err
+	}
 	now := s.clock()
 	rec := &Record{ID: id, Status: StatusActive, CreatedAt: now, UpdatedAt: now, MaxTurns: maxTurns,
 		Metadata: MergeMetadata(nil, info.Metadata)}
@@ -467,12 +472,14 @@ func (s *Store) create(ctx context.Context, id string, maxTurns int, info Info) 
 	sess := newSession(rec)
 	rec.Events = sess.stamp([]Event{s.startedEvent(info.Started)}, now)
 	if err := s.backend.Create(ctx, rec); err != nil {
+		s.unreserve(reserved)
 		return wrap(id, err)
 	}
 	sess.rec.Events, sess.lastSeq = rec.Events, rec.Events[0].Seq
 	s.notifyCreated(sess, rec.Events)
 	s.mu.Lock()
 	s.lru.Add(id, sess)
+	s.added(reserved)
 	s.mu.Unlock()
 	return nil
 }
@@ -980,6 +987,16 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 	} else if ok {
 		return nil, wrap(dst, ErrExists)
 	}
+	reserved, err := s.reserve(dst)
+	if err != nil {
+		return nil, err
+	}
+	created := false
+	defer func() {
+		if !created {
+			s.unreserve(reserved)
+		}
+	}()
 	now := s.clock()
 	parent.mu.Lock()
 	if parent.evicted {
@@ -1049,6 +1066,8 @@ func (s *Store) forkOnce(ctx context.Context, src, dst string, opts ForkOptions)
 	s.mu.Lock()
 	s.lru.Get(src) // refresh the source before inserting the child
 	s.lru.Add(dst, childSess)
+	s.added(reserved)
+	created = true
 	s.mu.Unlock()
 	return []Event{srcEvent}, nil
 }
