@@ -171,14 +171,14 @@ func newOTLPExporter(cfg *otlpConfig, res *resource.Resource) *otlpExporter {
 	var m int
 	e.resField, m = beginMessage(nil, 1) // Resource
 	for _, kv := range res.Attributes() {
-		e.resField = appendKeyValue(e.resField, 1, kv)
+		e.resField = encodeKeyValue(e.resField, 1, kv)
 	}
 	e.resField = endMessage(e.resField, m)
 	e.scopeField, m = beginMessage(nil, 1) // InstrumentationScope
 	e.scopeField = appendStringField(e.scopeField, 1, scope.Name)
 	e.scopeField = appendStringField(e.scopeField, 2, scope.Version)
 	for it := scope.Attributes.Iter(); it.Next(); {
-		e.scopeField = appendKeyValue(e.scopeField, 3, it.Attribute())
+		e.scopeField = encodeKeyValue(e.scopeField, 3, it.Attribute())
 	}
 	e.scopeField = endMessage(e.scopeField, m)
 	e.scopeTail = appendStringField(nil, 3, scope.SchemaURL)
@@ -201,9 +201,15 @@ func (e *otlpExporter) encodeHead(b []byte, size int) []byte {
 	return append(b, e.scopeField...)
 }
 
-func uvarintLen(x int) int {
-	var buf [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(buf[:], uint64(x))
+func uvarintLen(x int) int { return uvarintLen64(uint64(x)) }
+
+func uvarintLen64(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
 }
 
 // ExportSpans posts one ExportTraceServiceRequest holding n spans,
@@ -408,17 +414,15 @@ func appendSpan(b []byte, s *record) []byte {
 	b = appendVarintField(b, 6, uint64(s.kind))
 	b = appendFixed64Field(b, 7, unixNano(s.start))
 	b = appendFixed64Field(b, 8, unixNano(s.end))
-	for _, kv := range s.attrs {
-		b = appendKeyValue(b, 9, kv)
-	}
-	b = appendVarintField(b, 10, uint64(s.droppedAttrs))
+	b = append(b, s.attrs.buf...) // the attributes fields (attrs.go)
+	b = appendVarintField(b, 10, uint64(s.attrs.dropped))
 	for _, ev := range s.events {
 		var e int
 		b, e = beginMessage(b, 11)
 		b = appendFixed64Field(b, 1, unixNano(ev.time))
 		b = appendStringField(b, 2, ev.name)
 		for _, kv := range ev.attrs {
-			b = appendKeyValue(b, 3, kv)
+			b = encodeKeyValue(b, 3, kv)
 		}
 		b = appendVarintField(b, 4, uint64(ev.dropped))
 		b = endMessage(b, e)
@@ -434,7 +438,7 @@ func appendSpan(b []byte, s *record) []byte {
 			b = appendStringField(b, 3, ts.String())
 		}
 		for _, kv := range l.attrs {
-			b = appendKeyValue(b, 4, kv)
+			b = encodeKeyValue(b, 4, kv)
 		}
 		b = appendVarintField(b, 5, uint64(l.dropped))
 		b = appendFixed32Field(b, 6, spanFlags(l.sc.TraceFlags(), l.sc.IsRemote()))
@@ -487,20 +491,7 @@ func unixNano(t time.Time) uint64 {
 	return uint64(t.UnixNano())
 }
 
-// appendKeyValue appends kv as field, a common/v1 KeyValue.
-func appendKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
-	switch kv.Key {
-	case KeyOperation, KeyToolType, KeyFinishReasons:
-		for i := range fixedAttrs {
-			if fixedAttrs[i] == kv {
-				return appendBytesField(b, field, fixedKeyValues[i])
-			}
-		}
-	}
-	return encodeKeyValue(b, field, kv)
-}
-
-// encodeKeyValue appends kv as field, a common/v1 KeyValue, encoding it.
+// encodeKeyValue appends kv as field, a common/v1 KeyValue.
 func encodeKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
 	var m, v int
 	b, m = beginMessage(b, field)
@@ -510,24 +501,6 @@ func encodeKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
 	b = endMessage(b, v)
 	return endMessage(b, m)
 }
-
-// fixedAttrs are the attributes of fixed values the spans carry (the
-// operation names, the tool type, llm's finish reasons), and
-// fixedKeyValues their KeyValue messages, encoded once: a span ends
-// with them copied, not encoded (a finish_reasons slice would be read
-// through a reflect copy).
-var (
-	fixedAttrs = append([]attribute.KeyValue{attrOpWorkflow, attrOpStage, attrOpAgent, attrOpChat, attrOpTool,
-		attrToolFunction}, stopReasonAttrs[:]...)
-	fixedKeyValues = func() [][]byte {
-		encs := make([][]byte, len(fixedAttrs))
-		for i, kv := range fixedAttrs {
-			b := encodeKeyValue(nil, 1, kv)
-			encs[i] = b[2:] // the message's body (its tag and length are a byte each)
-		}
-		return encs
-	}()
-)
 
 // appendAnyValue appends the fields of a common/v1 AnyValue.
 func appendAnyValue(b []byte, v attribute.Value) []byte {

@@ -8,14 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -269,37 +271,143 @@ func TestOTLPExportChunksReused(t *testing.T) {
 	}
 }
 
-// TestFixedKeyValues checks the attributes encoded once (operation names,
-// tool type, finish reasons) against their encoding, field by field, and
-// that an attribute of the same key but another value is encoded.
-func TestFixedKeyValues(t *testing.T) {
-	if len(fixedAttrs) != 10 {
-		t.Errorf("%d fixed attributes", len(fixedAttrs))
+// TestAttrEncoding checks the attributes fields encoded with their
+// lengths computed first (strings, ints) and those encoded once (fixed
+// values) against the generic encoding, and decodes each with the OTLP
+// project's Go types.
+func TestAttrEncoding(t *testing.T) {
+	var kvs []attribute.KeyValue
+	for _, n := range []int{0, 1, 100, 127, 128, 200, 16383, 16384, 20000, 2100000} {
+		kvs = append(kvs, attribute.String("k", strings.Repeat("v", n)), attribute.String(strings.Repeat("k", n+1), "v"))
 	}
-	for _, kv := range append(fixedAttrs, attribute.String(KeyOperation, "embeddings"), attribute.String(KeyToolType, "extension"),
-		attribute.StringSlice(KeyFinishReasons, []string{"stop"}), attribute.StringSlice(KeyFinishReasons, []string{"end_turn", "tool_use"})) {
-		got, want := appendKeyValue([]byte{7}, 9, kv), encodeKeyValue([]byte{7}, 9, kv)
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s=%s: encoded %x, want %x", kv.Key, kv.Value.Emit(), got, want)
-		}
-		// field 9 of a Span: decode it as the OTLP types do
-		var s tracepb.Span
-		if err := proto.Unmarshal(got[1:], &s); err != nil || len(s.Attributes) != 1 {
-			t.Fatalf("%s: %v, %v", kv.Key, err, s.Attributes)
-		}
-		a := s.Attributes[0]
-		var got1, want1 []string
-		if kv.Value.Type() == attribute.STRINGSLICE {
-			want1 = kv.Value.AsStringSlice()
-			for _, x := range a.Value.GetArrayValue().GetValues() {
-				got1 = append(got1, x.GetStringValue())
-			}
+	for _, v := range []int64{0, 1, 127, 128, -1, 1 << 40, math.MaxInt64, math.MinInt64} {
+		kvs = append(kvs, attribute.Int64(KeyInputTokens, v))
+	}
+	for _, kv := range kvs {
+		var got []byte
+		if kv.Value.Type() == attribute.STRING {
+			got = appendStringKeyValue([]byte{7}, string(kv.Key), kv.Value.AsString())
 		} else {
-			want1, got1 = []string{kv.Value.AsString()}, []string{a.Value.GetStringValue()}
+			got = appendIntKeyValue([]byte{7}, string(kv.Key), kv.Value.AsInt64())
 		}
-		if a.Key != string(kv.Key) || !slices.Equal(got1, want1) {
-			t.Errorf("%s=%s decoded as %s=%q", kv.Key, kv.Value.Emit(), a.Key, got1)
+		if want := encodeKeyValue([]byte{7}, 9, kv); !bytes.Equal(got, want) {
+			t.Fatalf("%.20s=%.20s: encoded %.40x, want %.40x", kv.Key, kv.Value.Emit(), got, want)
 		}
+		checkField(t, got[1:], kv)
+	}
+	fixed := map[*[]byte]attribute.KeyValue{&fieldOpWorkflow: attribute.String(KeyOperation, OpWorkflow),
+		&fieldOpStage: attribute.String(KeyOperation, OpStage), &fieldOpAgent: attribute.String(KeyOperation, OpAgent),
+		&fieldOpChat: attribute.String(KeyOperation, OpChat), &fieldOpTool: attribute.String(KeyOperation, OpTool),
+		&fieldToolFunction: attribute.String(KeyToolType, "function")}
+	for i, r := range stopReasons {
+		fixed[&fieldStopReasons[i]] = attribute.StringSlice(KeyFinishReasons, []string{r})
+	}
+	for f, kv := range fixed {
+		checkField(t, *f, kv)
+	}
+}
+
+// checkField decodes a Span's attributes field (9) with the OTLP types
+// and checks it is kv.
+func checkField(t *testing.T, field []byte, kv attribute.KeyValue) {
+	t.Helper()
+	var s tracepb.Span
+	if err := proto.Unmarshal(field, &s); err != nil || len(s.Attributes) != 1 {
+		t.Fatalf("%.20s: %v, %d attributes", kv.Key, err, len(s.Attributes))
+	}
+	a := s.Attributes[0]
+	var got, want string
+	switch kv.Value.Type() {
+	case attribute.STRINGSLICE:
+		want = fmt.Sprint(kv.Value.AsStringSlice())
+		var vs []string
+		for _, x := range a.Value.GetArrayValue().GetValues() {
+			vs = append(vs, x.GetStringValue())
+		}
+		got = fmt.Sprint(vs)
+	case attribute.INT64:
+		want, got = fmt.Sprint(kv.Value.AsInt64()), fmt.Sprint(a.Value.GetIntValue())
+	default:
+		want, got = kv.Value.AsString(), a.Value.GetStringValue()
+	}
+	if a.Key != string(kv.Key) || got != want {
+		t.Errorf("%.20s=%.20s decoded as %.20s=%.20s", kv.Key, want, a.Key, got)
+	}
+}
+
+// TestSpanLimits: the span limits apply to the encoded attributes as the
+// SDK applies them (a key set again takes its new value, a new key past
+// the count limit is dropped and counted, as is an invalid attribute;
+// strings and string slices are cut to the length limit), and events,
+// links, names and statuses are exported, all decoded with the OTLP
+// project's Go types.
+func TestSpanLimits(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, data)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	clearEnv(t)
+	t.Setenv(EnvEndpoint, srv.URL)
+	t.Setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "6")
+	t.Setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "4")
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	ctx, agent := Agent(ctx, "", "session", "", "")                                      // 2 attributes
+	_, chat := Chat(ctx, ChatRequest{SessionID: "s1", Provider: "openai", Model: "gpt"}) // 4
+	chat.Replied(ChatResponse{Provider: "azure", RequestProvider: "openai", Model: "gpt-4o", InputTokens: 3, OutputTokens: 200, FinishReason: "stop"})
+	// operation, conversation, provider (replaced), request.model, response.model,
+	// input_tokens; output_tokens and finish_reasons dropped
+	chat.span.SetAttributes(attribute.String(KeyConversationID, "s2"), attribute.String("", "invalid"),
+		attribute.StringSlice(KeyRequestModel, []string{"abcdefg", "xy"}))
+	chat.span.SetName("renamed")
+	chat.span.AddEvent("note", trace.WithAttributes(attribute.Int("n", 1)))
+	chat.span.AddLink(trace.Link{SpanContext: agent.span.SpanContext(), Attributes: []attribute.KeyValue{attribute.Bool("b", true)}})
+	chat.End(errors.New("boom"), "")
+	agent.span.SetStatus(codes.Ok, "")
+	agent.End(nil, "")
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests", len(bodies))
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(bodies[0], &req); err != nil {
+		t.Fatal(err)
+	}
+	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+	if len(spans) != 2 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	c, a := spans[0], spans[1]
+	got := map[string]string{}
+	for _, kv := range c.Attributes {
+		got[kv.Key] = strings.Join(strings.Fields(kv.Value.String()), "")
+	}
+	want := map[string]string{
+		KeyOperation: `string_value:"chat"`, KeyConversationID: `string_value:"s2"`, KeyProvider: `string_value:"azur"`,
+		KeyRequestModel:  `array_value:{values:{string_value:"abcd"}values:{string_value:"xy"}}`,
+		KeyResponseModel: `string_value:"gpt-"`, KeyInputTokens: `int_value:3`,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("attributes\n%v, want\n%v", got, want)
+	}
+	// output_tokens, finish_reasons, the invalid one and error.type
+	if c.DroppedAttributesCount != 4 {
+		t.Errorf("%d attributes dropped", c.DroppedAttributesCount)
+	}
+	if c.Name != "renamed" || len(c.Events) != 2 || c.Events[0].Name != "note" || c.Events[0].Attributes[0].Value.GetIntValue() != 1 ||
+		c.Events[1].Name != "exception" || len(c.Links) != 1 || !bytes.Equal(c.Links[0].SpanId, a.SpanId) ||
+		!c.Links[0].Attributes[0].Value.GetBoolValue() || c.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("chat span: %v", c)
+	}
+	if a.Name != "invoke_agent" || len(a.Attributes) != 2 || a.Status.GetCode() != tracepb.Status_STATUS_CODE_OK {
+		t.Errorf("agent span: %v", a)
 	}
 }
 

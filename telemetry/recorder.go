@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -64,6 +65,7 @@ type recorder struct {
 	res     *resource.Resource
 	proc    *batcher
 	tp      *tracerProvider
+	clock   atomic.Pointer[time.Time] // now's last reading of the wall clock
 }
 
 var _ trace.Tracer = (*recorder)(nil)
@@ -176,7 +178,7 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 	if sr.Decision != sdktrace.Drop {
 		start := cfg.Timestamp()
 		if start.IsZero() {
-			start = time.Now()
+			start = r.now()
 		}
 		d := records.Get().(*record)
 		d.mu.Lock()
@@ -195,6 +197,24 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 	}
 	return c, s
 }
+
+// now is the time a span starts: the wall clock read at most every
+// clockPeriod, advanced by the monotonic clock in between (time.Now
+// reads both clocks, several times the cost of reading the monotonic
+// one, and a loop of quick calls starts two spans an iteration). A step
+// of the wall clock shows in the spans within clockPeriod.
+func (r *recorder) now() time.Time {
+	if base := r.clock.Load(); base != nil {
+		if d := time.Since(*base); d >= 0 && d < clockPeriod {
+			return base.Add(d)
+		}
+	}
+	t := time.Now()
+	r.clock.Store(&t)
+	return t
+}
+
+const clockPeriod = time.Second
 
 // spanCtx is the context a span starts: its parent's, with the span as
 // its current span (trace.SpanFromContext). The span's handle and the
@@ -284,9 +304,9 @@ type record struct {
 	op, name      string // the span's name is "op name" (spanName)
 	kind          trace.SpanKind
 	start, end    time.Time
-	attrs         []attribute.KeyValue
-	inline        [16]attribute.KeyValue // attrs' first backing array
-	droppedAttrs  int
+	attrs         attrSet // encoded (attrs.go)
+	attrsAt       [16]attrPos
+	attrsBuf      [512]byte
 	events        []event
 	droppedEvents int
 	links         []link
@@ -310,27 +330,25 @@ type link struct {
 
 var records = sync.Pool{New: func() any {
 	d := new(record)
-	d.attrs = d.inline[:0]
+	d.attrs.buf, d.attrs.at = d.attrsBuf[:0], d.attrsAt[:0]
 	return d
 }}
 
-// release returns an ended span's record to the pool.
-func release(d *record) {
-	d.mu.Lock()
-	d.gen++ // handles still held find it no longer theirs
+// reset empties an ended span's record for reuse (with mu held): handles
+// still held find it no longer theirs.
+func (d *record) reset() {
+	d.gen++
 	d.ended = false
-	// attrs are overwritten by the record's next span; what they hold
-	// until then is freed with the pool's items (at most two garbage
-	// collections later): not clearing them saves the write barriers
-	d.attrs = d.attrs[:0]
+	d.attrs.buf, d.attrs.at, d.attrs.dropped = d.attrs.buf[:0], d.attrs.at[:0], 0
+	if cap(d.attrs.buf) > 64<<10 { // (content captured on a span)
+		d.attrs.buf = d.attrsBuf[:0]
+	}
 	clear(d.events)
 	d.events = d.events[:0]
 	clear(d.links)
 	d.links = d.links[:0]
-	d.droppedAttrs, d.droppedEvents, d.droppedLinks = 0, 0, 0
+	d.droppedEvents, d.droppedLinks = 0, 0
 	d.status = codes.Unset // (statusDesc goes with Error only, and the next start sets the span contexts and name)
-	d.mu.Unlock()
-	records.Put(d)
 }
 
 // span is the trace.Span skein's spans are: the span context, and the
@@ -406,12 +424,15 @@ func (s *span) SetAttributes(kvs ...attribute.KeyValue) {
 	if d == nil {
 		return
 	}
-	d.attrs, d.droppedAttrs = s.r.addAttrs(d.attrs, d.droppedAttrs, s.r.limits.AttributeCountLimit, kvs)
+	for i := range kvs {
+		s.r.setAttr(d, &kvs[i]) // (a KeyValue is 64 bytes: not copied)
+	}
 	d.mu.Unlock()
 }
 
-// addAttrs adds kvs to attrs (limit: the count limit, negative for
-// none), returning them and the number dropped.
+// addAttrs adds kvs to the attributes of an event or link, attrs
+// (limit: the count limit, negative for none), returning them and the
+// number dropped.
 func (r *recorder) addAttrs(attrs []attribute.KeyValue, dropped, limit int, kvs []attribute.KeyValue) ([]attribute.KeyValue, int) {
 	lengthLimit := r.limits.AttributeValueLengthLimit
 next:
@@ -556,8 +577,9 @@ func (s *span) AddLink(l trace.Link) {
 	d.mu.Unlock()
 }
 
-// End ends the span and hands it to the batcher when sampled; later
-// calls do nothing.
+// End ends the span and hands it to the batcher when sampled (which
+// encodes it), then returns its record to the pool; later calls do
+// nothing.
 func (s *span) End(opts ...trace.SpanEndOption) {
 	if s == nil || s.d == nil {
 		return
@@ -575,9 +597,10 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 		end = d.start.Add(time.Since(d.start)) // monotonic
 	}
 	d.end, d.ended = end, true
-	d.mu.Unlock()
 	if s.sc.IsSampled() {
 		s.r.proc.onEnd(d)
 	}
-	release(d)
+	d.reset()
+	d.mu.Unlock()
+	records.Put(d)
 }

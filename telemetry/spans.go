@@ -59,9 +59,10 @@ type Span struct {
 	content bool
 }
 
-// Span start configurations, made once. Attributes are set right after
-// the start, in one call (the samplers OTEL_TRACES_SAMPLER chooses do not
-// read them), from a buffer on the caller's stack.
+// Span start configurations, made once. The helpers set their
+// attributes right after the start (the samplers OTEL_TRACES_SAMPLER
+// chooses do not read them), straight into the span's record, encoded
+// (attrs.go).
 var (
 	internalSpan = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindInternal))
 	clientSpan   = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindClient))
@@ -78,9 +79,15 @@ func start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfi
 	return ctx, Span{span: s, content: t.content}
 }
 
-// attrBuf holds a span's attributes while they are handed to the
-// recorder, which copies them.
-type attrBuf [12]attribute.KeyValue
+// record locks and returns the span's record while it records (its
+// attributes are set with its recorder's set* methods), else returns
+// nil.
+func (s Span) record() (*recorder, *record) {
+	if d := s.span.lock(); d != nil {
+		return s.span.r, d
+	}
+	return nil, nil
+}
 
 // Workflow starts the span of a workflow run: "invoke_workflow NAME".
 func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
@@ -89,8 +96,12 @@ func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
 		return ctx, Span{}
 	}
 	ctx, s := start(ctx, t, OpWorkflow, name, &internalSpan)
-	var buf attrBuf
-	s.span.SetAttributes(append(buf[:0], attrOpWorkflow, attribute.String(KeyWorkflowName, name), attribute.String(KeyWorkflowRun, runID))...)
+	if r, d := s.record(); d != nil {
+		r.setFixed(d, KeyOperation, fieldOpWorkflow)
+		r.setString(d, KeyWorkflowName, name)
+		r.setString(d, KeyWorkflowRun, runID)
+		d.mu.Unlock()
+	}
 	return ctx, s
 }
 
@@ -101,12 +112,15 @@ func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, 
 		return ctx, Span{}
 	}
 	ctx, s := start(ctx, t, OpStage, node, &internalSpan)
-	var buf attrBuf
-	attrs := append(buf[:0], attrOpStage, attribute.String(KeyStage, node), attribute.String(KeyStageKind, kind))
-	if sessionID != "" {
-		attrs = append(attrs, attribute.String(KeyConversationID, sessionID))
+	if r, d := s.record(); d != nil {
+		r.setFixed(d, KeyOperation, fieldOpStage)
+		r.setString(d, KeyStage, node)
+		r.setString(d, KeyStageKind, kind)
+		if sessionID != "" {
+			r.setString(d, KeyConversationID, sessionID)
+		}
+		d.mu.Unlock()
 	}
-	s.span.SetAttributes(attrs...)
 	return ctx, s
 }
 
@@ -121,18 +135,20 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 		agent, _ = ctx.Value(agentKey{}).(string)
 	}
 	ctx, s := start(ctx, t, OpAgent, agent, &internalSpan)
-	var buf attrBuf
-	attrs := append(buf[:0], attrOpAgent, attribute.String(KeyConversationID, sessionID))
-	if agent != "" {
-		attrs = append(attrs, attribute.String(KeyAgentName, agent))
+	if r, d := s.record(); d != nil {
+		r.setFixed(d, KeyOperation, fieldOpAgent)
+		r.setString(d, KeyConversationID, sessionID)
+		if agent != "" {
+			r.setString(d, KeyAgentName, agent)
+		}
+		if provider != "" {
+			r.setString(d, KeyProvider, ProviderName(provider))
+		}
+		if model != "" {
+			r.setString(d, KeyRequestModel, model)
+		}
+		d.mu.Unlock()
 	}
-	if provider != "" {
-		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(provider)))
-	}
-	if model != "" {
-		attrs = append(attrs, attribute.String(KeyRequestModel, model))
-	}
-	s.span.SetAttributes(attrs...)
 	return ctx, s
 }
 
@@ -144,33 +160,31 @@ type ChatRequest struct {
 	MaxTokens                  int
 }
 
-// appendAttrs appends the request's attributes.
-func (r *ChatRequest) appendAttrs(attrs []attribute.KeyValue) []attribute.KeyValue {
-	attrs = append(attrs, attrOpChat, attribute.String(KeyConversationID, r.SessionID))
-	if r.Provider != "" {
-		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
-	}
-	if r.Model != "" {
-		attrs = append(attrs, attribute.String(KeyRequestModel, r.Model))
-	}
-	if r.Temperature != nil {
-		attrs = append(attrs, attribute.Float64(KeyTemperature, *r.Temperature))
-	}
-	if r.MaxTokens > 0 {
-		attrs = append(attrs, attribute.Int(KeyMaxTokens, r.MaxTokens))
-	}
-	return attrs
-}
-
 // Chat starts the span of one model call: "chat MODEL", a client span.
-func Chat(ctx context.Context, r ChatRequest) (context.Context, Span) {
+func Chat(ctx context.Context, req ChatRequest) (context.Context, Span) {
 	t := From(ctx)
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, OpChat, r.Model, &clientSpan)
-	var buf attrBuf
-	s.span.SetAttributes(r.appendAttrs(buf[:0])...)
+	ctx, s := start(ctx, t, OpChat, req.Model, &clientSpan)
+	if r, d := s.record(); d != nil {
+		r.setFixed(d, KeyOperation, fieldOpChat)
+		r.setString(d, KeyConversationID, req.SessionID)
+		if req.Provider != "" {
+			r.setString(d, KeyProvider, ProviderName(req.Provider))
+		}
+		if req.Model != "" {
+			r.setString(d, KeyRequestModel, req.Model)
+		}
+		if req.Temperature != nil {
+			kv := attribute.Float64(KeyTemperature, *req.Temperature)
+			r.setAttr(d, &kv)
+		}
+		if req.MaxTokens > 0 {
+			r.setInt(d, KeyMaxTokens, int64(req.MaxTokens))
+		}
+		d.mu.Unlock()
+	}
 	return ctx, s
 }
 
@@ -185,33 +199,31 @@ type ChatResponse struct {
 }
 
 // Replied records a model call's reply on its chat span.
-func (s *Span) Replied(r ChatResponse) {
-	if s.span == nil {
+func (s *Span) Replied(resp ChatResponse) {
+	r, d := s.record()
+	if d == nil {
 		return
 	}
-	var buf attrBuf
-	attrs := buf[:0]
-	if r.Provider != "" && r.Provider != r.RequestProvider {
+	if resp.Provider != "" && resp.Provider != resp.RequestProvider {
 		// a fallback answered: the provider that did
-		attrs = append(attrs, attribute.String(KeyProvider, ProviderName(r.Provider)))
+		r.setString(d, KeyProvider, ProviderName(resp.Provider))
 	}
-	if r.Model != "" {
-		attrs = append(attrs, attribute.String(KeyResponseModel, r.Model))
+	if resp.Model != "" {
+		r.setString(d, KeyResponseModel, resp.Model)
 	}
-	attrs = append(attrs, attribute.Int(KeyInputTokens, r.InputTokens), attribute.Int(KeyOutputTokens, r.OutputTokens))
-	if r.FinishReason != "" {
-		attrs = append(attrs, finishReasons(r.FinishReason))
+	r.setInt(d, KeyInputTokens, int64(resp.InputTokens))
+	r.setInt(d, KeyOutputTokens, int64(resp.OutputTokens))
+	if resp.FinishReason != "" {
+		// llm's stop reasons are encoded once (a slice attribute would
+		// be copied through reflection)
+		if i := slices.Index(stopReasons[:], resp.FinishReason); i >= 0 {
+			r.setFixed(d, KeyFinishReasons, fieldStopReasons[i])
+		} else {
+			kv := attribute.StringSlice(KeyFinishReasons, []string{resp.FinishReason})
+			r.setAttr(d, &kv)
+		}
 	}
-	s.span.SetAttributes(attrs...)
-}
-
-// finishReasons is the gen_ai.response.finish_reasons attribute of one
-// reason: made once for llm's stop reasons (a slice attribute allocates).
-func finishReasons(reason string) attribute.KeyValue {
-	if i := slices.Index(stopReasons[:], reason); i >= 0 {
-		return stopReasonAttrs[i]
-	}
-	return attribute.StringSlice(KeyFinishReasons, []string{reason})
+	d.mu.Unlock()
 }
 
 // Tool starts the span of one tool call: "execute_tool NAME". (Its
@@ -224,28 +236,15 @@ func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
 		return ctx, Span{}
 	}
 	ctx, s := start(ctx, t, OpTool, name, &internalSpan)
-	var buf attrBuf
-	s.span.SetAttributes(append(buf[:0], attrOpTool, attribute.String(KeyToolName, name), attribute.String(KeyToolCallID, callID), attrToolFunction)...)
+	if r, d := s.record(); d != nil {
+		r.setFixed(d, KeyOperation, fieldOpTool)
+		r.setString(d, KeyToolName, name)
+		r.setString(d, KeyToolCallID, callID)
+		r.setFixed(d, KeyToolType, fieldToolFunction)
+		d.mu.Unlock()
+	}
 	return ctx, s
 }
-
-// Attributes of fixed values, made once.
-var (
-	attrOpWorkflow   = attribute.String(KeyOperation, OpWorkflow)
-	attrOpStage      = attribute.String(KeyOperation, OpStage)
-	attrOpAgent      = attribute.String(KeyOperation, OpAgent)
-	attrOpChat       = attribute.String(KeyOperation, OpChat)
-	attrOpTool       = attribute.String(KeyOperation, OpTool)
-	attrToolFunction = attribute.String(KeyToolType, "function")
-	// llm's stop reasons, and their finish_reasons attributes
-	stopReasons     = [...]string{"end_turn", "tool_use", "max_tokens", "stop_sequence"}
-	stopReasonAttrs = func() (kvs [len(stopReasons)]attribute.KeyValue) {
-		for i, r := range stopReasons {
-			kvs[i] = attribute.StringSlice(KeyFinishReasons, []string{r})
-		}
-		return kvs
-	}()
-)
 
 // Recording reports whether the span records anything (false for the
 // zero Span and for a span the sampler dropped).
@@ -259,15 +258,16 @@ func (s Span) CaptureContent() bool { return s.content && s.Recording() }
 // SetContent records content (a KeySystemInstructions,
 // KeyInputMessages, ... value) when CaptureContent is on.
 func (s Span) SetContent(key, value string) {
-	if s.CaptureContent() {
-		s.span.SetAttributes(attribute.String(key, value))
+	if s.content {
+		s.SetString(key, value)
 	}
 }
 
 // SetString sets a string attribute.
 func (s Span) SetString(key, value string) {
-	if s.span != nil {
-		s.span.SetAttributes(attribute.String(key, value))
+	if r, d := s.record(); d != nil {
+		r.setString(d, key, value)
+		d.mu.Unlock()
 	}
 }
 
@@ -286,7 +286,7 @@ func (s Span) End(err error, errType string) {
 		default:
 			errType = "_OTHER"
 		}
-		s.span.SetAttributes(attribute.String(KeyErrorType, errType))
+		s.SetString(KeyErrorType, errType)
 		s.span.RecordError(err)
 		s.span.SetStatus(codes.Error, err.Error())
 	}
