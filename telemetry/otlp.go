@@ -8,13 +8,10 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +93,9 @@ func otlpConfigFromEnv() (*otlpConfig, error) {
 			if dv, err := url.QueryUnescape(strings.TrimSpace(v)); err == nil {
 				v = dv
 			}
+			if !validHeader(strings.TrimSpace(k), strings.TrimSpace(v)) {
+				return nil, fmt.Errorf("%s: %q is not a valid header", name, strings.TrimSpace(k))
+			}
 			c.headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 		}
 	}
@@ -137,14 +137,15 @@ func otlpConfigFromEnv() (*otlpConfig, error) {
 	return c, nil
 }
 
-// otlpExporter posts spans to an OTLP/HTTP endpoint. A request is the
-// encoded spans as the batch processor holds them, between a head and a
-// tail the exporter encodes (the resource's and the scope's fields once,
-// at the start); gzip compresses them into a buffer it keeps.
+// otlpExporter posts spans to an OTLP/HTTP endpoint (otlphttp.go). A
+// request is the encoded spans as the batch processor holds them,
+// between a head and a tail the exporter encodes (the resource's and the
+// scope's fields once, at the start); gzip compresses them into a buffer
+// it keeps.
 type otlpExporter struct {
-	cfg    *otlpConfig
-	client *http.Client
-	res    *resource.Resource
+	cfg  *otlpConfig
+	conn *otlpConn
+	res  *resource.Resource
 
 	resField, scopeField []byte // a ResourceSpans's resource field, a ScopeSpans's scope field
 	resTail, scopeTail   []byte // their schema_url fields
@@ -161,12 +162,7 @@ var _ spanExporter = (*otlpExporter)(nil)
 // newOTLPExporter returns an exporter of spans of resource res and scope
 // skein's (ScopeName).
 func newOTLPExporter(cfg *otlpConfig, res *resource.Resource) *otlpExporter {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil // an exporter talks to the collector it was given
-	if cfg.tls != nil {
-		tr.TLSClientConfig = cfg.tls
-	}
-	e := &otlpExporter{cfg: cfg, client: &http.Client{Transport: tr}, res: res}
+	e := &otlpExporter{cfg: cfg, conn: newOTLPConn(cfg), res: res}
 	scope := instrumentation.Scope{Name: ScopeName}
 	var m int
 	e.resField, m = beginMessage(nil, 1) // Resource
@@ -213,8 +209,8 @@ func uvarintLen64(x uint64) int {
 }
 
 // ExportSpans posts one ExportTraceServiceRequest holding n spans,
-// encoded in chunks (appendSpanField); released is false when the
-// transport may still be reading chunks (the export timed out first).
+// encoded in chunks (appendSpanField). It is done with the chunks when
+// it returns (released is always true).
 func (e *otlpExporter) ExportSpans(ctx context.Context, chunks [][]byte, n int) (released bool, err error) {
 	if n == 0 {
 		return true, nil
@@ -244,59 +240,14 @@ func (e *otlpExporter) ExportSpans(ctx context.Context, chunks [][]byte, n int) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout)
 	defer cancel()
-	body := net.Buffers(slices.Clone(parts))
-	rb := &requestBody{Reader: &body, closed: make(chan struct{})}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.cfg.url, rb)
+	status, msg, err := e.conn.post(ctx, parts, length)
 	if err != nil {
-		return true, fmt.Errorf("otlp: %v", err)
+		return true, fmt.Errorf("otlp: exporting %d spans: %v", n, err)
 	}
-	req.ContentLength = int64(length)
-	req.GetBody = func() (io.ReadCloser, error) {
-		again := net.Buffers(slices.Clone(parts))
-		return io.NopCloser(&again), nil
+	if status < 200 || status > 299 {
+		return true, fmt.Errorf("otlp: exporting %d spans: %d %s: %s", n, status, http.StatusText(status), strings.TrimSpace(printable(msg)))
 	}
-	for k, v := range e.cfg.headers {
-		req.Header.Set(k, v)
-	}
-	req.Header.Set("Content-Type", "application/x-protobuf")
-	req.Header.Set("User-Agent", e.cfg.userAgent)
-	if e.cfg.gzip {
-		req.Header.Set("Content-Encoding", "gzip")
-	}
-	released = true
-	defer func() {
-		// The transport may read and close the body after Do returns:
-		// the buffers are reused only once it has.
-		select {
-		case <-rb.closed:
-		case <-ctx.Done():
-			released = e.cfg.gzip // the chunks were compressed, the rest is dropped
-			e.head, e.parts, e.zbuf = nil, nil, bytes.Buffer{}
-		}
-	}()
-	resp, err := e.client.Do(req)
-	if err != nil {
-		return released, fmt.Errorf("otlp: exporting %d spans: %v", n, err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return released, fmt.Errorf("otlp: exporting %d spans: %s: %s", n, resp.Status, strings.TrimSpace(printable(msg)))
-	}
-	return released, nil
-}
-
-// requestBody is a request's body that says when the transport has
-// closed it.
-type requestBody struct {
-	io.Reader
-	once   sync.Once
-	closed chan struct{}
-}
-
-func (r *requestBody) Close() error {
-	r.once.Do(func() { close(r.closed) })
-	return nil
+	return true, nil
 }
 
 // printable keeps the printable ASCII of an error body (a protobuf
@@ -311,9 +262,11 @@ func printable(b []byte) string {
 	return string(out)
 }
 
-// Shutdown closes idle connections.
+// Shutdown closes the connection.
 func (e *otlpExporter) Shutdown(context.Context) error {
-	e.client.CloseIdleConnections()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.conn.close()
 	return nil
 }
 

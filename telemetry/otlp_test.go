@@ -135,6 +135,8 @@ func TestOTLPConfigErrors(t *testing.T) {
 		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"}},
 		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}},
 		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "novalue"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "x-a=b%0D%0AHost: evil"}},
+		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_HEADERS": "x a=b"}},
 		{map[string]string{EnvEndpoint: "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent.pem"}},
 	} {
 		clearEnv(t)
