@@ -68,9 +68,10 @@ type spanExporter interface {
 // (OTLP protobuf) when it ends, into the chunks of the batch being
 // filled: what waits for export is bytes, which the garbage collector
 // does not scan, and the span's record goes back to its pool at once.
-// Exported chunks are reused for the next batches, so a run allocates
-// about one batch's worth of chunks (the exporter sends them as they
-// are, with no copy).
+// Exported chunks are reused for the next batches, the process's other
+// tracers' included (freeChunks), so a process allocates about one
+// batch's worth of chunks (the exporter sends them as they are, with no
+// copy).
 type batcher struct {
 	exp spanExporter
 	o   batchOptions
@@ -79,7 +80,6 @@ type batcher struct {
 	cur     spanBatch   // the batch being filled
 	full    []spanBatch // full batches, not yet taken by the goroutine
 	queued  int         // the spans of cur and full
-	free    [][]byte    // exported chunks, for reuse
 	dropped int
 	closed  bool
 
@@ -142,12 +142,36 @@ func (b *batcher) onEnd(s *record) {
 
 // chunk returns an empty chunk, an exported one if there is one.
 func (b *batcher) chunk() []byte {
-	if n := len(b.free); n > 0 {
-		c := b.free[n-1]
-		b.free = b.free[:n-1]
+	freeChunks.mu.Lock()
+	defer freeChunks.mu.Unlock()
+	if n := len(freeChunks.c); n > 0 {
+		c := freeChunks.c[n-1]
+		freeChunks.c = freeChunks.c[:n-1]
 		return c[:0]
 	}
 	return make([]byte, 0, chunkSize)
+}
+
+// freeChunks are exported chunks, kept for reuse by the process's
+// batchers (at most maxFreeChunks: about two full queues of spans of
+// the usual size).
+var freeChunks struct {
+	mu sync.Mutex
+	c  [][]byte
+}
+
+const maxFreeChunks = 32
+
+// freeChunk keeps an exported chunk for reuse.
+func freeChunk(c []byte) {
+	if cap(c) > 2*chunkSize { // one a large span grew
+		return
+	}
+	freeChunks.mu.Lock()
+	if len(freeChunks.c) < maxFreeChunks {
+		freeChunks.c = append(freeChunks.c, c)
+	}
+	freeChunks.mu.Unlock()
 }
 
 // run exports the full batches when one is, and everything pending when
@@ -214,13 +238,9 @@ func (b *batcher) export(all bool) {
 		if !released {
 			continue
 		}
-		b.mu.Lock()
 		for _, c := range batch.chunks {
-			if cap(c) <= 2*chunkSize { // not one a large span grew
-				b.free = append(b.free, c)
-			}
+			freeChunk(c)
 		}
-		b.mu.Unlock()
 	}
 }
 

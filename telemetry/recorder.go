@@ -173,8 +173,12 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 	} else {
 		scc.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
 	}
-	c := &spanCtx{Context: ctx, s: span{sc: trace.NewSpanContext(scc), r: r}}
+	c := &spanCtx{Context: ctx, s: span{tid: tid, sid: scc.SpanID, flags: scc.TraceFlags, r: r}}
 	s := &c.s
+	if sr.Tracestate.Len() > 0 {
+		ts := sr.Tracestate
+		s.ts = &ts
+	}
 	if sr.Decision != sdktrace.Drop {
 		start := cfg.Timestamp()
 		if start.IsZero() {
@@ -183,7 +187,7 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 		d := records.Get().(*record)
 		d.mu.Lock()
 		d.gen++
-		d.sc, d.parent, d.op, d.name, d.kind, d.start = s.sc, psc, op, name, trace.ValidateSpanKind(cfg.SpanKind()), start
+		d.sc, d.parent, d.op, d.name, d.kind, d.start = trace.NewSpanContext(scc), psc, op, name, trace.ValidateSpanKind(cfg.SpanKind()), start
 		d.mu.Unlock()
 		s.d, s.gen = d, d.gen
 		for _, l := range cfg.Links() {
@@ -353,13 +357,23 @@ func (d *record) reset() {
 
 // span is the trace.Span skein's spans are: the span context, and the
 // record while the span is recording (nil when the sampler dropped it).
+// It is allocated with its context (spanCtx), twice a loop iteration:
+// its fields are kept to 72 bytes (the span context's, a span's own
+// being never remote, and its trace state only when there is one).
 type span struct {
-	embedded.Span
-	sc  trace.SpanContext
-	r   *recorder
-	d   *record
-	gen uint64
+	*spanAPI
+	tid   trace.TraceID
+	sid   trace.SpanID
+	flags trace.TraceFlags
+	ts    *trace.TraceState // nil when empty
+	r     *recorder
+	d     *record
+	gen   uint64
 }
+
+// spanAPI makes span a trace.Span (the API's embedded interface, behind
+// a pointer that stays nil: its one method is never called).
+type spanAPI struct{ embedded.Span }
 
 var _ trace.Span = (*span)(nil)
 
@@ -377,7 +391,13 @@ func (s *span) lock() *record {
 	return s.d
 }
 
-func (s *span) SpanContext() trace.SpanContext { return s.sc }
+func (s *span) SpanContext() trace.SpanContext {
+	c := trace.SpanContextConfig{TraceID: s.tid, SpanID: s.sid, TraceFlags: s.flags}
+	if s.ts != nil {
+		c.TraceState = *s.ts
+	}
+	return trace.NewSpanContext(c)
+}
 
 func (s *span) IsRecording() bool {
 	d := s.lock()
@@ -597,7 +617,7 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 		end = d.start.Add(time.Since(d.start)) // monotonic
 	}
 	d.end, d.ended = end, true
-	if s.sc.IsSampled() {
+	if s.flags.IsSampled() {
 		s.r.proc.onEnd(d)
 	}
 	d.reset()

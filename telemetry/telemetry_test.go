@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/skein-dev/skein/sessions/message"
 	"go.opentelemetry.io/otel/trace"
@@ -215,5 +216,31 @@ func TestSpanContextKey(t *testing.T) {
 		if trace.SpanFromContext(cctx).IsRecording() {
 			t.Errorf("key %v: an ended span records", key)
 		}
+	}
+}
+
+// TestSpanAllocations: a span of the helpers (started, given its
+// attributes and ended, encoded for export) allocates once, its handle
+// and context together, in 96 bytes.
+func TestSpanAllocations(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(EnvEndpoint, "http://127.0.0.1:1")
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	ctx, agent := Agent(ctx, "", "s1", "mock", "m")
+	defer agent.End(nil, "")
+	defer tr.Shutdown(context.Background())
+	n := testing.AllocsPerRun(200, func() {
+		_, chat := Chat(ctx, ChatRequest{SessionID: "s1", Provider: "mock", Model: "m"})
+		chat.Replied(ChatResponse{Provider: "mock", RequestProvider: "mock", Model: "m", InputTokens: 1, OutputTokens: 2, FinishReason: "tool_use"})
+		chat.End(nil, "")
+		_, tool := Tool(ctx, "noop", "call_1")
+		tool.End(nil, "")
+	})
+	if n > 2 {
+		t.Errorf("%v allocations for two spans", n)
+	}
+	if size := unsafe.Sizeof(spanCtx{}); size > 96 {
+		t.Errorf("a span and its context take %d bytes", size)
 	}
 }
