@@ -108,22 +108,6 @@ func (w *writeConn) close(discard bool) error {
 	return err
 }
 
-// execAlone runs one of the Backend's prepared statements on the write
-// connection as a transaction of its own (one statement, one commit),
-// and returns how many rows it changed.
-func (b *Backend) execAlone(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
-	var res sql.Result
-	err := b.runWrite(ctx, false, func(ctx context.Context, w *writeConn) error {
-		var err error
-		res, err = w.StmtContext(ctx, stmt).ExecContext(ctx, args...)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
 // errNotKnown is writeKnown's refusal of a write it cannot make: nothing
 // was written, and Write makes it in a transaction of its own.
 var errNotKnown = errors.New("the session's state is not known")
@@ -164,10 +148,14 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 	}
 	// A write that changes the sessions row (its fields, or touched: see
 	// insertWrite) needs a transaction of its two statements.
-	if update, _ := b.rowUpdate(h, p); update == nil && also == nil && !p.Update.SetMetadata && rowstore.Touched(updated) == h.touched {
+	// It carries the statements waiting for a write (see carry.go), after
+	// its own.
+	cs := b.takeCarried()
+	if update, _ := b.rowUpdate(h, p); update == nil && also == nil && len(cs) == 0 && !p.Update.SetMetadata && rowstore.Touched(updated) == h.touched {
 		return b.insertAlone(ctx, w, id, h, p, base)
 	}
 	if _, err := w.begin.ExecContext(ctx); err != nil {
+		b.putBack(cs)
 		return b.dropWriteConn(err)
 	}
 	b.begun()
@@ -176,13 +164,18 @@ func (b *Backend) writeKnown(ctx context.Context, id string, base int64, encoded
 		err = also(w)
 	}
 	if err == nil {
+		runCarried(ctx, w, cs)
 		if _, err = w.commit.ExecContext(ctx); err != nil {
-			return sessions.IDError(id, b.dropWriteConn(err))
+			err = b.dropWriteConn(err)
+			endCarried(cs, err)
+			return sessions.IDError(id, err)
 		}
 		b.known.put(id, after)
 		b.committed(ctx)
+		endCarried(cs, nil)
 		return nil
 	}
+	b.putBack(cs)
 	if _, rerr := w.rollback.ExecContext(ctx); rerr != nil {
 		b.dropWriteConn(rerr)
 	}

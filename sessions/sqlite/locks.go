@@ -88,9 +88,10 @@ func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error
 	l.mu.Unlock()
 	defer l.taking.Done()
 	lk := &lock{l: l, name: name, holder: uuid.NewString()}
-	// A lock without a row is taken by one prepared INSERT; a row (the
-	// lock is held, or its holder died) needs the transaction below.
-	n, err := l.b.execAlone(ctx, l.b.stmts.lock, name, lk.holder, l.host, l.pid, time.Now().Add(LockLease).UnixNano())
+	// A lock without a row is taken by one prepared INSERT, carried by
+	// another write if one comes soon (carry.go); a row (the lock is
+	// held, or its holder died) needs the transaction below.
+	n, err := l.b.execCarried(ctx, l.b.stmts.lock, name, lk.holder, l.host, l.pid, time.Now().Add(LockLease).UnixNano())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: lock '%s': %w", name, err)
 	}
@@ -236,7 +237,7 @@ func (lk *lock) Unlock(ctx context.Context) error {
 	// Unlock even when ctx is done: a lock left behind would stay held
 	// until its lease runs out.
 	ctx = context.WithoutCancel(ctx)
-	if _, err := l.b.execAlone(ctx, l.b.stmts.unlock, lk.name, lk.holder); err != nil {
+	if _, err := l.b.execCarried(ctx, l.b.stmts.unlock, lk.name, lk.holder); err != nil {
 		return fmt.Errorf("sqlite: unlock '%s': %w", lk.name, err)
 	}
 	return nil

@@ -61,7 +61,9 @@ func (b *Backend) insertSteps(ctx context.Context, tx stmter, rid int64, from in
 
 // onWriteConn runs fn, a read of a statement or two, on the write
 // connection (see writeConn), which it opens if needed, between two
-// writes. fn's context is not cancelled (see write).
+// writes; when statements wait to be carried (carry.go), in a write
+// transaction that carries them. fn's context is not cancelled (see
+// write).
 func (b *Backend) onWriteConn(ctx context.Context, fn func(ctx context.Context, w *writeConn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -73,13 +75,34 @@ func (b *Backend) onWriteConn(ctx context.Context, fn func(ctx context.Context, 
 	if err != nil {
 		return err
 	}
-	if err := fn(ctx, w); err != nil {
-		if fromDatabase(err) {
+	cs := b.takeCarried()
+	if len(cs) > 0 {
+		if _, err := w.begin.ExecContext(ctx); err != nil {
+			b.putBack(cs)
 			return b.dropWriteConn(err)
 		}
-		return err
+		b.begun()
+		runCarried(ctx, w, cs)
 	}
-	return nil
+	err = fn(ctx, w)
+	if len(cs) > 0 {
+		// fn only reads: its error is its own, and the carried
+		// statements commit regardless.
+		_, cerr := w.commit.ExecContext(ctx)
+		if cerr != nil {
+			cerr = b.dropWriteConn(cerr)
+		} else {
+			b.committed(ctx)
+		}
+		endCarried(cs, cerr)
+		if cerr != nil {
+			return cerr
+		}
+	}
+	if err != nil && fromDatabase(err) && b.wconn != nil {
+		return b.dropWriteConn(err)
+	}
+	return err
 }
 
 // runWrite runs fn on the write connection (see writeConn), which it

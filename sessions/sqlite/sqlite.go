@@ -38,6 +38,10 @@ type Backend struct {
 	wmu   sync.Mutex
 	known knownStates // guarded by wmu
 	wconn *writeConn  // guarded by wmu; nil until writeKnown needs it
+	// carry is the statements waiting for a write to carry them
+	// (carry.go), guarded by cmu.
+	cmu   sync.Mutex
+	carry []*carried
 	ckpt  checkpointer
 	// key seals the payloads this Backend writes and opens sealed ones
 	// (WithKey); nil writes them plain, with checksums.
