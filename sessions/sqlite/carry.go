@@ -26,6 +26,9 @@ const carryWait = time.Millisecond
 type carried struct {
 	stmt *sql.Stmt
 	args []any
+	// then, unless nil, runs right after the statement when it
+	// succeeded (n: the rows it changed), in its transaction.
+	then func(ctx context.Context, w *writeConn, n int64)
 	n    int64 // the rows it changed
 	err  error
 	done chan struct{} // closed when its transaction has ended
@@ -37,10 +40,17 @@ type carried struct {
 // transaction has committed. Once queued it runs whatever ctx does
 // (see write).
 func (b *Backend) execCarried(ctx context.Context, stmt *sql.Stmt, args ...any) (int64, error) {
+	return b.execCarriedThen(ctx, nil, stmt, args...)
+}
+
+// execCarriedThen is execCarried with then run right after the
+// statement when it succeeded, on the write connection, in its
+// transaction (a read, such as a version read after a lock is taken).
+func (b *Backend) execCarriedThen(ctx context.Context, then func(ctx context.Context, w *writeConn, n int64), stmt *sql.Stmt, args ...any) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	c := &carried{stmt: stmt, args: args, done: make(chan struct{})}
+	c := &carried{stmt: stmt, args: args, then: then, done: make(chan struct{})}
 	b.cmu.Lock()
 	b.carry = append(b.carry, c)
 	b.cmu.Unlock()
@@ -88,6 +98,9 @@ func runCarried(ctx context.Context, w *writeConn, cs []*carried) {
 			c.n, err = res.RowsAffected()
 		}
 		c.err = err
+		if err == nil && c.then != nil {
+			c.then(ctx, w, c.n)
+		}
 	}
 }
 

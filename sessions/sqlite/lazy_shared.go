@@ -79,6 +79,18 @@ func (ll *lazyLocker) TryLock(ctx context.Context, name string) (sessions.Lock, 
 	return l.TryLock(ctx, name)
 }
 
+var _ sessions.VersionLocker = (*lazyLocker)(nil)
+
+// TryLockVersion is the Backend's locker's TryLockVersion (opening the
+// file, creating it).
+func (ll *lazyLocker) TryLockVersion(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
+	l, err := ll.get(true)
+	if err != nil {
+		return nil, sessions.StoredVersion{}, err
+	}
+	return l.(sessions.VersionLocker).TryLockVersion(ctx, name, id)
+}
+
 func (ll *lazyLocker) Interrupt(ctx context.Context, name, reason string) (bool, error) {
 	l, err := ll.get(false)
 	if l == nil {

@@ -79,27 +79,54 @@ func (l *locker) alive(h holderRow, now time.Time) bool {
 }
 
 func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
+	lk, _, err := l.take(ctx, name, "")
+	return lk, err
+}
+
+var _ sessions.VersionLocker = (*locker)(nil)
+
+// TryLockVersion takes the lock and, when it got it, reads session id's
+// version right after, on the write connection: in the transaction that
+// took the lock when another write carried it or the lock's row needed
+// one, else just after that statement's commit.
+func (l *locker) TryLockVersion(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
+	return l.take(ctx, name, id)
+}
+
+// take takes the lock called name and, when id is not "", reads session
+// id's stored version after it.
+func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
+	var v sessions.StoredVersion
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return nil, errors.New("sqlite: locker is closed")
+		return nil, v, errors.New("sqlite: locker is closed")
 	}
 	l.taking.Add(1)
 	l.mu.Unlock()
 	defer l.taking.Done()
 	lk := &lock{l: l, name: name, holder: uuid.NewString()}
+	readVersion := func(ctx context.Context, tx stmter) {
+		if id != "" {
+			v = l.b.readVersion(ctx, tx, id)
+		}
+	}
 	// A lock without a row is taken by one prepared INSERT, carried by
 	// another write if one comes soon (carry.go); a row (the lock is
 	// held, or its holder died) needs the transaction below.
-	n, err := l.b.execCarried(ctx, l.b.stmts.lock, name, lk.holder, l.host, l.pid, time.Now().Add(LockLease).UnixNano())
+	n, err := l.b.execCarriedThen(ctx, func(ctx context.Context, w *writeConn, n int64) {
+		if n == 1 {
+			readVersion(ctx, w)
+		}
+	}, l.b.stmts.lock, name, lk.holder, l.host, l.pid, time.Now().Add(LockLease).UnixNano())
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: lock '%s': %w", name, err)
+		return nil, v, fmt.Errorf("sqlite: lock '%s': %w", name, err)
 	}
 	if n == 1 {
 		l.mu.Lock()
 		l.held[lk.holder] = lk
 		l.mu.Unlock()
-		return lk, nil
+		return lk, v, nil
 	}
 	err = l.b.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now()
@@ -116,18 +143,21 @@ func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?)`,
 			name, lk.holder, l.host, l.pid, now.Add(LockLease).UnixNano())
+		if err == nil {
+			readVersion(ctx, tx)
+		}
 		return err
 	})
 	if err != nil {
 		if errors.Is(err, sessions.ErrLocked) {
-			return nil, err
+			return nil, v, err
 		}
-		return nil, fmt.Errorf("sqlite: lock '%s': %w", name, err)
+		return nil, v, fmt.Errorf("sqlite: lock '%s': %w", name, err)
 	}
 	l.mu.Lock()
 	l.held[lk.holder] = lk
 	l.mu.Unlock()
-	return lk, nil
+	return lk, v, nil
 }
 
 // lockHolder reads who holds the lock called name.

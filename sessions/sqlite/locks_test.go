@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
@@ -189,4 +190,83 @@ func TestLazyLocker(t *testing.T) {
 		}
 		return a, b
 	})
+}
+
+// TestTryLockVersion: the lock taken with a session's version reads the
+// version stored when the lock was taken (the last write of another
+// Backend's holder that released it included), whether the lock had no
+// row or the row of a dead holder; a missing session reads as
+// ErrNotFound with the lock held; a held lock is ErrLocked. Through the
+// Lazy backend's locker too.
+func TestTryLockVersion(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, b := openClosed(t, path), openClosed(t, path)
+	lazy := openLazy(t, path)
+	t.Cleanup(func() { lazy.Close() })
+	ll, err := lazy.NewLocker(testPoll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ll.Close() })
+	lb := newTestLocker(t, b).(sessions.VersionLocker)
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	db := rawDB(t, path)
+	for round, la := range []sessions.VersionLocker{newTestLocker(t, a).(sessions.VersionLocker), ll.(sessions.VersionLocker)} {
+		for _, dead := range []bool{false, true} {
+			// b writes under the lock and releases it; a takes it next.
+			lk, _, err := lb.TryLockVersion(ctx, "turn/s", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := la.TryLockVersion(ctx, "turn/s", "s"); !errors.Is(err, sessions.ErrLocked) {
+				t.Fatalf("TryLockVersion of a held lock: %v", err)
+			}
+			if _, err := store.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if dead {
+				// The row of a holder that died: the transaction path.
+				if _, err := db.Exec(`INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?)`,
+					"turn/s", "token-dead", processHost(), deadPID(t), time.Now().Add(time.Hour).UnixNano()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lk, v, err := la.TryLockVersion(ctx, "turn/s", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, created, err := b.StoredVersion(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Err != nil || v.Version != want || !v.Created.Equal(created) {
+				t.Fatalf("round %d (dead holder %v): read %+v, stored version %d created %s", round, dead, v, want, created)
+			}
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lk, v, err := lb.TryLockVersion(ctx, "turn/missing", "missing")
+	if err != nil || !errors.Is(v.Err, sessions.ErrNotFound) {
+		t.Fatalf("TryLockVersion of a missing session: %+v, %v", v, err)
+	}
+	if held, err := ll.Held(ctx, []string{"turn/missing"}); err != nil || !held["turn/missing"] {
+		t.Fatalf("the lock taken with a missing session's version: %v, %v", held, err)
+	}
+	lk.Unlock(ctx)
+	var rows int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM locks`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("lock rows after every unlock: %d, %v", rows, err)
+	}
 }

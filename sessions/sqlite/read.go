@@ -198,22 +198,41 @@ var _ sessions.VersionReader = (*Backend)(nil)
 // connection of the pool would read those pages again from the log
 // after every commit. A read-only Backend prepares nothing.
 func (b *Backend) StoredVersion(ctx context.Context, id string) (int64, time.Time, error) {
-	var version, created int64
-	var err error
+	var v sessions.StoredVersion
 	if b.stmts.version != nil {
-		err = b.onWriteConn(ctx, func(ctx context.Context, w *writeConn) error {
-			return w.StmtContext(ctx, b.stmts.version).QueryRowContext(ctx, id).Scan(&version, &created)
+		err := b.onWriteConn(ctx, func(ctx context.Context, w *writeConn) error {
+			v = b.readVersion(ctx, w, id)
+			if fromDatabase(v.Err) {
+				return v.Err // the connection is dropped
+			}
+			return nil
 		})
+		if err != nil {
+			return 0, time.Time{}, sessions.IDError(id, err)
+		}
 	} else {
-		err = b.db.QueryRowContext(ctx, versionSQL, id).Scan(&version, &created)
+		v = versionOf(id, b.db.QueryRowContext(ctx, versionSQL, id))
 	}
+	return v.Version, v.Created, v.Err
+}
+
+// readVersion reads session id's version and creation time in tx (a
+// transaction, or the write connection).
+func (b *Backend) readVersion(ctx context.Context, tx stmter, id string) sessions.StoredVersion {
+	return versionOf(id, tx.StmtContext(ctx, b.stmts.version).QueryRowContext(ctx, id))
+}
+
+// versionOf scans row, of versionSQL for session id.
+func versionOf(id string, row *sql.Row) sessions.StoredVersion {
+	var version, created int64
+	err := row.Scan(&version, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, time.Time{}, sessions.IDError(id, sessions.ErrNotFound)
+		return sessions.StoredVersion{Err: sessions.IDError(id, sessions.ErrNotFound)}
 	}
 	if err != nil {
-		return 0, time.Time{}, sessions.IDError(id, err)
+		return sessions.StoredVersion{Err: sessions.IDError(id, err)}
 	}
-	return version, rowstore.DecodeTime(created), nil
+	return sessions.StoredVersion{Version: version, Created: rowstore.DecodeTime(created)}
 }
 
 // loadTranscript reads session id's row, children and current messages.
