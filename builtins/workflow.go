@@ -224,10 +224,10 @@ func toolByName(name string, named map[string]starlark.Value) (starlark.Value, e
 	}
 	var known []string
 	for _, t := range builtinTools() {
-		if t.spec.Name == name {
+		if t.name == name {
 			return t, nil
 		}
-		known = append(known, t.spec.Name)
+		known = append(known, t.name)
 	}
 	for k := range named {
 		known = append(known, k)

@@ -29,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -51,13 +52,32 @@ const (
 
 // builtinTool is one of the built-in agent tools.
 type builtinTool struct {
-	spec llm.ToolSpec
+	name string
+	// schema makes the tool's specification on first use: every run makes
+	// every built-in tool (Predeclared), few runs give one to a model.
+	schema *lazySpec
 	// describe, if set, adds to the description what the policy in force
 	// at bind time allows (the commands, the hosts).
 	describe func(p *workspace.Policy) string
 	run      func(thread *starlark.Thread, p *workspace.Policy, args map[string]any) (string, error)
 	approve  starlark.Callable // nil: no approval asked
 }
+
+// lazySpec is a built-in tool's specification, made once on first use.
+type lazySpec struct {
+	once  sync.Once
+	build func(name string) llm.ToolSpec
+	spec  llm.ToolSpec
+	built bool
+}
+
+func (l *lazySpec) get(name string) llm.ToolSpec {
+	l.once.Do(func() { l.spec, l.built = l.build(name), true })
+	return l.spec
+}
+
+// spec returns the tool's name, description and schema.
+func (t *builtinTool) spec() llm.ToolSpec { return t.schema.get(t.name) }
 
 var (
 	_ Tool              = (*builtinTool)(nil)
@@ -67,13 +87,13 @@ var (
 
 func (t *builtinTool) String() string {
 	if t.approve != nil {
-		return fmt.Sprintf("<tool %s (approval required)>", t.spec.Name)
+		return fmt.Sprintf("<tool %s (approval required)>", t.name)
 	}
-	return fmt.Sprintf("<tool %s>", t.spec.Name)
+	return fmt.Sprintf("<tool %s>", t.name)
 }
 func (t *builtinTool) Type() string          { return "tool" }
 func (t *builtinTool) Truth() starlark.Bool  { return true }
-func (t *builtinTool) Hash() (uint32, error) { return starlark.String(t.spec.Name).Hash() }
+func (t *builtinTool) Hash() (uint32, error) { return starlark.String(t.name).Hash() }
 func (t *builtinTool) Freeze() {
 	if t.approve != nil {
 		t.approve.Freeze()
@@ -81,15 +101,15 @@ func (t *builtinTool) Freeze() {
 }
 
 // Name is the tool's Starlark name, for call errors.
-func (t *builtinTool) Name() string { return "tools." + t.spec.Name }
+func (t *builtinTool) Name() string { return "tools." + t.name }
 
 // ToolSpec returns the tool's name, description and schema.
-func (t *builtinTool) ToolSpec() llm.ToolSpec { return t.spec }
+func (t *builtinTool) ToolSpec() llm.ToolSpec { return t.spec() }
 
 // Attr exposes name, description, parameters and approve.
 func (t *builtinTool) Attr(name string) (starlark.Value, error) {
 	if name != "approve" {
-		return specAttr(t.spec, name), nil
+		return specAttr(t.spec(), name), nil
 	}
 	if t.approve == nil {
 		return starlark.None, nil
@@ -128,7 +148,7 @@ func (t *builtinTool) CallInternal(thread *starlark.Thread, args starlark.Tuple,
 // Bind returns the tool as the engine runs it on thread. Its description
 // says what the policy in force now allows.
 func (t *builtinTool) Bind(thread *starlark.Thread) agent.Tool {
-	spec := t.spec
+	spec := t.spec()
 	if t.describe != nil {
 		if p, err := vm.WorkspaceOf(thread); err == nil {
 			spec.Description += " " + t.describe(p)
@@ -150,7 +170,7 @@ func (b *boundBuiltinTool) Spec() llm.ToolSpec { return b.spec }
 func (b *boundBuiltinTool) Run(ctx context.Context, call message.ToolCall) (string, error) {
 	restore := vm.WithContext(b.thread, ctx)
 	defer restore()
-	name := b.tool.spec.Name
+	name := b.tool.name
 	if b.tool.approve != nil {
 		args := vm.ToStarlark(map[string]any(call.Arguments))
 		v, err := starlark.Call(b.thread, b.tool.approve, starlark.Tuple{starlark.String(name), args}, nil)
@@ -182,7 +202,7 @@ func builtinToolValues() []Value {
 	const area = "Agent tools"
 	var out []Value
 	for _, t := range builtinTools() {
-		summary := toolSummary(t.spec.Name) + " `" + t.Name() + "(approve=fn)` is a copy that asks fn(tool, args) -> bool first."
+		summary := toolSummary(t.name) + " `" + t.Name() + "(approve=fn)` is a copy that asks fn(tool, args) -> bool first."
 		out = append(out, Value{Name: t.Name(), Summary: summary, Area: area, Value: t})
 	}
 	return out
@@ -210,49 +230,61 @@ func toolSummary(name string) string {
 // builtinTools returns fresh values of every built-in tool.
 func builtinTools() []*builtinTool {
 	return []*builtinTool{
-		{spec: spec("read_file",
-			"Read a text file of the workspace. Returns up to `limit` lines starting at line `offset` (1-based); "+
-				"a note at the end says how to read on when there is more. Relative paths are relative to the workspace root.",
-			props{"path": str("The file's path."),
-				"offset": integer("The first line to return, 1-based (default 1).", 1),
-				"limit":  integer(fmt.Sprintf("The most lines to return (default %d).", readFileLines), 1)},
-			"path"),
+		{name: "read_file", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				"Read a text file of the workspace. Returns up to `limit` lines starting at line `offset` (1-based); "+
+					"a note at the end says how to read on when there is more. Relative paths are relative to the workspace root.",
+				props{"path": str("The file's path."),
+					"offset": integer("The first line to return, 1-based (default 1).", 1),
+					"limit":  integer(fmt.Sprintf("The most lines to return (default %d).", readFileLines), 1)},
+				"path")
+		}},
 			run: readFileTool},
-		{spec: spec("write_file",
-			"Create or overwrite a file of the workspace with `content`, the whole new text of the file. "+
-				"Missing parent directories are created. Relative paths are relative to the workspace root.",
-			props{"path": str("The file's path."), "content": str("The complete new content of the file.")},
-			"path", "content"),
+		{name: "write_file", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				"Create or overwrite a file of the workspace with `content`, the whole new text of the file. "+
+					"Missing parent directories are created. Relative paths are relative to the workspace root.",
+				props{"path": str("The file's path."), "content": str("The complete new content of the file.")},
+				"path", "content")
+		}},
 			run: writeFileTool},
-		{spec: spec("list_dir",
-			"List a directory of the workspace, one entry per line: directories end with a slash, files that are not empty show their size. "+
-				"Relative paths are relative to the workspace root.",
-			props{"path": str("The directory (default \".\", the workspace root)."),
-				"glob": str("Only names matching this pattern, e.g. \"*.go\".")}),
+		{name: "list_dir", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				"List a directory of the workspace, one entry per line: directories end with a slash, files that are not empty show their size. "+
+					"Relative paths are relative to the workspace root.",
+				props{"path": str("The directory (default \".\", the workspace root)."),
+					"glob": str("Only names matching this pattern, e.g. \"*.go\".")})
+		}},
 			run: listDirTool},
-		{spec: spec("search",
-			fmt.Sprintf("Search the files under a directory (or one file) of the workspace for lines matching a regular expression (RE2 syntax). "+
-				"Returns one `file:line: text` line per match, at most %d; binary files and .git are skipped.", workspace.DefaultMaxResults),
-			props{"pattern": str("The regular expression, e.g. \"func [A-Z][A-Za-z]*\" or \"TODO|FIXME\"."),
-				"path": str("The directory or file to search (default \".\", the workspace root)."),
-				"glob": str("Only files whose name matches this pattern, e.g. \"*.go\".")},
-			"pattern"),
+		{name: "search", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				fmt.Sprintf("Search the files under a directory (or one file) of the workspace for lines matching a regular expression (RE2 syntax). "+
+					"Returns one `file:line: text` line per match, at most %d; binary files and .git are skipped.", workspace.DefaultMaxResults),
+				props{"pattern": str("The regular expression, e.g. \"func [A-Z][A-Za-z]*\" or \"TODO|FIXME\"."),
+					"path": str("The directory or file to search (default \".\", the workspace root)."),
+					"glob": str("Only files whose name matches this pattern, e.g. \"*.go\".")},
+				"pattern")
+		}},
 			run: searchTool},
-		{spec: spec("run_command",
-			"Run a program in the workspace root and return its exit code, stdout and stderr. There is no shell: "+
-				"`argv` is the program and its arguments, so pipes, redirections and globs do not work.",
-			props{"argv": strList("The program and its arguments, e.g. [\"go\", \"test\", \"./...\"]."),
-				"stdin":     str("Text for the program's standard input."),
-				"timeout_s": number(fmt.Sprintf("Seconds before the program is killed (default %d).", int(workspace.DefaultTimeout.Seconds())), toolMaxTimeout),
-				"cwd":       str("The directory to run in, relative to the workspace root.")},
-			"argv"),
+		{name: "run_command", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				"Run a program in the workspace root and return its exit code, stdout and stderr. There is no shell: "+
+					"`argv` is the program and its arguments, so pipes, redirections and globs do not work.",
+				props{"argv": strList("The program and its arguments, e.g. [\"go\", \"test\", \"./...\"]."),
+					"stdin":     str("Text for the program's standard input."),
+					"timeout_s": number(fmt.Sprintf("Seconds before the program is killed (default %d).", int(workspace.DefaultTimeout.Seconds())), toolMaxTimeout),
+					"cwd":       str("The directory to run in, relative to the workspace root.")},
+				"argv")
+		}},
 			describe: func(p *workspace.Policy) string { return allowedText("programs", p.AllowCmds()) },
 			run:      runCommandTool},
-		{spec: spec("http_get",
-			"Fetch a URL with an HTTP GET and return the status, the content type and the body.",
-			props{"url": str("An absolute http or https URL."),
-				"headers": map[string]any{"type": "object", "description": "Request headers.", "additionalProperties": map[string]any{"type": "string"}}},
-			"url"),
+		{name: "http_get", schema: &lazySpec{build: func(name string) llm.ToolSpec {
+			return spec(name,
+				"Fetch a URL with an HTTP GET and return the status, the content type and the body.",
+				props{"url": str("An absolute http or https URL."),
+					"headers": map[string]any{"type": "object", "description": "Request headers.", "additionalProperties": map[string]any{"type": "string"}}},
+				"url")
+		}},
 			describe: func(p *workspace.Policy) string { return allowedText("hosts", p.AllowNet()) },
 			run:      httpGetTool},
 	}
