@@ -8,13 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/skein-dev/skein/builtins"
@@ -429,32 +427,16 @@ func replay(queue *mock.Mock, r mock.Replay, resps []mock.Response) {
 var errInterrupted = errors.New("interrupted")
 
 // runContext returns the context of one run: cancelled by SIGINT/SIGTERM
-// (a second signal exits at once) and by the timeout, if any, and
-// carrying the tracer the OTEL_* variables ask for (see package
-// telemetry), whose spans the returned stop function exports. Tracing
-// problems are reported on errw.
+// (a second signal exits at once; see watchSignals) and by the timeout,
+// if any, and carrying the tracer the OTEL_* variables ask for (see
+// package telemetry), whose spans the returned stop function exports.
+// Tracing problems are reported on errw.
 func runContext(timeout time.Duration, errw io.Writer) (context.Context, func()) {
 	tracer := telemetry.FromEnv(errw)
 	ctx, cancel := context.WithCancelCause(telemetry.With(context.Background(), tracer))
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-sigs:
-			cancel(errInterrupted)
-		case <-done:
-			return
-		}
-		select {
-		case <-sigs:
-			os.Exit(130)
-		case <-done:
-		}
-	}()
+	unwatch := watchSignals(cancel)
 	stop := func() {
-		signal.Stop(sigs)
-		close(done)
+		unwatch()
 		cancel(nil)
 		tracer.Close()
 	}
