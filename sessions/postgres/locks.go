@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"sync"
 	"time"
@@ -17,7 +18,8 @@ import (
 )
 
 // NewLocker returns the database's cross-process locks. A lock is a
-// session-level advisory lock of a connection the Locker keeps for them
+// session-level advisory lock of one of the connections the Locker keeps
+// for them
 // (keyed by a hash of the schema and the lock's name), so PostgreSQL
 // releases it the moment its holder's connection ends: a holder whose
 // process dies, on any machine, frees its locks as soon as the server
@@ -26,12 +28,17 @@ import (
 // every poll) and Abandoned (a row whose advisory lock is free); the
 // table is part of the schema (migration 2).
 //
-// Taking a lock and releasing it are one round trip each, on the lock
+// The locks are spread over several connections (as many as the pool
+// has, at most 16, each opened when first needed; a lock's name picks its
+// connection), so that turns taking and releasing locks at once do not
+// queue for one connection.
+//
+// Taking a lock and releasing it are one round trip each, on the lock's
 // connection: taking it is one statement that takes the advisory lock
 // and, if it got it, writes the row; releasing it is a pipeline of two
 // transactions, the row's DELETE and then the advisory unlock, so that
 // the row is gone before the lock is free (Abandoned never sees a lock
-// being released as abandoned). The lock connection commits without
+// being released as abandoned). The lock connections commit without
 // waiting for the WAL flush (synchronous_commit off): it writes only lock
 // rows, and the WAL is flushed in order, so a session write of the
 // holder that survives a database crash has its lock row's insert with
@@ -44,7 +51,13 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 	}
 	ctx := context.Background()
 	l := &locker{b: b, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
-	if err := l.connect(ctx); err != nil {
+	l.conns = make([]*lockConn, max(b.lockConns(), 1))
+	for i := range l.conns {
+		l.conns[i] = &lockConn{}
+	}
+	// The first connection now, so that an unreachable database fails
+	// here; the others when a lock first needs them.
+	if err := l.connect(ctx, l.conns[0]); err != nil {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -60,14 +73,35 @@ type locker struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// connMu serialises the use of conn, the connection that holds the
-	// advisory locks.
-	connMu sync.Mutex
-	conn   *pgx.Conn
+	// conns are the connections that hold the advisory locks: a lock's
+	// is connOf its name.
+	conns []*lockConn
 
 	mu     sync.Mutex
 	held   map[string]*lock // by name
 	closed bool
+}
+
+// lockConns is how many connections a locker spreads its locks over: as
+// many as the pool has (a turn takes and releases a lock about as often
+// as it writes), at most maxLockConns.
+func (b *Backend) lockConns() int { return min(b.MaxConns(), maxLockConns) }
+
+// maxLockConns bounds a locker's connections.
+const maxLockConns = 16
+
+// lockConn is a connection of a locker.
+type lockConn struct {
+	// mu serialises the use of conn.
+	mu   sync.Mutex
+	conn *pgx.Conn // nil until first needed, and after it broke
+}
+
+// connOf returns the connection that holds the lock called name.
+func (l *locker) connOf(name string) *lockConn {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return l.conns[h.Sum32()%uint32(len(l.conns))]
 }
 
 // lock is one lock a locker holds.
@@ -110,7 +144,7 @@ SELECT ok FROM l`
 // connect opens the connection that holds the locks, which commits
 // without waiting for the WAL flush (see NewLocker), and prepares the
 // statements of Unlock on it.
-func (l *locker) connect(ctx context.Context) error {
+func (l *locker) connect(ctx context.Context, c *lockConn) error {
 	cfg := l.b.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["synchronous_commit"] = "off"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -125,7 +159,7 @@ func (l *locker) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: lock connection: %w", l.b.dsn, err)
 	}
-	l.conn = conn
+	c.conn = conn
 	return nil
 }
 
@@ -183,24 +217,25 @@ func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.Sto
 	ctx = context.WithoutCancel(ctx)
 	var ok bool
 	var v sessions.StoredVersion
-	l.connMu.Lock()
-	err := l.ensureConn(ctx, lk)
+	c := l.connOf(lk.name)
+	c.mu.Lock()
+	err := l.ensureConn(ctx, c, lk)
 	if err == nil {
-		ok, v, err = l.lockStatements(ctx, lk, id)
-		if err != nil && l.conn.IsClosed() {
+		ok, v, err = l.lockStatements(ctx, c.conn, lk, id)
+		if err != nil && c.conn.IsClosed() {
 			// The connection had broken (a database restart) and this
 			// query found out: connect again and try once more.
-			if err = l.ensureConn(ctx, lk); err == nil {
-				ok, v, err = l.lockStatements(ctx, lk, id)
+			if err = l.ensureConn(ctx, c, lk); err == nil {
+				ok, v, err = l.lockStatements(ctx, c.conn, lk, id)
 			}
 		}
-		if err != nil && l.conn != nil && !l.conn.IsClosed() {
+		if err != nil && c.conn != nil && !c.conn.IsClosed() {
 			// The statement failed after it may have taken the advisory
 			// lock, which a failed transaction does not release.
-			l.conn.Exec(ctx, unlockStmt, l.qualified(lk.name))
+			c.conn.Exec(ctx, unlockStmt, l.qualified(lk.name))
 		}
 	}
-	l.connMu.Unlock()
+	c.mu.Unlock()
 	switch {
 	case err != nil:
 		return v, fmt.Errorf("postgres: lock '%s': %w", lk.name, err)
@@ -213,15 +248,15 @@ func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.Sto
 	return v, nil
 }
 
-// lockStatements runs tryLockSQL for lk on the lock connection and, when
-// id is not "", versionSQL for session id after it, in one round trip.
-// The caller holds connMu.
-func (l *locker) lockStatements(ctx context.Context, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
+// lockStatements runs tryLockSQL for lk on conn, its lock connection,
+// and, when id is not "", versionSQL for session id after it, in one
+// round trip. The caller holds the connection's mu.
+func (l *locker) lockStatements(ctx context.Context, conn *pgx.Conn, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
 	if id == "" {
-		err = l.conn.QueryRow(ctx, tryLockStmt, l.qualified(lk.name), lk.name, lk.holder).Scan(&ok)
+		err = conn.QueryRow(ctx, tryLockStmt, l.qualified(lk.name), lk.name, lk.holder).Scan(&ok)
 		return ok, v, err
 	}
-	p := l.conn.PgConn().StartPipeline(ctx)
+	p := conn.PgConn().StartPipeline(ctx)
 	p.SendQueryPrepared(tryLockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(lk.name), []byte(lk.holder)}, nil, nil)
 	p.SendPipelineSync()
 	p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
@@ -262,40 +297,47 @@ func (l *locker) lockStatements(ctx context.Context, lk *lock, id string) (ok bo
 	return ok, v, err
 }
 
-// ensureConn connects again when the lock connection broke (the
-// watcher found it broken, or a query did: after a database restart).
-// The locks held on a broken connection went with it: they are
+// ensureConn connects c when it is not yet connected, or again when it
+// broke (the watcher found it broken, or a query did: after a database
+// restart). The locks held on a broken connection went with it: they are
 // interrupted as lost, except taking, the lock being taken. The caller
-// holds connMu.
-func (l *locker) ensureConn(ctx context.Context, taking *lock) error {
-	if l.conn != nil && !l.conn.IsClosed() {
+// holds c.mu.
+func (l *locker) ensureConn(ctx context.Context, c *lockConn, taking *lock) error {
+	if c.conn != nil && !c.conn.IsClosed() {
 		return nil
 	}
-	if l.conn != nil {
-		l.conn.Close(context.Background())
-		l.conn = nil
-		l.mu.Lock()
-		lost := make(map[string]*lock, len(l.held))
-		for _, lk := range l.held {
-			if lk != taking {
-				lost[lk.holder] = lk
-			}
-		}
-		l.mu.Unlock()
-		l.lose(lost)
+	if c.conn != nil {
+		c.conn.Close(context.Background())
+		c.conn = nil
+		l.lose(l.heldOn(c, taking))
 	}
-	return l.connect(ctx)
+	return l.connect(ctx, c)
+}
+
+// heldOn returns the locks held on connection c (by holder), but
+// except.
+func (l *locker) heldOn(c *lockConn, except *lock) map[string]*lock {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]*lock{}
+	for name, lk := range l.held {
+		if lk != except && l.connOf(name) == c {
+			out[lk.holder] = lk
+		}
+	}
+	return out
 }
 
 // unlockAdvisory releases the advisory lock of name (a broken connection
 // released it already).
 func (l *locker) unlockAdvisory(name string) error {
-	l.connMu.Lock()
-	defer l.connMu.Unlock()
-	if l.conn == nil {
+	c := l.connOf(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil {
 		return nil
 	}
-	_, err := l.conn.Exec(context.Background(), unlockStmt, l.qualified(name))
+	_, err := c.conn.Exec(context.Background(), unlockStmt, l.qualified(name))
 	return err
 }
 
@@ -305,13 +347,14 @@ func (l *locker) unlockAdvisory(name string) error {
 // the row is then deleted through the pool.
 func (l *locker) release(lk *lock) error {
 	ctx := context.Background()
-	l.connMu.Lock()
-	defer l.connMu.Unlock()
-	if l.conn == nil || l.conn.IsClosed() {
+	c := l.connOf(lk.name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil || c.conn.IsClosed() {
 		_, err := l.b.pool.Exec(ctx, deleteRowSQL, lk.name, lk.holder)
 		return err
 	}
-	p := l.conn.PgConn().StartPipeline(ctx)
+	p := c.conn.PgConn().StartPipeline(ctx)
 	p.SendQueryPrepared(deleteRowStmt, [][]byte{[]byte(lk.name), []byte(lk.holder)}, nil, nil)
 	p.SendPipelineSync()
 	p.SendQueryPrepared(unlockStmt, [][]byte{[]byte(l.qualified(lk.name))}, nil, nil)
@@ -431,17 +474,19 @@ func (l *locker) Close() error {
 	held := l.held
 	l.held = map[string]*lock{}
 	l.mu.Unlock()
-	// Release the advisory locks first, on the open connection (under
-	// connMu, so no ping of the watcher is using it; stopping the watcher
-	// can close the connection in the middle of one). The server frees a
-	// closed connection's locks only once its backend process has exited,
-	// after Close would return, so a TryLock right after could still find
-	// them held.
-	l.connMu.Lock()
-	if l.conn != nil && !l.conn.IsClosed() {
-		l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+	// Release the advisory locks first, on the open connections (under
+	// their mu, so no ping of the watcher is using them; stopping the
+	// watcher can close a connection in the middle of one). The server
+	// frees a closed connection's locks only once its backend process has
+	// exited, after Close would return, so a TryLock right after could
+	// still find them held.
+	for _, c := range l.conns {
+		c.mu.Lock()
+		if c.conn != nil && !c.conn.IsClosed() {
+			c.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+		}
+		c.mu.Unlock()
 	}
-	l.connMu.Unlock()
 	l.cancel()
 	<-l.done
 	var errs []error
@@ -450,11 +495,13 @@ func (l *locker) Close() error {
 		_, err := l.b.pool.Exec(context.Background(), deleteRowSQL, lk.name, lk.holder)
 		errs = append(errs, err)
 	}
-	l.connMu.Lock()
-	if l.conn != nil {
-		errs = append(errs, l.conn.Close(context.Background()))
+	for _, c := range l.conns {
+		c.mu.Lock()
+		if c.conn != nil {
+			errs = append(errs, c.conn.Close(context.Background()))
+		}
+		c.mu.Unlock()
 	}
-	l.connMu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -474,27 +521,30 @@ func (l *locker) watch(ctx context.Context) {
 		l.mu.Lock()
 		held := make(map[string]*lock, len(l.held))
 		holders := make([]string, 0, len(l.held))
-		for _, lk := range l.held {
+		used := map[*lockConn]bool{}
+		for name, lk := range l.held {
 			held[lk.holder] = lk
 			holders = append(holders, lk.holder)
+			used[l.connOf(name)] = true
 		}
 		l.mu.Unlock()
 		if len(held) == 0 {
 			continue
 		}
-		l.connMu.Lock()
-		err := l.ensureConn(ctx, nil)
-		if err == nil {
-			if err = l.conn.Ping(ctx); err != nil && ctx.Err() == nil {
-				// The advisory locks went with the connection.
-				l.conn.Close(context.Background())
-				l.conn = nil
+		for c := range used {
+			c.mu.Lock()
+			err := l.ensureConn(ctx, c, nil)
+			if err == nil {
+				if err = c.conn.Ping(ctx); err != nil && ctx.Err() == nil {
+					// The advisory locks went with the connection.
+					c.conn.Close(context.Background())
+					c.conn = nil
+				}
 			}
-		}
-		l.connMu.Unlock()
-		if err != nil {
-			l.lose(held)
-			continue
+			c.mu.Unlock()
+			if err != nil {
+				l.lose(l.heldOn(c, nil))
+			}
 		}
 		rows, err := l.b.pool.Query(ctx, `SELECT holder, interrupt FROM skein_locks WHERE holder = ANY($1) AND interrupt IS NOT NULL`, holders)
 		if err != nil {

@@ -49,7 +49,7 @@ func TestLockOfDeadHolder(t *testing.T) {
 	if _, err := lb.TryLock(ctx, "x"); !errors.Is(err, sessions.ErrLocked) {
 		t.Fatalf("TryLock of a held lock: %v", err)
 	}
-	pid := la.(*locker).conn.PgConn().PID()
+	pid := la.(*locker).connOf("x").conn.PgConn().PID()
 	if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
