@@ -241,6 +241,14 @@
 // interleave: the second gets sessions.ErrConflict. Loads run in read
 // transactions and see one consistent state.
 //
+// A lock (NewLocker) is taken or released by one statement on the
+// write connection, which waits up to a millisecond for the Backend's
+// next write there to run it in its transaction (after the write's own
+// statements: a write that fails leaves it waiting), else commits with
+// the other lock statements waiting then: a commit of its own would
+// cost far more than the statement (see carry.go). TryLock and Unlock
+// return once their statement is committed.
+//
 // # Deleting
 //
 // Delete refuses a session that has forks (sessions.ErrHasChildren)
