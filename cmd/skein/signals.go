@@ -13,7 +13,7 @@ import (
 // first run, and never gives them back: every signal.Notify and
 // signal.Stop of a signal is a hand-off to a thread the Go runtime keeps
 // for signal masks, and the two signal.Stop calls at the end of each run
-// cost about 0.17 ms of CPU time, 7% of a `skein run` of a one-line
+// cost about 0.6 ms of CPU time, 7% of a `skein run` of a one-line
 // script (docs/performance.md, "Start-up").
 var runSignals struct {
 	once sync.Once
