@@ -14,7 +14,9 @@ import (
 // tracing: a chat span (request, reply) and an execute_tool span under
 // an invoke_agent span, exported to a loopback receiver in the same
 // process (Shutdown at the end included); cpu-ns/op is the process's CPU
-// time per iteration, the exporter's and the receiver's included.
+// time per iteration, the exporter's and the receiver's included. It
+// waits for the exporter every 200 iterations (ForceFlush), so that no
+// span is dropped for a full queue: every span is exported.
 func BenchmarkSpansOn(b *testing.B) {
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -34,6 +36,11 @@ func BenchmarkSpansOn(b *testing.B) {
 		chat.End(nil, "")
 		_, tool := Tool(ctx, "noop", "call_1")
 		tool.End(nil, "")
+		if i%200 == 199 {
+			if err := tr.rec.proc.ForceFlush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	agent.End(nil, "")
 	if err := tr.Shutdown(context.Background()); err != nil {
