@@ -158,17 +158,7 @@ func TestOTLPConfigErrors(t *testing.T) {
 // decodes with the OTLP project's Go types; a chat span that failed
 // before a reply still has its request's attributes.
 func TestOTLPExportLarge(t *testing.T) {
-	var mu sync.Mutex
-	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, data)
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	clearEnv(t)
-	t.Setenv(EnvEndpoint, srv.URL)
+	bodies := bodyServer(t)
 	t.Setenv(EnvCaptureContent, "true")
 	t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "1000")
 	tr := FromEnv(nil)
@@ -185,17 +175,7 @@ func TestOTLPExportLarge(t *testing.T) {
 	_, chat := Chat(ctx, ChatRequest{SessionID: "s1", Provider: "gemini", Model: "m", MaxTokens: 5})
 	chat.End(errors.New("quota"), "rate_limit")
 	agent.End(nil, "")
-	if err := tr.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(bodies) != 1 {
-		t.Fatalf("%d requests", len(bodies))
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(bodies[0], &req); err != nil {
-		t.Fatal(err)
-	}
-	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+	spans := exportedSpans(t, tr, bodies)
 	if len(spans) != 302 {
 		t.Fatalf("%d spans", len(spans))
 	}
@@ -344,17 +324,7 @@ func checkField(t *testing.T, field []byte, kv attribute.KeyValue) {
 // links, names and statuses are exported, all decoded with the OTLP
 // project's Go types.
 func TestSpanLimits(t *testing.T) {
-	var mu sync.Mutex
-	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		bodies = append(bodies, data)
-		mu.Unlock()
-	}))
-	defer srv.Close()
-	clearEnv(t)
-	t.Setenv(EnvEndpoint, srv.URL)
+	bodies := bodyServer(t)
 	t.Setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "6")
 	t.Setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "4")
 	tr := FromEnv(nil)
@@ -372,17 +342,7 @@ func TestSpanLimits(t *testing.T) {
 	chat.End(errors.New("boom"), "")
 	agent.span.SetStatus(codes.Ok, "")
 	agent.End(nil, "")
-	if err := tr.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if len(bodies) != 1 {
-		t.Fatalf("%d requests", len(bodies))
-	}
-	var req coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(bodies[0], &req); err != nil {
-		t.Fatal(err)
-	}
-	spans := req.ResourceSpans[0].ScopeSpans[0].Spans
+	spans := exportedSpans(t, tr, bodies)
 	if len(spans) != 2 {
 		t.Fatalf("%d spans", len(spans))
 	}
@@ -411,6 +371,49 @@ func TestSpanLimits(t *testing.T) {
 	if a.Name != "invoke_agent" || len(a.Attributes) != 2 || a.Status.GetCode() != tracepb.Status_STATUS_CODE_OK {
 		t.Errorf("agent span: %v", a)
 	}
+}
+
+// bodyServer starts a loopback OTLP/HTTP server keeping the request
+// bodies, which OTEL_EXPORTER_OTLP_ENDPOINT names (the other variables
+// cleared), and returns what it has received so far.
+func bodyServer(t *testing.T) func() [][]byte {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		bodies = append(bodies, data)
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	clearEnv(t)
+	t.Setenv(EnvEndpoint, srv.URL)
+	return func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return bodies
+	}
+}
+
+// exportedSpans shuts tr down and decodes the one request bodies has
+// with the OTLP project's Go types, returning its spans.
+func exportedSpans(t *testing.T, tr *Tracer, bodies func() [][]byte) []*tracepb.Span {
+	t.Helper()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := bodies()
+	if len(got) != 1 {
+		t.Fatalf("%d requests", len(got))
+	}
+	var req coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(got[0], &req); err != nil {
+		t.Fatal(err)
+	}
+	return req.ResourceSpans[0].ScopeSpans[0].Spans
 }
 
 // readExportBody reads an export request's body, unzipping it when its
