@@ -193,44 +193,11 @@ func TestTryLockVersion(t *testing.T) {
 	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 3 {
+	for range 3 {
 		// b writes under the lock and releases it; a takes it next.
-		lk, _, err := lb.TryLockVersion(ctx, "turn/s", "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := la.TryLockVersion(ctx, "turn/s", "s"); !errors.Is(err, sessions.ErrLocked) {
-			t.Fatalf("TryLockVersion of a held lock: %v", err)
-		}
-		if _, err := store.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
-			t.Fatal(err)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		lk, v, err := la.TryLockVersion(ctx, "turn/s", "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, created, err := b.StoredVersion(ctx, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Err != nil || v.Version != want || !v.Created.Equal(created) {
-			t.Fatalf("round %d: read %+v, stored version %d created %s", round, v, want, created)
-		}
-		if err := lk.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		sessionstest.CheckLockVersionHandoff(t, store, b, la, lb, "turn/s", "s", nil)
 	}
-	lk, v, err := la.TryLockVersion(ctx, "turn/missing", "missing")
-	if err != nil || !errors.Is(v.Err, sessions.ErrNotFound) {
-		t.Fatalf("TryLockVersion of a missing session: %+v, %v", v, err)
-	}
-	if held, err := lb.(sessions.Locker).Held(ctx, []string{"turn/missing"}); err != nil || !held["turn/missing"] {
-		t.Fatalf("the lock taken with a missing session's version: %v, %v", held, err)
-	}
-	lk.Unlock(ctx)
+	sessionstest.CheckLockVersionMissing(t, la, lb.(sessions.Locker))
 	var rows int
 	if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM skein_locks`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("lock rows after every unlock: %d, %v", rows, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
+	"github.com/skein-dev/skein/sessions/message"
 )
 
 // RunLockerTests runs the conformance tests of a sessions.Locker.
@@ -142,4 +143,65 @@ func lockers(t *testing.T, newLockers func(t *testing.T) (a, b sessions.Locker))
 		}
 	})
 	return a, b
+}
+
+// CheckLockVersionHandoff checks one hand-off of lock name between two
+// processes through VersionLocker: b takes the lock (a is refused), a
+// message is appended to session id through store, b releases the lock,
+// between runs (nil or a test's change, e.g. a dead holder's row), and a
+// takes the lock with the session's version, which must be what
+// reader, over the store's backend, reads as stored: the write b made
+// under the lock is seen. a's lock is released at the end.
+func CheckLockVersionHandoff(t *testing.T, store *sessions.Store, reader sessions.VersionReader, a, b sessions.VersionLocker, name, id string, between func()) {
+	t.Helper()
+	ctx := context.Background()
+	lk, _, err := b.TryLockVersion(ctx, name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.TryLockVersion(ctx, name, id); !errors.Is(err, sessions.ErrLocked) {
+		t.Fatalf("TryLockVersion of a held lock: %v", err)
+	}
+	if _, err := store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if between != nil {
+		between()
+	}
+	lk, v, err := a.TryLockVersion(ctx, name, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, created, err := reader.StoredVersion(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Err != nil || v.Version != want || !v.Created.Equal(created) {
+		t.Fatalf("TryLockVersion after the hand-off read %+v, stored version %d created %s", v, want, created)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// CheckLockVersionMissing checks that TryLockVersion of a session that is
+// not stored takes the lock all the same (held, as seen through
+// observer) and reports ErrNotFound as the version's error; the lock is
+// released at the end.
+func CheckLockVersionMissing(t *testing.T, l sessions.VersionLocker, observer sessions.Locker) {
+	t.Helper()
+	ctx := context.Background()
+	lk, v, err := l.TryLockVersion(ctx, "turn/missing", "missing")
+	if err != nil || !errors.Is(v.Err, sessions.ErrNotFound) {
+		t.Fatalf("TryLockVersion of a missing session: %+v, %v", v, err)
+	}
+	if held, err := observer.Held(ctx, []string{"turn/missing"}); err != nil || !held["turn/missing"] {
+		t.Fatalf("the lock taken with a missing session's version: %v, %v", held, err)
+	}
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/skein-dev/skein/sessions"
-	"github.com/skein-dev/skein/sessions/message"
 	"github.com/skein-dev/skein/sessions/sessionstest"
 )
 
@@ -220,51 +219,22 @@ func TestTryLockVersion(t *testing.T) {
 	db := rawDB(t, path)
 	for round, la := range []sessions.VersionLocker{newTestLocker(t, a).(sessions.VersionLocker), ll.(sessions.VersionLocker)} {
 		for _, dead := range []bool{false, true} {
+			t.Logf("locker %d, dead holder %v", round, dead)
 			// b writes under the lock and releases it; a takes it next.
-			lk, _, err := lb.TryLockVersion(ctx, "turn/s", "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := la.TryLockVersion(ctx, "turn/s", "s"); !errors.Is(err, sessions.ErrLocked) {
-				t.Fatalf("TryLockVersion of a held lock: %v", err)
-			}
-			if _, err := store.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			var between func()
 			if dead {
 				// The row of a holder that died: the transaction path.
-				if _, err := db.Exec(`INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?)`,
-					"turn/s", "token-dead", processHost(), deadPID(t), time.Now().Add(time.Hour).UnixNano()); err != nil {
-					t.Fatal(err)
+				between = func() {
+					if _, err := db.Exec(`INSERT INTO locks (name, holder, host, pid, expires) VALUES (?, ?, ?, ?, ?)`,
+						"turn/s", "token-dead", processHost(), deadPID(t), time.Now().Add(time.Hour).UnixNano()); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
-			lk, v, err := la.TryLockVersion(ctx, "turn/s", "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, created, err := b.StoredVersion(ctx, "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Err != nil || v.Version != want || !v.Created.Equal(created) {
-				t.Fatalf("round %d (dead holder %v): read %+v, stored version %d created %s", round, dead, v, want, created)
-			}
-			if err := lk.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			sessionstest.CheckLockVersionHandoff(t, store, b, la, lb, "turn/s", "s", between)
 		}
 	}
-	lk, v, err := lb.TryLockVersion(ctx, "turn/missing", "missing")
-	if err != nil || !errors.Is(v.Err, sessions.ErrNotFound) {
-		t.Fatalf("TryLockVersion of a missing session: %+v, %v", v, err)
-	}
-	if held, err := ll.Held(ctx, []string{"turn/missing"}); err != nil || !held["turn/missing"] {
-		t.Fatalf("the lock taken with a missing session's version: %v, %v", held, err)
-	}
-	lk.Unlock(ctx)
+	sessionstest.CheckLockVersionMissing(t, lb, ll)
 	var rows int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM locks`).Scan(&rows); err != nil || rows != 0 {
 		t.Fatalf("lock rows after every unlock: %d, %v", rows, err)
