@@ -377,9 +377,17 @@ func (l *locker) release(lk *lock) error {
 
 func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, error) {
 	var held bool
+	var holder string
 	err := l.b.pool.QueryRow(ctx, `SELECT `+heldSQL("$1"), l.qualified(name)).Scan(&held)
 	if err == nil && held {
-		_, err = l.b.pool.Exec(ctx, `UPDATE skein_locks SET interrupt = $2 WHERE name = $1 AND interrupt IS NULL`, name, reason)
+		// The holder asked is the one whose row this marks: by the time
+		// this process looks at its own locks below, that holder may
+		// have seen the mark and released the lock, and this process
+		// taken it again for its next turn, which must not be stopped.
+		err = l.b.pool.QueryRow(ctx, `UPDATE skein_locks SET interrupt = COALESCE(interrupt, $2) WHERE name = $1 RETURNING holder`, name, reason).Scan(&holder)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil // released between the two statements, row first
+		}
 	}
 	if err != nil {
 		return false, fmt.Errorf("postgres: interrupt lock '%s': %w", name, err)
@@ -387,15 +395,22 @@ func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, erro
 	if !held {
 		return false, nil
 	}
+	if afterInterruptMark != nil {
+		afterInterruptMark()
+	}
 	// A holder in this process learns of it at once.
 	l.mu.Lock()
 	lk := l.held[name]
 	l.mu.Unlock()
-	if lk != nil {
+	if lk != nil && lk.holder == holder {
 		lk.Interrupt(reason)
 	}
 	return true, nil
 }
+
+// afterInterruptMark, when set by a test, runs in Interrupt after the
+// holder's row is marked, before this process's own locks are looked at.
+var afterInterruptMark func()
 
 func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, error) {
 	out := map[string]bool{}
