@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -295,28 +294,14 @@ func (s *benchServer) newSession() (*benchSession, error) {
 	ready := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		stored := false
-		for sc.Scan() {
-			line := sc.Text()
+		scanStoredEvents(resp.Body, ready, func(e sseEvent) {
 			switch {
-			case line == ": ready":
-				close(ready)
-			case strings.HasPrefix(line, "id: "):
-				stored = true
-			case strings.HasPrefix(line, "data: ") && stored:
-				var e struct{ Type, Role string }
-				json.Unmarshal([]byte(line[6:]), &e)
-				switch {
-				case e.Type == "message" && e.Role == "assistant":
-					bs.kinds <- "assistant"
-				case e.Type == "session:turn_completed":
-					bs.kinds <- "done"
-				}
-				stored = false
+			case e.typ == "message" && e.role == "assistant":
+				bs.kinds <- "assistant"
+			case e.typ == "session:turn_completed":
+				bs.kinds <- "done"
 			}
-		}
+		})
 	}()
 	select {
 	case <-ready:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,6 +18,30 @@ type sseEvent struct {
 	seq  int64
 	typ  string
 	role string
+}
+
+// scanStoredEvents reads an SSE stream of skein serve: it closes ready
+// at the stream's ": ready" comment and gives each stored event (a frame
+// with an id; text_delta frames carry none) to each, until the stream
+// ends.
+func scanStoredEvents(r io.Reader, ready chan<- struct{}, each func(sseEvent)) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var seq int64
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == ": ready":
+			close(ready)
+		case strings.HasPrefix(line, "id: "):
+			seq, _ = strconv.ParseInt(line[4:], 10, 64)
+		case strings.HasPrefix(line, "data: ") && seq > 0:
+			var d struct{ Type, Role string }
+			json.Unmarshal([]byte(line[6:]), &d)
+			each(sseEvent{seq: seq, typ: d.Type, role: d.Role})
+			seq = 0
+		}
+	}
 }
 
 // events opens the session's SSE stream after lastID and sends its
@@ -43,26 +68,7 @@ func (p *serveProcess) events(id, lastID string) <-chan sseEvent {
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var e sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == ": ready":
-				close(ready)
-			case strings.HasPrefix(line, "id: "):
-				e.seq, _ = strconv.ParseInt(line[4:], 10, 64)
-			case strings.HasPrefix(line, "data: ") && e.seq > 0:
-				var m map[string]any
-				json.Unmarshal([]byte(line[6:]), &m)
-				e.typ, _ = m["type"].(string)
-				e.role, _ = m["role"].(string)
-			case line == "" && e.seq > 0:
-				out <- e
-				e = sseEvent{}
-			}
-		}
+		scanStoredEvents(resp.Body, ready, func(e sseEvent) { out <- e })
 	}()
 	select {
 	case <-ready:
