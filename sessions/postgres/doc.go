@@ -30,13 +30,17 @@
 // each migration once. A schema newer than this skein knows is refused
 // (an older skein refuses a schema a newer one migrated).
 //
-// Function skein_notify_events, in trigger skein_events_notify on
-// skein_events (migration 3), notifies, at the commit of every statement
-// that appends events, the channel of each session it appended to
-// (NewNotifier listens). Every write pays for it (a committed append
-// takes 1.2 to 1.3 times as long, BenchmarkAppendNotify); before
-// migration 3 the first serve replica made the trigger itself, which
-// needed the TRIGGER privilege at run time (skein_steps records it).
+// Every statement that appends events to a session notifies the
+// session's channel (pg_notify, with the seq of the newest event as the
+// payload) in its own transaction, so at its commit; NewNotifier
+// listens. From migration 3 to 8 a trigger on skein_events
+// (skein_events_notify, in PL/pgSQL) did it; migration 9 drops it, as
+// the writes themselves notify (before migration 3 the first serve
+// replica made the trigger itself, which needed the TRIGGER privilege at
+// run time; skein_steps records it as step "notify"). A skein of schema
+// version 8 or older that still runs when the schema is migrated to 9
+// writes without notifying: the other replicas' streams then get its
+// events by polling only (see docs/serve.md).
 //
 // # Durability
 //
@@ -48,7 +52,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 8)
+// # Schema (version 9)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns

@@ -14,9 +14,9 @@ import (
 )
 
 // NewNotifier returns a Notifier that LISTENs, on a connection of its
-// own, on the channel of each watched session; the trigger on
-// skein_events that migration 3 makes notifies a session's channel in
-// the transaction of every write that appends events. It changes
+// own, on the channel of each watched session; every write that
+// appends events notifies the session's channel in its transaction (see
+// Backend.Write). It changes
 // nothing in the schema. A broken connection
 // is re-established, and every channel listened to again, after a
 // second.

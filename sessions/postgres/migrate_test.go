@@ -16,9 +16,9 @@ import (
 )
 
 // schemaObjects counts, in the schema of b, the objects of migrations 2
-// and 3: table skein_locks, function skein_notify_events, trigger
-// skein_events_notify, the rows of skein_steps named notify, and the rows
-// of skein_migrations.
+// and 3: table skein_locks, function skein_notify_events and trigger
+// skein_events_notify (both dropped by migration 9), the rows of
+// skein_steps named notify, and the rows of skein_migrations.
 type schemaObjects struct{ locks, function, trigger, step, migrations int }
 
 func countObjects(t *testing.T, b *Backend) schemaObjects {
@@ -113,8 +113,9 @@ func expectNeedsMigration(t *testing.T, dsn string) {
 }
 
 // TestMigrateFresh: Open refuses a new schema (and creates nothing);
-// Migrate from several goroutines at once makes every object once, the
-// trigger included; notifiers change nothing.
+// Migrate from several goroutines at once makes every object once (and
+// no notification trigger: migration 3 makes it, 9 drops it); notifiers
+// change nothing.
 func TestMigrateFresh(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	expectNeedsMigration(t, dsn)
@@ -128,7 +129,7 @@ func TestMigrateFresh(t *testing.T) {
 	}
 	conn.Close(context.Background())
 	backends := migrateAll(t, dsn, 4)
-	want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
+	want := schemaObjects{locks: 1, step: 1, migrations: SchemaVersion}
 	if got := countObjects(t, backends[0]); got != want {
 		t.Fatalf("after Migrate: %+v, want %+v", got, want)
 	}
@@ -162,7 +163,8 @@ func releasedShared(t *testing.T) string {
 // TestMigrateFromVersion1 migrates schemas at version 1, one that a
 // serve replica used (with the objects it made itself) and one no server
 // used, from several goroutines at once: Open refuses both until then;
-// both end with one trigger, recorded once as step "notify".
+// both end with step "notify" recorded once and no trigger (migration 9
+// drops it).
 func TestMigrateFromVersion1(t *testing.T) {
 	for _, served := range []bool{true, false} {
 		dsn := pgtest.DSN(t)
@@ -180,7 +182,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		conn.Close(context.Background())
 		expectNeedsMigration(t, dsn)
 		backends := migrateAll(t, dsn, 3)
-		want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
+		want := schemaObjects{locks: 1, step: 1, migrations: SchemaVersion}
 		if got := countObjects(t, backends[0]); got != want {
 			t.Fatalf("served %v: after Migrate: %+v, want %+v", served, got, want)
 		}
@@ -197,7 +199,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 
 // TestMigrateFromVersion2 migrates schemas at version 2, with and
 // without the trigger a serve replica made at run time (step "notify"):
-// both end with one trigger.
+// both end with no trigger and no function (migration 9).
 func TestMigrateFromVersion2(t *testing.T) {
 	for _, served := range []bool{true, false} {
 		dsn := pgtest.DSN(t)
@@ -215,7 +217,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 		conn.Close(context.Background())
 		expectNeedsMigration(t, dsn)
 		backends := migrateAll(t, dsn, 2)
-		want := schemaObjects{locks: 1, function: 1, trigger: 1, step: 1, migrations: SchemaVersion}
+		want := schemaObjects{locks: 1, step: 1, migrations: SchemaVersion}
 		if got := countObjects(t, backends[0]); got != want {
 			t.Fatalf("served %v: after Migrate: %+v, want %+v", served, got, want)
 		}

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -22,7 +22,7 @@ const SchemaVersion = 8
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
 
 // migrationStep is the Go step of the migration to version v, if it has
 // one: run after that migration's SQL, in the same transaction, with the
@@ -166,8 +166,9 @@ INSERT INTO skein_steps (name) SELECT 'notify' FROM pg_trigger
 // (step "notify", which a serve replica's notifier used to apply at run
 // time, needing the TRIGGER privilege), unless the step was applied: every
 // write that appends events notifies from now on, whether or not a server
-// listens (a committed append takes 1.2 to 1.3 times as long with it,
-// BenchmarkAppendNotify), and serve changes nothing in the schema.
+// listens (a committed append took 1.2 to 1.3 times as long with it),
+// and serve changes nothing in the schema. Migration 9 drops it again:
+// the writes notify themselves.
 const migration3 = `
 DO $$
 BEGIN
@@ -252,6 +253,20 @@ CREATE INDEX skein_sessions_by_touched ON skein_sessions (touched);
 const migration8 = `
 ALTER TABLE skein_sessions ALTER COLUMN repo_id DROP EXPRESSION, ALTER COLUMN agent DROP EXPRESSION;
 CREATE INDEX skein_sessions_by_repo_status ON skein_sessions (repo_id, status, created_at, id);
+`
+
+// migration9 drops trigger skein_events_notify and its function
+// skein_notify_events (migrations 2 and 3): the statements that append
+// events notify the session's channel themselves (pg_notify in the same
+// statement, see applySQL and insertRows), with the same channel and
+// payload, at the same commit. The trigger cost every write that appends
+// events a PL/pgSQL call, its query of the transition table and a
+// planned pg_notify, about 7% of the database's CPU per served turn.
+// Step "notify" stays recorded, so migration 3 never makes the trigger
+// again.
+const migration9 = `
+DROP TRIGGER IF EXISTS skein_events_notify ON skein_events;
+DROP FUNCTION IF EXISTS skein_notify_events();
 `
 
 // sealedLabels is migration 8's step: it fills repo_id and agent of the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -48,9 +49,10 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 
 // applySQL returns one Write as one statement, with its arguments: it
 // updates the session row (sid) if its version is still the base one,
-// and only then inserts the message and event rows (from arrays),
-// returning how many session rows it updated. Run on its own, it is one
-// transaction and one commit.
+// and only then inserts the message and event rows (from arrays) and,
+// when there are events, notifies the session's channel (channel, see
+// eventChannel), returning how many session rows it updated. Run on its
+// own, it is one transaction and one commit.
 //
 // The UPDATE assigns only the columns the write changes: the version and
 // the view always, the others (turns, updated_at, summary, status, turn
@@ -63,7 +65,7 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // changes but touched, once a minute, so the update is HOT (no new index
 // entries). Each shape is one statement text, which pgx prepares once
 // per connection.
-func applySQL(sid, base int64, p *rowstore.Plan, rows []any) (string, []any) {
+func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any) (string, []any) {
 	u := &p.Update
 	args := append(rows, sid, base, p.Changes, p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length)
 	var q strings.Builder
@@ -107,10 +109,35 @@ func applySQL(sid, base int64, p *rowstore.Plan, rows []any) (string, []any) {
 	}
 	q.WriteString(`
 	WHERE sid = $11 AND version = $12
-	RETURNING sid
+	RETURNING sid`)
+	if n := notification(channel, p.Events); n != nil {
+		// Once for the row updated, none if the version moved on; sent
+		// at the commit of the statement's transaction.
+		args = append(args, n.channel, n.payload)
+		fmt.Fprintf(&q, `, pg_notify($%d::text, $%d::text)`, len(args)-1, len(args))
+	}
+	q.WriteString(`
 ), `)
 	q.WriteString(rowsSQL)
 	return q.String(), args
+}
+
+// note is a notification of new events.
+type note struct{ channel, payload string }
+
+// notification returns the notification of events appended to the
+// session whose channel (eventChannel) is channel: the seq of the newest
+// as the payload, which NewNotifier's watchers read. Nil: no events, no
+// notification.
+func notification(channel string, events []rowstore.EventRow) *note {
+	if len(events) == 0 {
+		return nil
+	}
+	last := events[0].Seq
+	for _, e := range events[1:] {
+		last = max(last, e.Seq)
+	}
+	return &note{channel, strconv.FormatInt(last, 10)}
 }
 
 // rowsSQL is the rest of applySQL's statement after CTE u: the inserts
@@ -160,12 +187,12 @@ func messageColumns(rows []rowstore.MessageRow) (pos []int64, bodies []string, s
 }
 
 // apply runs applySQL's statement for plan p on the session whose
-// state is st and reports whether the session row was still at
+// state is st, in schema b.schema, and reports whether the session row was still at
 // st.Version.
-func apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
+func (b *Backend) apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
 	pos, bodies, sums := messageColumns(p.Rows)
 	ev := columns(p.Events)
-	sql, args := applySQL(st.Row, st.Version, p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums})
+	sql, args := applySQL(st.Row, st.Version, eventChannel(b.schema, st.Row), p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums})
 	var n int
 	err := q.QueryRow(ctx, sql, args...).Scan(&n)
 	return n == 1, err
@@ -209,7 +236,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	case err != nil:
 		return err
 	case len(p.Release) == 0:
-		ok, err := apply(ctx, b.pool, &st, p)
+		ok, err := b.apply(ctx, b.pool, &st, p)
 		if err != nil {
 			b.states.drop(id)
 			return sessions.IDError(id, err)
@@ -238,7 +265,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		if err != nil {
 			return err
 		}
-		if ok, err := apply(ctx, tx, st, p); err != nil || !ok {
+		if ok, err := b.apply(ctx, tx, st, p); err != nil || !ok {
 			if err == nil {
 				err = errors.New("the locked session row changed")
 			}
@@ -359,9 +386,10 @@ func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *ro
 	return sid, nil
 }
 
-// insertRows inserts message rows and events of session row sid, each
-// kind with one statement.
-func insertRows(ctx context.Context, tx pgx.Tx, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
+// insertRows inserts message rows and events of session row sid of
+// schema, each kind with one statement; the events' statement notifies
+// the session's channel.
+func insertRows(ctx context.Context, tx pgx.Tx, schema string, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
 	if len(rows) > 0 {
 		pos, bodies, sums := messageColumns(rows)
 		if _, err := tx.Exec(ctx, `INSERT INTO skein_messages (sid, pos, body, crc) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])`,
@@ -369,11 +397,12 @@ func insertRows(ctx context.Context, tx pgx.Tx, sid int64, rows []rowstore.Messa
 			return fmt.Errorf("messages: %w", err)
 		}
 	}
-	if len(events) > 0 {
+	if n := notification(eventChannel(schema, sid), events); n != nil {
 		ev := columns(events)
-		if _, err := tx.Exec(ctx, `INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
-			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[])`,
-			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums); err != nil {
+		if _, err := tx.Exec(ctx, `WITH e AS (INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
+			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[]))
+			SELECT pg_notify($9::text, $10::text)`,
+			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums, n.channel, n.payload); err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
 	}
@@ -405,7 +434,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 			return err
 		}
 		st.Row = sid
-		if err := insertRows(ctx, tx, sid, c.Rows, c.Events); err != nil {
+		if err := insertRows(ctx, tx, b.schema, sid, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
@@ -426,13 +455,14 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 		return err
 	}
 	b.states.drop(spec.Src)
-	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx}) })
+	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx, b.schema}) })
 }
 
 // forkTx is a write transaction as rowstore.Fork.Apply uses it.
 type forkTx struct {
-	ctx context.Context
-	tx  pgx.Tx
+	ctx    context.Context
+	tx     pgx.Tx
+	schema string
 }
 
 func (t forkTx) LockedState(id string) (*rowstore.State, error) {
@@ -448,7 +478,7 @@ func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v 
 }
 
 func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
-	return insertRows(t.ctx, t.tx, sid, nil, events)
+	return insertRows(t.ctx, t.tx, t.schema, sid, nil, events)
 }
 
 func (t forkTx) Bump(sid, version int64, updated *int64) error {
