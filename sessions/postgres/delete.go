@@ -47,7 +47,8 @@ func (b *Backend) Delete(ctx context.Context, id string, recursive bool) error {
 		if err != nil {
 			return err
 		}
-		// Messages, events and views go with their session (ON DELETE
+		// Messages and events go with their session (trigger
+		// skein_sessions_delete, migration 10), views too (ON DELETE
 		// CASCADE); the foreign keys on view bases refuse a delete that
 		// would leave a stored view without its base.
 		if _, err := tx.Exec(ctx, subtree+` DELETE FROM skein_sessions WHERE id IN (SELECT id FROM subtree)`, id); err != nil {

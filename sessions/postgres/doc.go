@@ -52,7 +52,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 9)
+// # Schema (version 10)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
@@ -138,7 +138,14 @@
 // Delete refuses a session that has forks (sessions.ErrHasChildren)
 // unless recursive, which deletes the whole subtree in one transaction;
 // the foreign keys on every base reference refuse a delete that would
-// leave a fork without its shared messages. Two writes that each drop
+// leave a fork without its shared messages. A session's message and
+// event rows go with its row: trigger skein_sessions_delete (migration
+// 10) deletes them once per DELETE statement on skein_sessions, whoever
+// runs it. They have no foreign key (it was checked once per inserted
+// row, a quarter of a write's cost in the database): skein inserts them
+// only from the write that updated the session's row and holds it
+// locked (from the UPDATE's RETURNING, so none if the row is gone), or
+// in the transaction that created or locked it. Two writes that each drop
 // the last reference to a frozen view at the same moment may both keep
 // it: an unused views row stays, never a used one goes.
 package postgres

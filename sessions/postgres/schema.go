@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -22,7 +22,7 @@ const SchemaVersion = 9
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10}
 
 // migrationStep is the Go step of the migration to version v, if it has
 // one: run after that migration's SQL, in the same transaction, with the
@@ -267,6 +267,38 @@ CREATE INDEX skein_sessions_by_repo_status ON skein_sessions (repo_id, status, c
 const migration9 = `
 DROP TRIGGER IF EXISTS skein_events_notify ON skein_events;
 DROP FUNCTION IF EXISTS skein_notify_events();
+`
+
+// migration10 drops the foreign keys of skein_messages and skein_events
+// on skein_sessions: PostgreSQL checked them once per inserted row, each
+// check a query run through SPI (the executor started and ended for it),
+// a quarter of the database's CPU for a write of 2 messages and 4
+// events. skein's statements cannot insert a row for a missing session:
+// a write inserts its rows from the RETURNING of its UPDATE of the
+// session's row (none if the row is gone), which it holds locked until
+// its commit; Create and Fork insert them in the transaction that
+// inserted the row or locked it. What ON DELETE CASCADE did, trigger
+// skein_sessions_delete does (once per statement, for the sessions it
+// deleted, by the key's prefix), so a delete by any writer, an older
+// skein's or a hand-written DELETE, still takes their messages and
+// events with it. Deletes are rare; the writes of every turn no longer
+// pay for the checks.
+const migration10 = `
+ALTER TABLE skein_messages DROP CONSTRAINT skein_messages_sid_fkey;
+ALTER TABLE skein_events DROP CONSTRAINT skein_events_sid_fkey;
+
+CREATE FUNCTION skein_delete_rows() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+	DELETE FROM skein_messages m USING skein_deleted d WHERE m.sid = d.sid;
+	DELETE FROM skein_events e USING skein_deleted d WHERE e.sid = d.sid;
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER skein_sessions_delete AFTER DELETE ON skein_sessions
+	REFERENCING OLD TABLE AS skein_deleted
+	FOR EACH STATEMENT EXECUTE FUNCTION skein_delete_rows();
 `
 
 // sealedLabels is migration 8's step: it fills repo_id and agent of the
