@@ -175,8 +175,8 @@ func freeChunk(c []byte) {
 }
 
 // run exports the full batches when one is, and everything pending when
-// the schedule delay has passed and on ForceFlush; on stop it exports
-// what is left and returns.
+// the schedule delay has passed and on ForceFlush; on stop it returns
+// (Shutdown exports what is left).
 func (b *batcher) run() {
 	defer close(b.done)
 	timer := time.NewTimer(b.o.delay)
@@ -190,10 +190,9 @@ func (b *batcher) run() {
 		case <-timer.C:
 		case flushed = <-b.flushes:
 		case <-b.stop:
-			b.export(true)
 			return
 		}
-		b.export(all)
+		_ = b.export(context.Background(), all) // never ends
 		if flushed != nil {
 			close(flushed)
 		}
@@ -210,8 +209,11 @@ func (b *batcher) run() {
 }
 
 // export takes the full batches (and the one being filled when all) and
-// exports them, then keeps their chunks for reuse.
-func (b *batcher) export(all bool) {
+// exports them, each within the export timeout and ctx, then keeps their
+// chunks for reuse. A failed export is reported through otel.Handle,
+// except when ctx has ended: export then stops and returns ctx's error
+// (Shutdown's caller reports it).
+func (b *batcher) export(ctx context.Context, all bool) error {
 	b.mu.Lock()
 	batches := b.full
 	b.full = nil
@@ -229,19 +231,22 @@ func (b *batcher) export(all bool) {
 		otel.Handle(fmt.Errorf("telemetry: %d spans dropped: more than OTEL_BSP_MAX_QUEUE_SIZE=%d were waiting for the exporter", dropped, b.o.maxQueue))
 	}
 	for _, batch := range batches {
-		ctx, cancel := context.WithTimeout(context.Background(), b.o.timeout)
-		released, err := b.exp.ExportSpans(ctx, batch.chunks, batch.n)
+		ectx, cancel := context.WithTimeout(ctx, b.o.timeout)
+		released, err := b.exp.ExportSpans(ectx, batch.chunks, batch.n)
 		cancel()
+		if released {
+			for _, c := range batch.chunks {
+				freeChunk(c)
+			}
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			otel.Handle(err)
 		}
-		if !released {
-			continue
-		}
-		for _, c := range batch.chunks {
-			freeChunk(c)
-		}
 	}
+	return nil
 }
 
 // ForceFlush exports every span ended so far, within ctx.
@@ -263,7 +268,11 @@ func (b *batcher) ForceFlush(ctx context.Context) error {
 }
 
 // Shutdown exports the spans not yet exported and shuts the exporter
-// down, within ctx. Spans that end later are not exported.
+// down, within ctx. Spans that end later are not exported. The last
+// export is made on the calling goroutine, once the exporting goroutine
+// has finished the export it was making: the exit of a short command
+// waits for it, and handing it to the other goroutine and back costs
+// two thread wake-ups.
 func (b *batcher) Shutdown(ctx context.Context) error {
 	var err error
 	b.once.Do(func() {
@@ -277,7 +286,10 @@ func (b *batcher) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 			return
 		}
-		err = b.exp.Shutdown(ctx)
+		err = b.export(ctx, true)
+		if serr := b.exp.Shutdown(ctx); err == nil {
+			err = serr
+		}
 	})
 	return err
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -147,6 +148,70 @@ func TestBatcherQueueFull(t *testing.T) {
 	defer mu.Unlock()
 	if len(reported) != 1 || !strings.Contains(reported[0].Error(), "2 spans dropped") {
 		t.Errorf("reported %v", reported)
+	}
+}
+
+// stallingExporter answers an export when its context ends, with the
+// context's error; it notes whether the batcher's goroutine had
+// returned when the export started.
+type stallingExporter struct {
+	done     <-chan struct{}
+	mu       sync.Mutex
+	exports  []bool // per export: the goroutine had returned
+	shutdown bool
+}
+
+func (e *stallingExporter) ExportSpans(ctx context.Context, _ [][]byte, _ int) (bool, error) {
+	returned := false
+	select {
+	case <-e.done:
+		returned = true
+	default:
+	}
+	e.mu.Lock()
+	e.exports = append(e.exports, returned)
+	e.mu.Unlock()
+	<-ctx.Done()
+	return true, ctx.Err()
+}
+
+func (e *stallingExporter) Shutdown(context.Context) error {
+	e.mu.Lock()
+	e.shutdown = true
+	e.mu.Unlock()
+	return nil
+}
+
+// TestBatcherShutdownDeadline: Shutdown's last export is made on the
+// calling goroutine (after the batcher's own has returned) within
+// Shutdown's context: a collector that does not answer makes Shutdown
+// return the context's error at its deadline, reported by the caller
+// only (not also through otel.Handle), and the exporter is shut down.
+func TestBatcherShutdownDeadline(t *testing.T) {
+	var mu sync.Mutex
+	var reported []error
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { mu.Lock(); reported = append(reported, err); mu.Unlock() }))
+	defer otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+	exp := &stallingExporter{}
+	tp := newRecorder(resource.Empty(), exp, batchOptions{delay: time.Hour, timeout: time.Hour, maxQueue: 100, batchSize: 10})
+	exp.done = tp.proc.done
+	endSpans(tp, "1", "2", "3")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tp.proc.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
+		t.Errorf("Shutdown: %v after %v, want the deadline's error at the deadline", err, time.Since(start))
+	}
+	exp.mu.Lock()
+	defer exp.mu.Unlock()
+	if len(exp.exports) != 1 || !exp.exports[0] || !exp.shutdown {
+		t.Errorf("exports (the goroutine had returned): %v, exporter shut down %v", exp.exports, exp.shutdown)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 0 {
+		t.Errorf("reported through otel.Handle too: %v", reported)
 	}
 }
 
