@@ -334,24 +334,46 @@ func beginMessage(b []byte, field int) ([]byte, int) {
 // body (beginMessage) and ends at len(b). A body of 128 bytes or more
 // needs a longer length, for which the body moves up.
 func endMessage(b []byte, body int) []byte {
-	n := len(b) - body
-	if n < 0x80 {
+	if n := len(b) - body; n < 0x80 {
 		b[body-1] = byte(n)
 		return b
 	}
-	var l [binary.MaxVarintLen64]byte
-	k := binary.PutUvarint(l[:], uint64(n))
-	b = append(b, l[:k-1]...) // room for the longer length
-	copy(b[body-1+k:], b[body:body+n])
-	copy(b[body-1:], l[:k])
-	return b
+	return placeLength(b, body, 1)
 }
 
-// appendSpanField appends s as a ScopeSpans's spans field (2).
+// appendSpanField appends s as a ScopeSpans's spans field (2). Two bytes
+// are kept for the span's length, which fit the usual span (128 bytes
+// to 16 KB): with beginMessage's one, nearly every span would move up a
+// byte when it is written (on the loop's goroutine, as the span ends).
 func appendSpanField(b []byte, s *record) []byte {
-	var sp int
-	b, sp = beginMessage(b, 2)
-	return endMessage(appendSpan(b, s), sp)
+	b = append(appendTag(b, 2, wireBytes), 0, 0)
+	body := len(b)
+	return endMessage2(appendSpan(b, s), body)
+}
+
+// endMessage2 is endMessage for a body with two bytes kept before it.
+func endMessage2(b []byte, body int) []byte {
+	if n := len(b) - body; n >= 0x80 && n < 0x4000 {
+		b[body-2], b[body-1] = byte(n)|0x80, byte(n>>7)
+		return b
+	}
+	return placeLength(b, body, 2)
+}
+
+// placeLength writes the length of the sub-message whose body starts at
+// body and ends at len(b) into the reserved bytes before body, moving
+// the body down or up when its length's varint is shorter or longer.
+func placeLength(b []byte, body, reserved int) []byte {
+	n := len(b) - body
+	var l [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(l[:], uint64(n))
+	if k > reserved {
+		b = append(b, l[:k-reserved]...) // room for the longer length
+	}
+	start := body - reserved
+	copy(b[start+k:], b[body:body+n])
+	copy(b[start:], l[:k])
+	return b[:start+k+n]
 }
 
 // appendSpan appends the fields of a trace/v1 Span.

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -250,6 +252,41 @@ func TestOTLPExportChunksReused(t *testing.T) {
 				t.Fatalf("%s: span %s arrived %d times", gz, k, seen[k])
 			}
 		}
+	}
+}
+
+// TestMessageLength: a sub-message's length written into the one or two
+// bytes kept for it (beginMessage/endMessage, appendSpanField/
+// endMessage2) whatever its size, the body moved when the varint is
+// shorter or longer; spans around those sizes decode.
+func TestMessageLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 300, 16383, 16384, 20000, 2100000} {
+		body := bytes.Repeat([]byte{0xa5}, n)
+		want := appendBytesField([]byte{7}, 2, body)
+		b, m := beginMessage([]byte{7}, 2)
+		if got := endMessage(append(b, body...), m); !bytes.Equal(got, want) {
+			t.Errorf("endMessage, %d bytes: %.12x..., want %.12x...", n, got, want)
+		}
+		b = append(appendTag([]byte{7}, 2, wireBytes), 0, 0)
+		if got := endMessage2(append(b, body...), len(b)); !bytes.Equal(got, want) {
+			t.Errorf("endMessage2, %d bytes: %.12x..., want %.12x...", n, got, want)
+		}
+	}
+	exp := &recordingExporter{}
+	tp := newRecorder(resource.Empty(), exp, batchOptions{delay: time.Hour, timeout: time.Second, maxQueue: 1000, batchSize: 1000})
+	var names []string
+	for _, n := range []int{0, 20, 40, 60, 80, 100, 16200, 16250, 16300, 16350, 16400, 70000} {
+		for d := range 8 { // a span's size around 128 and 16384 bytes
+			name := strings.Repeat("n", n+d)
+			names = append(names, name)
+			endSpans(tp, name)
+		}
+	}
+	if err := tp.proc.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := exp.got(); len(got) != 1 || got[0] != strings.Join(names, ",") {
+		t.Errorf("the spans decoded differ from those ended")
 	}
 }
 
