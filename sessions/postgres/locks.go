@@ -175,8 +175,10 @@ func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error
 var _ sessions.VersionLocker = (*locker)(nil)
 
 // TryLockVersion takes the lock and reads session id's version in one
-// round trip: a pipeline of the lock's statement and, in a transaction
-// of its own after it, the version's.
+// round trip: a pipeline of the lock's statement and then the version's,
+// in one transaction (one sync). At read committed each statement takes
+// its own snapshot, so the version is read after the lock is held: a
+// holder that wrote, committed and released before it is seen.
 func (l *locker) TryLockVersion(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
 	return l.take(ctx, name, id)
 }
@@ -250,7 +252,7 @@ func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.Sto
 
 // lockStatements runs tryLockSQL for lk on conn, its lock connection,
 // and, when id is not "", versionSQL for session id after it, in one
-// round trip. The caller holds the connection's mu.
+// round trip and one transaction. The caller holds the connection's mu.
 func (l *locker) lockStatements(ctx context.Context, conn *pgx.Conn, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
 	if id == "" {
 		err = conn.QueryRow(ctx, tryLockStmt, l.qualified(lk.name), lk.name, lk.holder).Scan(&ok)
@@ -258,7 +260,6 @@ func (l *locker) lockStatements(ctx context.Context, conn *pgx.Conn, lk *lock, i
 	}
 	p := conn.PgConn().StartPipeline(ctx)
 	p.SendQueryPrepared(tryLockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(lk.name), []byte(lk.holder)}, nil, nil)
-	p.SendPipelineSync()
 	p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
 	p.SendPipelineSync()
 	err = p.Flush()
