@@ -378,19 +378,18 @@ func placeLength(b []byte, body, reserved int) []byte {
 
 // appendSpan appends the fields of a trace/v1 Span.
 func appendSpan(b []byte, s *record) []byte {
-	tid, sid := s.sc.TraceID(), s.sc.SpanID()
-	b = appendBytesField(b, 1, tid[:])
-	b = appendBytesField(b, 2, sid[:])
-	if ts := s.sc.TraceState(); ts.Len() > 0 {
-		b = appendStringField(b, 3, ts.String())
+	b = appendBytesField(b, 1, s.tid[:])
+	b = appendBytesField(b, 2, s.sid[:])
+	if s.ts != nil {
+		b = appendStringField(b, 3, s.ts.String())
 	}
-	if p := s.parent.SpanID(); p.IsValid() {
-		b = appendBytesField(b, 4, p[:])
+	if s.psid.IsValid() {
+		b = appendBytesField(b, 4, s.psid[:])
 	}
 	b = appendSpanName(b, s.op, s.name)
 	b = appendVarintField(b, 6, uint64(s.kind))
-	b = appendFixed64Field(b, 7, unixNano(s.start))
-	b = appendFixed64Field(b, 8, unixNano(s.end))
+	b = appendFixed64Field(b, 7, uint64(s.start))
+	b = appendFixed64Field(b, 8, uint64(s.end))
 	b = append(b, s.attrs.buf...) // the attributes fields (attrs.go)
 	b = appendVarintField(b, 10, uint64(s.attrs.dropped))
 	for _, ev := range s.events {
@@ -433,7 +432,7 @@ func appendSpan(b []byte, s *record) []byte {
 		b = appendVarintField(b, 3, code)
 		b = endMessage(b, m)
 	}
-	return appendFixed32Field(b, 16, spanFlags(s.sc.TraceFlags(), s.parent.IsRemote()))
+	return appendFixed32Field(b, 16, spanFlags(s.flags, s.parentRemote))
 }
 
 // appendSpanName appends a Span's name (5): "op name" (spanName).

@@ -102,9 +102,9 @@ func testExporter(t *testing.T) *otlpExporter {
 
 // spanChunk is one ended span, encoded as an export's chunk.
 func spanChunk(name string) []byte {
-	d := &record{op: OpTool, name: name, kind: trace.SpanKindInternal, start: time.Now()}
-	d.sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: newTraceID(), SpanID: newSpanID(), TraceFlags: trace.FlagsSampled})
-	d.end = d.start.Add(time.Millisecond)
+	d := &record{op: OpTool, name: name, kind: trace.SpanKindInternal, start: time.Now().UnixNano()}
+	d.tid, d.sid, d.flags = newTraceID(), newSpanID(), trace.FlagsSampled
+	d.end = d.start + int64(time.Millisecond)
 	return appendSpanField(nil, d)
 }
 

@@ -65,7 +65,7 @@ type recorder struct {
 	res     *resource.Resource
 	proc    *batcher
 	tp      *tracerProvider
-	clock   atomic.Pointer[time.Time] // now's last reading of the wall clock
+	clock   atomic.Pointer[wallClock] // now's last reading of the wall clock
 }
 
 var _ trace.Tracer = (*recorder)(nil)
@@ -137,19 +137,25 @@ func (r *recorder) Start(ctx context.Context, name string, opts ...trace.SpanSta
 		ctx = context.Background()
 	}
 	cfg := trace.NewSpanStartConfig(opts...)
-	ctx, s := r.start(ctx, "", name, &cfg)
+	ctx, s, d := r.start(ctx, nil, "", name, &cfg)
+	if d != nil {
+		d.mu.Unlock()
+	}
 	return ctx, s
 }
 
 // start starts a span named "op name" (op or name alone when the other
 // is empty: the two are joined when the span is encoded) as configured
-// by cfg, returning ctx with it.
-func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanConfig) (context.Context, *span) {
+// by cfg, returning ctx with it and, when it records, its record still
+// locked (the caller sets its attributes, then unlocks it): a span is
+// locked once as it starts. t is the Tracer ctx carries (From), which
+// the returned context answers without looking further (nil: unknown).
+func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, *span, *record) {
 	var psc trace.SpanContext
 	if cfg.NewRoot() {
 		ctx = trace.ContextWithSpanContext(ctx, psc)
 	} else {
-		psc = trace.SpanContextFromContext(ctx)
+		psc = parentSpanContext(ctx)
 	}
 	tid := psc.TraceID()
 	if !tid.IsValid() {
@@ -167,55 +173,87 @@ func (r *recorder) start(ctx context.Context, op, name string, cfg *trace.SpanCo
 		sr = r.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: spanName(op, name),
 			Kind: cfg.SpanKind(), Attributes: cfg.Attributes(), Links: cfg.Links()})
 	}
-	scc := trace.SpanContextConfig{TraceID: tid, SpanID: newSpanID(), TraceState: sr.Tracestate}
+	flags := psc.TraceFlags() &^ trace.FlagsSampled
 	if sr.Decision == sdktrace.RecordAndSample {
-		scc.TraceFlags = psc.TraceFlags() | trace.FlagsSampled
-	} else {
-		scc.TraceFlags = psc.TraceFlags() &^ trace.FlagsSampled
+		flags |= trace.FlagsSampled
 	}
-	c := &spanCtx{Context: ctx, s: span{tid: tid, sid: scc.SpanID, flags: scc.TraceFlags, r: r}}
+	c := &spanCtx{Context: ctx, t: t, s: span{tid: tid, sid: newSpanID(), flags: flags, r: r}}
 	s := &c.s
 	if sr.Tracestate.Len() > 0 {
 		ts := sr.Tracestate
 		s.ts = &ts
 	}
+	var d *record
 	if sr.Decision != sdktrace.Drop {
-		start := cfg.Timestamp()
-		if start.IsZero() {
-			start = r.now()
+		var start, mono int64
+		if ts := cfg.Timestamp(); !ts.IsZero() {
+			start, mono = ts.UnixNano(), -1
+		} else {
+			start, mono = r.now()
 		}
-		d := records.Get().(*record)
+		d = records.Get().(*record)
 		d.mu.Lock()
 		d.gen++
-		d.sc, d.parent, d.op, d.name, d.kind, d.start = trace.NewSpanContext(scc), psc, op, name, trace.ValidateSpanKind(cfg.SpanKind()), start
-		d.mu.Unlock()
+		d.tid, d.sid, d.flags, d.ts = tid, s.sid, flags, s.ts
+		d.psid, d.parentRemote = psc.SpanID(), psc.IsRemote()
+		d.op, d.name, d.kind, d.start, d.mono = op, name, trace.ValidateSpanKind(cfg.SpanKind()), start, mono
 		s.d, s.gen = d, d.gen
 		for _, l := range cfg.Links() {
-			s.AddLink(l)
+			r.addLink(d, l)
 		}
-		s.SetAttributes(sr.Attributes...)
-		s.SetAttributes(cfg.Attributes()...)
+		for _, kvs := range [2][]attribute.KeyValue{sr.Attributes, cfg.Attributes()} {
+			for i := range kvs {
+				r.setAttr(d, &kvs[i])
+			}
+		}
 	}
 	if currentSpanKey == nil {
-		return trace.ContextWithSpan(ctx, s), s
+		return trace.ContextWithSpan(ctx, s), s, d
 	}
-	return c, s
+	return c, s, d
 }
 
-// now is the time a span starts: the wall clock read at most every
+// parentSpanContext is the span context of ctx's current span
+// (trace.SpanContextFromContext), read straight from the span when it
+// is one of skein's.
+func parentSpanContext(ctx context.Context) trace.SpanContext {
+	if currentSpanKey == nil {
+		return trace.SpanContextFromContext(ctx)
+	}
+	switch p := ctx.Value(currentSpanKey).(type) {
+	case *span:
+		return p.SpanContext()
+	case trace.Span:
+		return p.SpanContext()
+	}
+	return trace.SpanContext{}
+}
+
+// monoBase is the reference of the monotonic clock readings spans keep
+// (time.Since(monoBase): one clock reading).
+var monoBase = time.Now()
+
+// wallClock is a reading of the wall clock: unix nanoseconds at mono
+// (nanoseconds since monoBase).
+type wallClock struct{ mono, unix int64 }
+
+// now is the time a span starts, in unix nanoseconds, and the monotonic
+// clock then (since monoBase): the wall clock read at most every
 // clockPeriod, advanced by the monotonic clock in between (time.Now
 // reads both clocks, several times the cost of reading the monotonic
 // one, and a loop of quick calls starts two spans an iteration). A step
 // of the wall clock shows in the spans within clockPeriod.
-func (r *recorder) now() time.Time {
-	if base := r.clock.Load(); base != nil {
-		if d := time.Since(*base); d >= 0 && d < clockPeriod {
-			return base.Add(d)
+func (r *recorder) now() (unix, mono int64) {
+	mono = int64(time.Since(monoBase))
+	if c := r.clock.Load(); c != nil {
+		if d := mono - c.mono; d >= 0 && d < int64(clockPeriod) {
+			return c.unix + d, mono
 		}
 	}
 	t := time.Now()
-	r.clock.Store(&t)
-	return t
+	mono = int64(t.Sub(monoBase))
+	r.clock.Store(&wallClock{mono: mono, unix: t.UnixNano()})
+	return t.UnixNano(), mono
 }
 
 const clockPeriod = time.Second
@@ -224,16 +262,23 @@ const clockPeriod = time.Second
 // its current span (trace.SpanFromContext). The span's handle and the
 // context are one allocation, where the handle and
 // trace.ContextWithSpan's context would be two: a loop of quick model
-// and tool calls starts two spans an iteration.
+// and tool calls starts two spans an iteration. It keeps the Tracer its
+// parent carries (when known), so that From and the next span's start
+// stop at the nearest span instead of walking every context below it.
 type spanCtx struct {
 	context.Context
+	t *Tracer
 	s span
 }
 
-// Value is the span for the OpenTelemetry API's current-span key, else
-// the parent's value.
+// Value is the span for the OpenTelemetry API's current-span key, the
+// Tracer for With's, else the parent's value.
 func (c *spanCtx) Value(key any) any {
-	if key == currentSpanKey {
+	if _, ok := key.(tracerKey); ok { // (a type check: no comparison of values)
+		if c.t != nil {
+			return c.t
+		}
+	} else if key == currentSpanKey {
 		return &c.s
 	}
 	return c.Context.Value(key)
@@ -298,25 +343,33 @@ func newSpanID() (id trace.SpanID) {
 }
 
 // record is what a recording span holds: written under mu until the span
-// ends, read by the exporter after.
+// ends, then encoded for export.
 type record struct {
+	ts         *trace.TraceState // the span's trace state, nil when empty
+	op, name   string            // the span's name is "op name" (spanName)
+	attrs      attrSet           // encoded (attrs.go)
+	events     []event
+	links      []link
+	statusDesc string
+
 	mu    sync.Mutex
 	gen   uint64 // incremented each time the record is reused
 	ended bool
 
-	sc, parent    trace.SpanContext
-	op, name      string // the span's name is "op name" (spanName)
+	// the span context (a span's own is never remote) and the parent's
+	// span id
+	tid           trace.TraceID
+	sid, psid     trace.SpanID
+	flags         trace.TraceFlags
+	parentRemote  bool
 	kind          trace.SpanKind
-	start, end    time.Time
-	attrs         attrSet // encoded (attrs.go)
-	attrsAt       [16]attrPos
-	attrsBuf      [512]byte
-	events        []event
+	start, end    int64 // unix nanoseconds
+	mono          int64 // the monotonic clock at start (since monoBase), or -1 for a start given by the caller
 	droppedEvents int
-	links         []link
 	droppedLinks  int
 	status        codes.Code
-	statusDesc    string
+	attrsAt       [16]attrPos
+	attrsBuf      [512]byte
 }
 
 type event struct {
@@ -582,9 +635,19 @@ func (s *span) AddLink(l trace.Link) {
 	if d == nil {
 		return
 	}
-	limits := s.r.limits
+	s.r.addLink(d, l)
+	d.mu.Unlock()
+}
+
+// addLink adds l to the record d (locked); the oldest is evicted past
+// the link limit.
+func (r *recorder) addLink(d *record, l trace.Link) {
+	if !l.SpanContext.IsValid() && len(l.Attributes) == 0 && l.SpanContext.TraceState().Len() == 0 {
+		return
+	}
+	limits := r.limits
 	k := link{sc: l.SpanContext}
-	k.attrs, k.dropped = s.r.addAttrs(nil, 0, limits.AttributePerLinkCountLimit, l.Attributes)
+	k.attrs, k.dropped = r.addAttrs(nil, 0, limits.AttributePerLinkCountLimit, l.Attributes)
 	switch {
 	case limits.LinkCountLimit == 0:
 		d.droppedLinks++
@@ -594,7 +657,6 @@ func (s *span) AddLink(l trace.Link) {
 	default:
 		d.links = append(d.links, k)
 	}
-	d.mu.Unlock()
 }
 
 // End ends the span and hands it to the batcher when sampled (which
@@ -604,7 +666,7 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 	if s == nil || s.d == nil {
 		return
 	}
-	end := time.Time{}
+	var end time.Time
 	if len(opts) > 0 {
 		cfg := trace.NewSpanEndConfig(opts...)
 		end = cfg.Timestamp()
@@ -613,10 +675,15 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 	if d == nil {
 		return
 	}
-	if end.IsZero() {
-		end = d.start.Add(time.Since(d.start)) // monotonic
+	switch {
+	case !end.IsZero():
+		d.end = end.UnixNano()
+	case d.mono >= 0: // start + the monotonic time since
+		d.end = d.start + int64(time.Since(monoBase)) - d.mono
+	default:
+		d.end = time.Now().UnixNano()
 	}
-	d.end, d.ended = end, true
+	d.ended = true
 	if s.flags.IsSampled() {
 		s.r.proc.onEnd(d)
 	}

@@ -69,14 +69,16 @@ var (
 )
 
 // start starts a span named "op name" (op alone when name is empty) as
-// cfg says (internalSpan, clientSpan).
-func start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, Span) {
+// cfg says (internalSpan, clientSpan), and returns its recorder and
+// record, locked, when it records (the helper sets its attributes with
+// the recorder's set* methods, then unlocks it), else a nil record.
+func start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, Span, *recorder, *record) {
 	r := t.recorder()
 	if r == nil {
-		return ctx, Span{}
+		return ctx, Span{}, nil, nil
 	}
-	ctx, s := r.start(ctx, op, name, cfg)
-	return ctx, Span{span: s, content: t.content}
+	ctx, s, d := r.start(ctx, t, op, name, cfg)
+	return ctx, Span{span: s, content: t.content}, r, d
 }
 
 // record locks and returns the span's record while it records (its
@@ -95,8 +97,8 @@ func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, OpWorkflow, name, &internalSpan)
-	if r, d := s.record(); d != nil {
+	ctx, s, r, d := start(ctx, t, OpWorkflow, name, &internalSpan)
+	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpWorkflow)
 		r.setString(d, KeyWorkflowName, name)
 		r.setString(d, KeyWorkflowRun, runID)
@@ -111,8 +113,8 @@ func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, 
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, OpStage, node, &internalSpan)
-	if r, d := s.record(); d != nil {
+	ctx, s, r, d := start(ctx, t, OpStage, node, &internalSpan)
+	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpStage)
 		r.setString(d, KeyStage, node)
 		r.setString(d, KeyStageKind, kind)
@@ -134,8 +136,8 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 	if agent == "" {
 		agent, _ = ctx.Value(agentKey{}).(string)
 	}
-	ctx, s := start(ctx, t, OpAgent, agent, &internalSpan)
-	if r, d := s.record(); d != nil {
+	ctx, s, r, d := start(ctx, t, OpAgent, agent, &internalSpan)
+	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpAgent)
 		r.setString(d, KeyConversationID, sessionID)
 		if agent != "" {
@@ -166,8 +168,8 @@ func Chat(ctx context.Context, req ChatRequest) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, OpChat, req.Model, &clientSpan)
-	if r, d := s.record(); d != nil {
+	ctx, s, r, d := start(ctx, t, OpChat, req.Model, &clientSpan)
+	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpChat)
 		r.setString(d, KeyConversationID, req.SessionID)
 		if req.Provider != "" {
@@ -235,8 +237,8 @@ func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s := start(ctx, t, OpTool, name, &internalSpan)
-	if r, d := s.record(); d != nil {
+	ctx, s, r, d := start(ctx, t, OpTool, name, &internalSpan)
+	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpTool)
 		r.setString(d, KeyToolName, name)
 		r.setString(d, KeyToolCallID, callID)

@@ -201,8 +201,8 @@ func TestSpanContextKey(t *testing.T) {
 		if trace.SpanFromContext(actx) != trace.Span(a.span) || trace.SpanFromContext(cctx) != trace.Span(c.span) {
 			t.Errorf("key %v: the started spans are not their contexts' current spans", key)
 		}
-		if !c.span.d.parent.Equal(a.span.SpanContext()) || !trace.SpanContextFromContext(cctx).Equal(c.span.SpanContext()) {
-			t.Errorf("key %v: the chat span's parent is %v, want %v", key, c.span.d.parent, a.span.SpanContext())
+		if c.span.d.psid != a.span.sid || c.span.d.tid != a.span.tid || !trace.SpanContextFromContext(cctx).Equal(c.span.SpanContext()) {
+			t.Errorf("key %v: the chat span's parent is %v, want %v", key, c.span.d.psid, a.span.SpanContext())
 		}
 		if From(cctx) != tr || cctx.Value(agentKey{}) != "planner" {
 			t.Errorf("key %v: the span's context lost its parent's values", key)
