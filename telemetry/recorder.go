@@ -65,6 +65,7 @@ type recorder struct {
 	res     *resource.Resource
 	proc    *batcher
 	tp      *tracerProvider
+	base    time.Time                 // the reference of the monotonic readings spans keep (one reading: time.Since(base))
 	clock   atomic.Pointer[wallClock] // now's last reading of the wall clock
 }
 
@@ -80,7 +81,7 @@ type tracerProvider struct {
 func (p *tracerProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { return p.r }
 
 func newRecorder(res *resource.Resource, exp spanExporter, o batchOptions) *recorder {
-	r := &recorder{sampler: samplerFromEnv(), limits: sdktrace.NewSpanLimits(), res: res}
+	r := &recorder{sampler: samplerFromEnv(), limits: sdktrace.NewSpanLimits(), res: res, base: time.Now()}
 	r.tp = &tracerProvider{r: r}
 	r.proc = newBatcher(exp, o)
 	return r
@@ -137,28 +138,37 @@ func (r *recorder) Start(ctx context.Context, name string, opts ...trace.SpanSta
 		ctx = context.Background()
 	}
 	cfg := trace.NewSpanStartConfig(opts...)
-	ctx, s, d := r.start(ctx, nil, "", name, &cfg)
+	ctx, s, d := r.start(ctx, nil, "", name, cfg.SpanKind(), &cfg)
 	if d != nil {
 		d.mu.Unlock()
 	}
 	return ctx, s
 }
 
-// start starts a span named "op name" (op or name alone when the other
-// is empty: the two are joined when the span is encoded) as configured
-// by cfg, returning ctx with it and, when it records, its record still
-// locked (the caller sets its attributes, then unlocks it): a span is
-// locked once as it starts. t is the Tracer ctx carries (From), which
-// the returned context answers without looking further (nil: unknown).
-func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, *span, *record) {
+// start starts a span of kind named "op name" (op or name alone when
+// the other is empty: the two are joined when the span is encoded) as
+// configured by cfg (nil for the helpers' spans: none of its options),
+// returning ctx with it and, when it records, its record still locked
+// (the caller sets its attributes, then unlocks it): a span is locked
+// once as it starts. t is the Tracer ctx carries (From), which the
+// returned context answers without looking further (nil: unknown).
+//
+// (A span's start reads as little memory as it can besides the span's
+// own: on a loop, what it reads has mostly left the processor's caches
+// since the last span, and each such read costs about as much as the
+// rest of the start. So the helpers pass no SpanConfig, and ids are
+// checked against zero values rather than the API's IsValid, which
+// reads package variables.)
+func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, kind trace.SpanKind, cfg *trace.SpanConfig) (context.Context, *span, *record) {
 	var psc trace.SpanContext
-	if cfg.NewRoot() {
+	if cfg != nil && cfg.NewRoot() {
 		ctx = trace.ContextWithSpanContext(ctx, psc)
 	} else {
 		psc = parentSpanContext(ctx)
 	}
 	tid := psc.TraceID()
-	if !tid.IsValid() {
+	parentValid := tid != trace.TraceID{} && psc.SpanID() != trace.SpanID{}
+	if tid == (trace.TraceID{}) {
 		tid = newTraceID()
 	}
 	var sr sdktrace.SamplingResult
@@ -166,12 +176,15 @@ func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, cfg *t
 		// parentbased_always_on, as the SDK's ParentBased(AlwaysSample())
 		// decides it: sampled unless the parent was not
 		sr.Decision, sr.Tracestate = sdktrace.RecordAndSample, psc.TraceState()
-		if psc.IsValid() && !psc.IsSampled() {
+		if parentValid && !psc.IsSampled() {
 			sr.Decision = sdktrace.Drop
 		}
 	} else {
-		sr = r.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: spanName(op, name),
-			Kind: cfg.SpanKind(), Attributes: cfg.Attributes(), Links: cfg.Links()})
+		p := sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: spanName(op, name), Kind: kind}
+		if cfg != nil {
+			p.Attributes, p.Links = cfg.Attributes(), cfg.Links()
+		}
+		sr = r.sampler.ShouldSample(p)
 	}
 	flags := psc.TraceFlags() &^ trace.FlagsSampled
 	if sr.Decision == sdktrace.RecordAndSample {
@@ -186,8 +199,8 @@ func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, cfg *t
 	var d *record
 	if sr.Decision != sdktrace.Drop {
 		var start, mono int64
-		if ts := cfg.Timestamp(); !ts.IsZero() {
-			start, mono = ts.UnixNano(), -1
+		if cfg != nil && !cfg.Timestamp().IsZero() {
+			start, mono = cfg.Timestamp().UnixNano(), -1
 		} else {
 			start, mono = r.now()
 		}
@@ -196,12 +209,16 @@ func (r *recorder) start(ctx context.Context, t *Tracer, op, name string, cfg *t
 		d.gen++
 		d.tid, d.sid, d.flags, d.ts = tid, s.sid, flags, s.ts
 		d.psid, d.parentRemote = psc.SpanID(), psc.IsRemote()
-		d.op, d.name, d.kind, d.start, d.mono = op, name, trace.ValidateSpanKind(cfg.SpanKind()), start, mono
+		d.op, d.name, d.kind, d.start, d.mono = op, name, trace.ValidateSpanKind(kind), start, mono
 		s.d, s.gen = d, d.gen
-		for _, l := range cfg.Links() {
-			r.addLink(d, l)
+		for i := range sr.Attributes {
+			r.setAttr(d, &sr.Attributes[i])
 		}
-		for _, kvs := range [2][]attribute.KeyValue{sr.Attributes, cfg.Attributes()} {
+		if cfg != nil {
+			for _, l := range cfg.Links() {
+				r.addLink(d, l)
+			}
+			kvs := cfg.Attributes()
 			for i := range kvs {
 				r.setAttr(d, &kvs[i])
 			}
@@ -229,29 +246,25 @@ func parentSpanContext(ctx context.Context) trace.SpanContext {
 	return trace.SpanContext{}
 }
 
-// monoBase is the reference of the monotonic clock readings spans keep
-// (time.Since(monoBase): one clock reading).
-var monoBase = time.Now()
-
 // wallClock is a reading of the wall clock: unix nanoseconds at mono
-// (nanoseconds since monoBase).
+// (nanoseconds since the recorder's base).
 type wallClock struct{ mono, unix int64 }
 
 // now is the time a span starts, in unix nanoseconds, and the monotonic
-// clock then (since monoBase): the wall clock read at most every
+// clock then (since r.base): the wall clock read at most every
 // clockPeriod, advanced by the monotonic clock in between (time.Now
 // reads both clocks, several times the cost of reading the monotonic
 // one, and a loop of quick calls starts two spans an iteration). A step
 // of the wall clock shows in the spans within clockPeriod.
 func (r *recorder) now() (unix, mono int64) {
-	mono = int64(time.Since(monoBase))
+	mono = int64(time.Since(r.base))
 	if c := r.clock.Load(); c != nil {
 		if d := mono - c.mono; d >= 0 && d < int64(clockPeriod) {
 			return c.unix + d, mono
 		}
 	}
 	t := time.Now()
-	mono = int64(t.Sub(monoBase))
+	mono = int64(t.Sub(r.base))
 	r.clock.Store(&wallClock{mono: mono, unix: t.UnixNano()})
 	return t.UnixNano(), mono
 }
@@ -364,7 +377,7 @@ type record struct {
 	parentRemote  bool
 	kind          trace.SpanKind
 	start, end    int64 // unix nanoseconds
-	mono          int64 // the monotonic clock at start (since monoBase), or -1 for a start given by the caller
+	mono          int64 // the monotonic clock at start (since the recorder's base), or -1 for a start given by the caller
 	droppedEvents int
 	droppedLinks  int
 	status        codes.Code
@@ -679,7 +692,7 @@ func (s *span) End(opts ...trace.SpanEndOption) {
 	case !end.IsZero():
 		d.end = end.UnixNano()
 	case d.mono >= 0: // start + the monotonic time since
-		d.end = d.start + int64(time.Since(monoBase)) - d.mono
+		d.end = d.start + int64(time.Since(s.r.base)) - d.mono
 	default:
 		d.end = time.Now().UnixNano()
 	}

@@ -59,25 +59,20 @@ type Span struct {
 	content bool
 }
 
-// Span start configurations, made once. The helpers set their
-// attributes right after the start (the samplers OTEL_TRACES_SAMPLER
-// chooses do not read them), straight into the span's record, encoded
-// (attrs.go).
-var (
-	internalSpan = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindInternal))
-	clientSpan   = trace.NewSpanStartConfig(trace.WithSpanKind(trace.SpanKindClient))
-)
-
-// start starts a span named "op name" (op alone when name is empty) as
-// cfg says (internalSpan, clientSpan), and returns its recorder and
+// start starts a span of kind named "op name" (op alone when name is
+// empty), and returns its recorder and
 // record, locked, when it records (the helper sets its attributes with
 // the recorder's set* methods, then unlocks it), else a nil record.
-func start(ctx context.Context, t *Tracer, op, name string, cfg *trace.SpanConfig) (context.Context, Span, *recorder, *record) {
+//
+// The helpers set their attributes right after the start (the samplers
+// OTEL_TRACES_SAMPLER chooses do not read them), straight into the
+// span's record, encoded (attrs.go).
+func start(ctx context.Context, t *Tracer, op, name string, kind trace.SpanKind) (context.Context, Span, *recorder, *record) {
 	r := t.recorder()
 	if r == nil {
 		return ctx, Span{}, nil, nil
 	}
-	ctx, s, d := r.start(ctx, t, op, name, cfg)
+	ctx, s, d := r.start(ctx, t, op, name, kind, nil)
 	return ctx, Span{span: s, content: t.content}, r, d
 }
 
@@ -97,7 +92,7 @@ func Workflow(ctx context.Context, name, runID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s, r, d := start(ctx, t, OpWorkflow, name, &internalSpan)
+	ctx, s, r, d := start(ctx, t, OpWorkflow, name, trace.SpanKindInternal)
 	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpWorkflow)
 		r.setString(d, KeyWorkflowName, name)
@@ -113,7 +108,7 @@ func Stage(ctx context.Context, node, kind, sessionID string) (context.Context, 
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s, r, d := start(ctx, t, OpStage, node, &internalSpan)
+	ctx, s, r, d := start(ctx, t, OpStage, node, trace.SpanKindInternal)
 	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpStage)
 		r.setString(d, KeyStage, node)
@@ -136,7 +131,7 @@ func Agent(ctx context.Context, agent, sessionID, provider, model string) (conte
 	if agent == "" {
 		agent, _ = ctx.Value(agentKey{}).(string)
 	}
-	ctx, s, r, d := start(ctx, t, OpAgent, agent, &internalSpan)
+	ctx, s, r, d := start(ctx, t, OpAgent, agent, trace.SpanKindInternal)
 	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpAgent)
 		r.setString(d, KeyConversationID, sessionID)
@@ -168,7 +163,7 @@ func Chat(ctx context.Context, req ChatRequest) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s, r, d := start(ctx, t, OpChat, req.Model, &clientSpan)
+	ctx, s, r, d := start(ctx, t, OpChat, req.Model, trace.SpanKindClient)
 	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpChat)
 		r.setString(d, KeyConversationID, req.SessionID)
@@ -237,7 +232,7 @@ func Tool(ctx context.Context, name, callID string) (context.Context, Span) {
 	if t == nil {
 		return ctx, Span{}
 	}
-	ctx, s, r, d := start(ctx, t, OpTool, name, &internalSpan)
+	ctx, s, r, d := start(ctx, t, OpTool, name, trace.SpanKindInternal)
 	if d != nil {
 		r.setFixed(d, KeyOperation, fieldOpTool)
 		r.setString(d, KeyToolName, name)
