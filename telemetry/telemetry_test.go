@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/skein-dev/skein/sessions/message"
@@ -242,5 +243,46 @@ func TestSpanAllocations(t *testing.T) {
 	}
 	if size := unsafe.Sizeof(spanCtx{}); size > 96 {
 		t.Errorf("a span and its context take %d bytes", size)
+	}
+}
+
+// TestSpanTimes: a span's start is the wall clock when it starts and
+// its end the start plus the monotonic time it took (with the wall
+// clock read at most once a second, a second span started right after
+// is timed the same way); times given through the API are kept as
+// given.
+func TestSpanTimes(t *testing.T) {
+	bodies := bodyServer(t)
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	before := time.Now()
+	_, first := Tool(ctx, "first", "call_1")
+	first.End(nil, "")
+	time.Sleep(time.Millisecond)
+	_, tool := Tool(ctx, "slow", "call_2")
+	time.Sleep(30 * time.Millisecond)
+	tool.End(nil, "")
+	after := time.Now()
+	given := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	_, api := tr.recorder().Start(ctx, "given", trace.WithTimestamp(given))
+	api.End(trace.WithTimestamp(given.Add(time.Minute)))
+	spans := exportedSpans(t, tr, bodies)
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for _, s := range spans[:2] {
+		start, end := int64(s.StartTimeUnixNano), int64(s.EndTimeUnixNano)
+		if start < before.UnixNano() || end > after.UnixNano() || end < start {
+			t.Errorf("%s: %d–%d, not within %d–%d", s.Name, start, end, before.UnixNano(), after.UnixNano())
+		}
+	}
+	if spans[1].StartTimeUnixNano < spans[0].EndTimeUnixNano+uint64(time.Millisecond) {
+		t.Errorf("the second span starts %d, the first ended %d", spans[1].StartTimeUnixNano, spans[0].EndTimeUnixNano)
+	}
+	if d := time.Duration(spans[1].EndTimeUnixNano - spans[1].StartTimeUnixNano); d < 30*time.Millisecond || d > after.Sub(before) {
+		t.Errorf("the slow span took %v", d)
+	}
+	if s := spans[2]; s.StartTimeUnixNano != uint64(given.UnixNano()) || s.EndTimeUnixNano != uint64(given.Add(time.Minute).UnixNano()) {
+		t.Errorf("given times: %d–%d", s.StartTimeUnixNano, s.EndTimeUnixNano)
 	}
 }
