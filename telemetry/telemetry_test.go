@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -284,5 +285,30 @@ func TestSpanTimes(t *testing.T) {
 	}
 	if s := spans[2]; s.StartTimeUnixNano != uint64(given.UnixNano()) || s.EndTimeUnixNano != uint64(given.Add(time.Minute).UnixNano()) {
 		t.Errorf("given times: %d–%d", s.StartTimeUnixNano, s.EndTimeUnixNano)
+	}
+}
+
+// TestRecordReuse: a span whose record had events, links and an error
+// status before (records are reused) carries none of them.
+func TestRecordReuse(t *testing.T) {
+	bodies := bodyServer(t)
+	tr := FromEnv(nil)
+	ctx := With(context.Background(), tr)
+	for i := range 3 {
+		_, tool := Tool(ctx, "broken", "call_1")
+		tool.span.AddLink(trace.Link{SpanContext: tool.span.SpanContext()})
+		tool.End(errors.New("broke"), "")
+		_, ok := Tool(ctx, "fine", fmt.Sprint("call_", i))
+		ok.End(nil, "")
+	}
+	spans := exportedSpans(t, tr, bodies)
+	if len(spans) != 6 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, s := range spans {
+		broken := i%2 == 0
+		if broken != (len(s.Events) == 1 && len(s.Links) == 1 && s.Status.GetMessage() == "broke") || !broken && (len(s.Events) > 0 || len(s.Links) > 0 || s.Status != nil) {
+			t.Errorf("span %d (%s): events %v, links %v, status %v", i, s.Name, s.Events, s.Links, s.Status)
+		}
 	}
 }
