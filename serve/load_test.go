@@ -1,16 +1,16 @@
 package serve_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/skein-dev/skein/serve/servetest"
 	"github.com/skein-dev/skein/sessions"
 )
 
@@ -34,21 +34,11 @@ func followTurns(t testing.TB, url, id string, ready chan<- struct{}, out chan<-
 	}
 	defer resp.Body.Close()
 	go func() { <-stop; resp.Body.Close() }()
-	sc := bufio.NewScanner(resp.Body)
-	var id2 string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == ": ready":
-			close(ready)
-		case strings.HasPrefix(line, "id: "):
-			id2 = line[4:]
-		case strings.HasPrefix(line, "data: ") && id2 != "":
-			var e struct{ Type, Role string }
-			json.Unmarshal([]byte(line[6:]), &e)
-			out <- [2]string{id2, e.Type + ":" + e.Role}
-			id2 = ""
-		}
+	err = servetest.ScanEvents(resp.Body, ready, func(e servetest.Event) {
+		out <- [2]string{strconv.FormatInt(e.Seq, 10), e.Type + ":" + e.Role}
+	})
+	if err != nil {
+		t.Errorf("session %s: %v", id, err)
 	}
 }
 

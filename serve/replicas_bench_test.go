@@ -1,20 +1,17 @@
 package serve_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/skein-dev/skein/serve"
+	"github.com/skein-dev/skein/serve/servetest"
 	"github.com/skein-dev/skein/sessions"
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
@@ -184,26 +181,17 @@ func followTimed(b *testing.B, url, id string) *timedStream {
 	ready := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var seq int64
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == ": ready":
-				close(ready)
-			case strings.HasPrefix(line, "id: "):
-				seq, _ = strconv.ParseInt(line[4:], 10, 64)
-			case strings.HasPrefix(line, "data: ") && seq > 0:
-				now := time.Now()
-				var e struct{ Timestamp time.Time }
-				json.Unmarshal([]byte(line[6:]), &e)
-				ts.mu.Lock()
-				ts.seen[seq]++
-				ts.latency = append(ts.latency, now.Sub(e.Timestamp))
-				ts.mu.Unlock()
-				seq = 0
-			}
+		err := servetest.ScanEvents(resp.Body, ready, func(e servetest.Event) {
+			now := time.Now()
+			ts.mu.Lock()
+			ts.seen[e.Seq]++
+			ts.latency = append(ts.latency, now.Sub(e.Timestamp))
+			ts.mu.Unlock()
+		})
+		if err != nil {
+			ts.mu.Lock()
+			ts.err = err
+			ts.mu.Unlock()
 		}
 	}()
 	<-ready
@@ -218,15 +206,18 @@ func (ts *timedStream) wait(n int) ([]time.Duration, error) {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		ts.mu.Lock()
-		got := len(ts.seen)
+		got, failed := len(ts.seen), ts.err != nil
 		ts.mu.Unlock()
-		if got >= n || time.Now().After(deadline) {
+		if got >= n || failed || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	if ts.err != nil {
+		return nil, ts.err
+	}
 	for seq := int64(1); seq <= int64(n); seq++ {
 		if ts.seen[seq] != 1 {
 			return nil, fmt.Errorf("event %d delivered %d times", seq, ts.seen[seq])

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-dev/skein/serve/servetest"
 	"github.com/skein-dev/skein/sessions/postgres"
 	"github.com/skein-dev/skein/sessions/postgres/pgtest"
 )
@@ -294,14 +295,17 @@ func (s *benchServer) newSession() (*benchSession, error) {
 	ready := make(chan struct{})
 	go func() {
 		defer resp.Body.Close()
-		scanStoredEvents(resp.Body, ready, func(e sseEvent) {
+		err := servetest.ScanEvents(resp.Body, ready, func(e servetest.Event) {
 			switch {
-			case e.typ == "message" && e.role == "assistant":
+			case e.Type == "message" && e.Role == "assistant":
 				bs.kinds <- "assistant"
-			case e.typ == "session:turn_completed":
+			case e.Type == "session:turn_completed":
 				bs.kinds <- "done"
 			}
 		})
+		if err != nil {
+			s.b.Errorf("session %s: %v", bs.id, err)
+		}
 	}()
 	select {
 	case <-ready:

@@ -1,53 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skein-dev/skein/serve/servetest"
 )
-
-// sseEvent is one stored event read from an SSE stream.
-type sseEvent struct {
-	seq  int64
-	typ  string
-	role string
-}
-
-// scanStoredEvents reads an SSE stream of skein serve: it closes ready
-// at the stream's ": ready" comment and gives each stored event (a frame
-// with an id; text_delta frames carry none) to each, until the stream
-// ends.
-func scanStoredEvents(r io.Reader, ready chan<- struct{}, each func(sseEvent)) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var seq int64
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == ": ready":
-			close(ready)
-		case strings.HasPrefix(line, "id: "):
-			seq, _ = strconv.ParseInt(line[4:], 10, 64)
-		case strings.HasPrefix(line, "data: ") && seq > 0:
-			var d struct{ Type, Role string }
-			json.Unmarshal([]byte(line[6:]), &d)
-			each(sseEvent{seq: seq, typ: d.Type, role: d.Role})
-			seq = 0
-		}
-	}
-}
 
 // events opens the session's SSE stream after lastID and sends its
 // stored events (text_delta frames carry no id and are skipped); the
 // channel closes when the stream ends. The stream ends with the test.
-func (p *serveProcess) events(id, lastID string) <-chan sseEvent {
+func (p *serveProcess) events(id, lastID string) <-chan servetest.Event {
 	p.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	p.t.Cleanup(cancel)
@@ -63,12 +31,14 @@ func (p *serveProcess) events(id, lastID string) <-chan sseEvent {
 	if resp.StatusCode != http.StatusOK {
 		p.t.Fatalf("events: %d", resp.StatusCode)
 	}
-	out := make(chan sseEvent, 1000)
+	out := make(chan servetest.Event, 1000)
 	ready := make(chan struct{})
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
-		scanStoredEvents(resp.Body, ready, func(e sseEvent) { out <- e })
+		if err := servetest.ScanEvents(resp.Body, ready, func(e servetest.Event) { out <- e }); err != nil {
+			p.t.Errorf("session %s: %v", id, err)
+		}
 	}()
 	select {
 	case <-ready:
@@ -80,9 +50,9 @@ func (p *serveProcess) events(id, lastID string) <-chan sseEvent {
 
 // collect reads events from c until one satisfies stop, failing after a
 // minute; it checks that seqs follow each other from after on.
-func collect(t *testing.T, c <-chan sseEvent, after int64, stop func(sseEvent) bool) []sseEvent {
+func collect(t *testing.T, c <-chan servetest.Event, after int64, stop func(servetest.Event) bool) []servetest.Event {
 	t.Helper()
-	var got []sseEvent
+	var got []servetest.Event
 	timeout := time.After(time.Minute)
 	for {
 		select {
@@ -90,10 +60,10 @@ func collect(t *testing.T, c <-chan sseEvent, after int64, stop func(sseEvent) b
 			if !ok {
 				t.Fatalf("the stream ended after %v", got)
 			}
-			if e.seq != after+1 {
-				t.Fatalf("event seq %d after %d: a gap or a duplicate (%v)", e.seq, after, got)
+			if e.Seq != after+1 {
+				t.Fatalf("event seq %d after %d: a gap or a duplicate (%v)", e.Seq, after, got)
 			}
-			after = e.seq
+			after = e.Seq
 			got = append(got, e)
 			if stop(e) {
 				return got
@@ -148,22 +118,22 @@ func testServeReplicas(t *testing.T, store string) {
 	stream := q.events("s", "")
 	p.call("POST", "/api/sessions/s/prompt", `{"text": "0.1"}`, 202)
 	n := 0
-	got := collect(t, stream, 0, func(e sseEvent) bool {
-		if e.typ == "message" {
+	got := collect(t, stream, 0, func(e servetest.Event) bool {
+		if e.Type == "message" {
 			n++
 		}
 		return n == 4
 	})
 	var msgs []string
 	for _, e := range got {
-		if e.typ == "message" {
-			msgs = append(msgs, e.role)
+		if e.Type == "message" {
+			msgs = append(msgs, e.Role)
 		}
 	}
 	if strings.Join(msgs, ",") != "user,assistant,tool,assistant" {
 		t.Fatalf("messages streamed on q: %v", got)
 	}
-	last := got[len(got)-1].seq
+	last := got[len(got)-1].Seq
 	p.waitRunning("s", false)
 
 	// A turn on q, resumed on p from q's last event; a prompt to p while
@@ -174,7 +144,7 @@ func testServeReplicas(t *testing.T, store string) {
 	if r := p.call("POST", "/api/sessions/s/prompt", `{"text": "0"}`, 202); r["queued"] != true {
 		t.Fatalf("prompt to p during q's turn: %v", r)
 	}
-	collect(t, resumed, last, func(e sseEvent) bool { return e.typ == "message" && e.role == "assistant" })
+	collect(t, resumed, last, func(e servetest.Event) bool { return e.Type == "message" && e.Role == "assistant" })
 
 	// Kill q mid-turn: p heals the session (the repair holds the turn
 	// lock), then runs the queued prompt.
