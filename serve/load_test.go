@@ -2,6 +2,7 @@ package serve_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skein-dev/skein/serve"
 	"github.com/skein-dev/skein/serve/servetest"
 	"github.com/skein-dev/skein/sessions"
 )
@@ -22,16 +24,24 @@ def handle(session_id, text):
 `
 
 // followTurns reads a session's event stream and sends, for each stored
-// event, its seq and type on out, until the stream ends.
-func followTurns(t testing.TB, url, id string, ready chan<- struct{}, out chan<- [2]string, stop <-chan struct{}) {
+// event, its seq and type on out, until the stream ends. It reports
+// whether the stream opened: a stream that could not be opened or was
+// refused fails t and closes ready, so that its reader does not wait.
+func followTurns(t testing.TB, url, id string, ready chan<- struct{}, opened *bool, out chan<- [2]string, stop <-chan struct{}) {
 	req, _ := http.NewRequest("GET", url+"/api/sessions/"+id+"/events", nil)
 	req.Header.Set("Authorization", "Bearer t")
 	resp, err := http.DefaultClient.Do(req)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		err = fmt.Errorf("%s %s", resp.Status, strings.TrimSpace(string(body)))
+	}
 	if err != nil {
-		t.Error(err)
+		t.Errorf("session %s: event stream: %v", id, err)
 		close(ready)
 		return
 	}
+	*opened = true
 	defer resp.Body.Close()
 	go func() { <-stop; resp.Body.Close() }()
 	err = servetest.ScanEvents(resp.Body, ready, func(e servetest.Event) {
@@ -72,7 +82,9 @@ func BenchmarkLoad200x5(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, hs := starlarkServer(b, store, loadAgent, sessionsN)
+		// Every stream comes from this one client address: let it have
+		// one per session.
+		_, hs := starlarkServer(b, store, loadAgent, sessionsN, func(c *serve.Config) { c.MaxStreamsPerClient = sessionsN })
 		var mu sync.Mutex
 		var latencies []time.Duration
 		var wg sync.WaitGroup
@@ -80,8 +92,12 @@ func BenchmarkLoad200x5(b *testing.B) {
 			wg.Go(func() {
 				id := call(b, hs, "POST", "/api/sessions", nil, 201)["id"].(string)
 				ready, events, stop := make(chan struct{}), make(chan [2]string, 1000), make(chan struct{})
-				go followTurns(b, hs.URL, id, ready, events, stop)
+				opened := false
+				go followTurns(b, hs.URL, id, ready, &opened, events, stop)
 				<-ready
+				if !opened {
+					return
+				}
 				seen := map[string]int{}
 				for p := range prompts {
 					start := time.Now()
