@@ -52,7 +52,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 10)
+// # Schema (version 11)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
@@ -75,7 +75,10 @@
 //	skein_events    sid seq type time corr_id data pos crc    key (sid, seq)
 //	skein_runs, skein_run_steps  workflow run records
 //	skein_repos     id path created_at: skein serve's repositories (migration 5)
-//	skein_locks     name holder interrupt: the locks held (NewLocker)
+//	skein_locks     name holder conn (interrupt, unused since migration
+//	                11): the locks whose holders may leave work to repair
+//	                (NewLocker)
+//	skein_lock_interrupts  name hold reason: Interrupt's marks (migration 11)
 //	skein_migrations, skein_steps  the migrations and steps applied
 //
 // Times are Unix nanoseconds (bigint), so they round-trip exactly; JSON is

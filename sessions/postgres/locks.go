@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,32 +23,49 @@ import (
 
 // NewLocker returns the database's cross-process locks. A lock is a
 // session-level advisory lock of one of the connections the Locker keeps
-// for them
-// (keyed by a hash of the schema and the lock's name), so PostgreSQL
-// releases it the moment its holder's connection ends: a holder whose
-// process dies, on any machine, frees its locks as soon as the server
-// sees the connection close. A row of table skein_locks records each
-// held lock, for Interrupt (its reason column, which the holder reads
-// every poll) and Abandoned (a row whose advisory lock is free); the
-// table is part of the schema (migration 2).
+// for them (keyed by a hash of the schema and the lock's name), so
+// PostgreSQL releases it the moment its holder's connection ends: a
+// holder whose process dies, on any machine, frees its locks as soon as
+// the server sees the connection close.
+//
+// Beside it each hold takes a second advisory lock, its hold lock (the
+// two-key form: a hash of the lock's name and a number drawn for the
+// hold), taken before the lock and released after it. It names the hold
+// in pg_locks, so that Interrupt can mark the hold it saw, in table
+// skein_lock_interrupts, and no later hold of the same lock (a holder
+// polls the marks of its locks every poll). And each lock connection
+// holds, as long as it lives, an advisory lock of its own (its
+// connection key), by which a row of table skein_locks tells whether the
+// connection it names is alive.
+//
+// A row of skein_locks records a hold whose holder may leave work to
+// repair if it dies (Abandoned: a row whose lock is free and whose
+// connection is gone). A lock taken with TryLock writes its row when it
+// is taken and deletes it when it is released, as before. A lock taken
+// with TryLockVersion(name, id), a turn's, writes no row of its own: the
+// first write of session id through this Backend while it is held
+// records it, in the write's own statement (so in its transaction and at
+// its commit: a write that survives a crash has its row with it), and
+// its release only frees the advisory locks; the watcher deletes the
+// rows of released holds once per poll, in one statement. So taking and
+// releasing a turn's lock writes nothing, and a holder that dies before
+// it wrote the session leaves nothing to repair, and no row. A row of a
+// released hold not yet deleted names a live connection and is not
+// listed; if that connection dies within the poll, it is listed, and its
+// repair finds nothing to repair.
 //
 // The locks are spread over several connections (as many as the pool
 // has, at most 16, each opened when first needed; a lock's name picks its
 // connection), so that turns taking and releasing locks at once do not
-// queue for one connection.
-//
-// Taking a lock and releasing it are one round trip each, on the lock's
-// connection: taking it is one statement that takes the advisory lock
-// and, if it got it, writes the row; releasing it is a pipeline of two
-// transactions, the row's DELETE and then the advisory unlock, so that
-// the row is gone before the lock is free (Abandoned never sees a lock
-// being released as abandoned). The lock connections commit without
-// waiting for the WAL flush (synchronous_commit off): it writes only lock
-// rows, and the WAL is flushed in order, so a session write of the
-// holder that survives a database crash has its lock row's insert with
-// it; a crash can only lose a release, and a lock row left behind by a
-// lost release is listed as abandoned once the database is back, like a
-// holder's that died, and its repair finds nothing to repair.
+// queue for one connection. Taking a lock is one statement on its
+// connection (with TryLockVersion, pipelined with the version's read);
+// releasing one is one statement too (a TryLock's: its row's DELETE, then
+// the advisory unlocks, two transactions in one round trip, so that
+// Abandoned never sees a row whose lock is being released). The lock
+// connections commit without waiting for the WAL flush
+// (synchronous_commit off): they write only the rows of TryLock's locks,
+// and the WAL is flushed in order, so a session write of such a holder
+// that survives a database crash has its lock row's insert with it.
 func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 	if poll <= 0 {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
@@ -80,6 +101,9 @@ type locker struct {
 	mu     sync.Mutex
 	held   map[string]*lock // by name
 	closed bool
+	// gone are the released holds whose row (skein_locks) or mark
+	// (skein_lock_interrupts) the watcher deletes at its next poll.
+	gone []*lock
 }
 
 // lockConns is how many connections a locker spreads its locks over: as
@@ -95,6 +119,9 @@ type lockConn struct {
 	// mu serialises the use of conn.
 	mu   sync.Mutex
 	conn *pgx.Conn // nil until first needed, and after it broke
+	// key is the advisory lock conn holds as long as it lives (its
+	// connection key, recorded in the rows of its locks).
+	key int64
 }
 
 // connOf returns the connection that holds the lock called name.
@@ -109,11 +136,39 @@ type lock struct {
 	sessions.LockSignal
 	l            *locker
 	name, holder string
+	// hold is the second key of its hold lock (the first: holdKey).
+	hold int32
+	// conn is the connection key of the connection holding it.
+	conn int64
+	// id is the session whose writes record its row (TryLockVersion);
+	// "" when its row was written when it was taken (TryLock).
+	id string
+	// taken: it is held, so writes of its session record it; recorded:
+	// its row may be stored (both under lockRecords.mu); marked: an
+	// Interrupt marked it (under l.mu). The watcher deletes the row and
+	// the mark a hold left once it is released.
+	taken, recorded, marked bool
 }
 
 // advisory is the advisory lock key of the lock whose qualified name
 // (see qualified) the SQL expression arg gives.
 func advisory(arg string) string { return `hashtextextended(` + arg + `, 0)` }
+
+// holdKey is the first key of the hold locks of the lock whose qualified
+// name the SQL expression arg gives (the second is the hold's number).
+func holdKey(arg string) string { return `hashtext(` + arg + `)` }
+
+// locksCTE is a CTE (named a) of the advisory locks granted in the
+// database, read once: pg_locks takes a consistent picture of every
+// lock each time it is read.
+const locksCTE = `a AS MATERIALIZED (SELECT pid, classid, objid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
+
+// keyIn is an SQL condition that is true when the one-key advisory lock
+// whose key the SQL expression k gives is among the locks of CTE a.
+func keyIn(k string) string {
+	return `EXISTS (SELECT 1 FROM a WHERE a.objsubid = 1 AND a.classid = ((` + k + ` >> 32) & 4294967295)::oid AND a.objid = (` + k + ` & 4294967295)::oid)`
+}
 
 // heldSQL is an SQL condition that is true when the advisory lock of the
 // lock whose qualified name arg gives is granted to some connection.
@@ -124,31 +179,57 @@ func heldSQL(arg string) string {
 		AND classid = ((` + k + ` >> 32) & 4294967295)::oid AND objid = (` + k + ` & 4294967295)::oid)`
 }
 
-// The statements of the lock connection. tryLockSQL takes the advisory
-// lock of $1 (the qualified name) and, if it got it, records holder $3 of
-// lock $2 in the same statement (one round trip, one commit).
-// Each is prepared on the connection, named by its ...Stmt constant.
-var (
-	tryLockSQL = `WITH l AS (SELECT pg_try_advisory_lock(` + advisory("$1") + `) AS ok),
-	r AS (INSERT INTO skein_locks (name, holder) SELECT $2, $3 FROM l WHERE ok
-		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, interrupt = NULL)
+// takeSQL takes the hold lock ($1: the qualified name, $2: the hold's
+// number) and then the lock of $1, giving the hold lock back if the lock
+// is held by another; it returns whether it got the lock, in column ok
+// of CTE l. row is the CTE that records the hold (name $3, holder $4,
+// connection key $5) when it got it, or "" (TryLockVersion's locks).
+func takeSQL(row string) string {
+	return `WITH s AS MATERIALIZED (SELECT pg_try_advisory_lock(` + holdKey("$1") + `, $2) AS ok),
+	l AS MATERIALIZED (SELECT CASE WHEN NOT s.ok THEN false
+		WHEN pg_try_advisory_lock(` + advisory("$1") + `) THEN true
+		ELSE NOT pg_advisory_unlock(` + holdKey("$1") + `, $2) END AS ok FROM s)` + row + `
 SELECT ok FROM l`
+}
+
+// recordSQL is the statement of a lock row: the hold of lock $n, holder
+// $h, connection key $c (n, h, c: the parameters' numbers) from the rows
+// of the query from, replacing a row of an earlier hold.
+func recordSQL(n, h, c int, from string) string {
+	return fmt.Sprintf(`INSERT INTO skein_locks (name, holder, conn) SELECT $%d::text, $%d::text, $%d::bigint FROM %s
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, conn = excluded.conn, interrupt = NULL`, n, h, c, from)
+}
+
+// The statements of the lock connection, each prepared on it, named by
+// its ...Stmt constant. tryLockSQL takes a lock and records it (one
+// round trip, one commit); takeLockSQL takes one that the writes of its
+// session record (no write).
+var (
+	tryLockSQL    = takeSQL(`, r AS (` + recordSQL(3, 4, 5, `l WHERE ok`) + `)`)
 	tryLockStmt   = "skein_lock_try"
+	takeLockSQL   = takeSQL("")
+	takeLockStmt  = "skein_lock_take"
 	versionStmt   = "skein_lock_version"
 	deleteRowSQL  = `DELETE FROM skein_locks WHERE name = $1 AND holder = $2`
 	deleteRowStmt = "skein_lock_delete"
-	unlockSQL     = `SELECT pg_advisory_unlock(` + advisory("$1::text") + `)`
+	unlockSQL     = `SELECT pg_advisory_unlock(` + advisory("$1::text") + `), pg_advisory_unlock(` + holdKey("$1::text") + `, $2::integer)`
 	unlockStmt    = "skein_lock_unlock"
 )
 
-// connect opens the connection that holds the locks, which commits
-// without waiting for the WAL flush (see NewLocker), and prepares the
-// statements of Unlock on it.
+// connect opens a connection that holds locks, which commits without
+// waiting for the WAL flush (see NewLocker), takes its connection key,
+// and prepares the statements of the locks on it.
 func (l *locker) connect(ctx context.Context, c *lockConn) error {
 	cfg := l.b.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["synchronous_commit"] = "off"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
-	for stmt, sql := range map[string]string{tryLockStmt: tryLockSQL, versionStmt: versionSQL, deleteRowStmt: deleteRowSQL, unlockStmt: unlockSQL} {
+	key := rand.Int64()
+	if err == nil {
+		if _, err = conn.Exec(ctx, `SELECT pg_advisory_lock($1::bigint)`, key); err != nil {
+			conn.Close(context.Background())
+		}
+	}
+	for stmt, sql := range map[string]string{tryLockStmt: tryLockSQL, takeLockStmt: takeLockSQL, versionStmt: versionSQL, deleteRowStmt: deleteRowSQL, unlockStmt: unlockSQL} {
 		if err != nil {
 			break
 		}
@@ -159,13 +240,72 @@ func (l *locker) connect(ctx context.Context, c *lockConn) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %s: lock connection: %w", l.b.dsn, err)
 	}
-	c.conn = conn
+	c.conn, c.key = conn, key
 	return nil
 }
 
 // qualified is the name of lock name in the database: its schema and
 // name.
 func (l *locker) qualified(name string) string { return l.b.schema + "/" + name }
+
+// lockRecords are the locks taken with TryLockVersion, by session id,
+// whose row (skein_locks) the first write of the session through the
+// Backend records (see NewLocker and Backend.Write).
+type lockRecords struct {
+	mu sync.Mutex
+	m  map[string]*lock
+}
+
+// add registers lk, held for session id; false when another lock of
+// the session is registered (lk then records its row itself).
+func (r *lockRecords) add(id string, lk *lock) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[id] != nil {
+		return false
+	}
+	if r.m == nil {
+		r.m = map[string]*lock{}
+	}
+	r.m[id] = lk
+	return true
+}
+
+// hold notes that lk, registered, was taken.
+func (r *lockRecords) hold(lk *lock) {
+	r.mu.Lock()
+	lk.taken = true
+	r.mu.Unlock()
+}
+
+// pending returns the lock held for session id whose row no write
+// recorded yet, or nil.
+func (r *lockRecords) pending(id string) *lock {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lk := r.m[id]; lk != nil && lk.taken && !lk.recorded {
+		return lk
+	}
+	return nil
+}
+
+// written notes that a write of lk's session may have stored its row.
+func (r *lockRecords) written(lk *lock) {
+	r.mu.Lock()
+	lk.recorded = true
+	r.mu.Unlock()
+}
+
+// remove unregisters lk (released or lost) and reports whether its row
+// may be stored.
+func (r *lockRecords) remove(lk *lock) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m[lk.id] == lk {
+		delete(r.m, lk.id)
+	}
+	return lk.recorded
+}
 
 func (l *locker) TryLock(ctx context.Context, name string) (sessions.Lock, error) {
 	lk, _, err := l.take(ctx, name, "")
@@ -178,7 +318,9 @@ var _ sessions.VersionLocker = (*locker)(nil)
 // round trip: a pipeline of the lock's statement and then the version's,
 // in one transaction (one sync). At read committed each statement takes
 // its own snapshot, so the version is read after the lock is held: a
-// holder that wrote, committed and released before it is seen.
+// holder that wrote, committed and released before it is seen. The
+// lock's row is recorded by the first write of session id through this
+// Backend while it is held (see NewLocker).
 func (l *locker) TryLockVersion(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
 	return l.take(ctx, name, id)
 }
@@ -197,24 +339,34 @@ func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sess
 		l.mu.Unlock()
 		return nil, v, sessions.ErrLocked
 	}
-	lk := &lock{l: l, name: name, holder: uuid.NewString()}
+	lk := &lock{l: l, name: name, holder: uuid.NewString(), hold: rand.Int32N(math.MaxInt32) + 1}
 	l.held[name] = lk // reserved; removed again on failure
 	l.mu.Unlock()
+	if id != "" && l.b.lockRecords.add(id, lk) {
+		lk.id = id
+	}
 	v, err := l.tryLock(ctx, lk, id)
 	if err != nil {
+		if lk.id != "" {
+			l.b.lockRecords.remove(lk)
+		}
 		l.mu.Lock()
 		delete(l.held, name)
 		l.mu.Unlock()
 		return nil, v, err
 	}
+	if lk.id != "" {
+		l.b.lockRecords.hold(lk)
+	}
 	return lk, v, nil
 }
 
-// tryLock takes lk's advisory lock and records it (tryLockSQL), then,
-// when id is not "", reads session id's version (versionSQL) in the same
-// round trip. It runs without ctx's cancellation: a query cancelled
-// halfway could leave the lock taken unknown to the caller, or end the
-// connection, which holds every other lock too.
+// tryLock takes lk's advisory locks and, unless its session's writes
+// record it, its row, then, when id is not "", reads session id's
+// version (versionSQL) in the same round trip. It runs without ctx's
+// cancellation: a query cancelled halfway could leave the lock taken
+// unknown to the caller, or end the connection, which holds every other
+// lock too.
 func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.StoredVersion, error) {
 	ctx = context.WithoutCancel(ctx)
 	var ok bool
@@ -223,18 +375,18 @@ func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.Sto
 	c.mu.Lock()
 	err := l.ensureConn(ctx, c, lk)
 	if err == nil {
-		ok, v, err = l.lockStatements(ctx, c.conn, lk, id)
+		ok, v, err = l.lockStatements(ctx, c, lk, id)
 		if err != nil && c.conn.IsClosed() {
 			// The connection had broken (a database restart) and this
 			// query found out: connect again and try once more.
 			if err = l.ensureConn(ctx, c, lk); err == nil {
-				ok, v, err = l.lockStatements(ctx, c.conn, lk, id)
+				ok, v, err = l.lockStatements(ctx, c, lk, id)
 			}
 		}
 		if err != nil && c.conn != nil && !c.conn.IsClosed() {
 			// The statement failed after it may have taken the advisory
-			// lock, which a failed transaction does not release.
-			c.conn.Exec(ctx, unlockStmt, l.qualified(lk.name))
+			// locks, which a failed transaction does not release.
+			c.conn.Exec(ctx, unlockStmt, l.qualified(lk.name), lk.hold)
 		}
 	}
 	c.mu.Unlock()
@@ -250,17 +402,23 @@ func (l *locker) tryLock(ctx context.Context, lk *lock, id string) (sessions.Sto
 	return v, nil
 }
 
-// lockStatements runs tryLockSQL for lk on conn, its lock connection,
-// and, when id is not "", versionSQL for session id after it, in one
-// round trip and one transaction. The caller holds the connection's mu.
-func (l *locker) lockStatements(ctx context.Context, conn *pgx.Conn, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
-	if id == "" {
-		err = conn.QueryRow(ctx, tryLockStmt, l.qualified(lk.name), lk.name, lk.holder).Scan(&ok)
-		return ok, v, err
+// lockStatements runs lk's take statement on c, its lock connection (the
+// one that records its row unless its session's writes do), and, when
+// id is not "", versionSQL for session id after it, in one round trip
+// and one transaction. The caller holds c.mu.
+func (l *locker) lockStatements(ctx context.Context, c *lockConn, lk *lock, id string) (ok bool, v sessions.StoredVersion, err error) {
+	lk.conn = c.key
+	hold := strconv.FormatInt(int64(lk.hold), 10)
+	stmt, params := takeLockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(hold)}
+	if lk.id == "" {
+		stmt = tryLockStmt
+		params = append(params, []byte(lk.name), []byte(lk.holder), []byte(strconv.FormatInt(c.key, 10)))
 	}
-	p := conn.PgConn().StartPipeline(ctx)
-	p.SendQueryPrepared(tryLockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(lk.name), []byte(lk.holder)}, nil, nil)
-	p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
+	p := c.conn.PgConn().StartPipeline(ctx)
+	p.SendQueryPrepared(stmt, params, nil, nil)
+	if id != "" {
+		p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
+	}
 	p.SendPipelineSync()
 	err = p.Flush()
 	for i := 0; err == nil; {
@@ -329,36 +487,29 @@ func (l *locker) heldOn(c *lockConn, except *lock) map[string]*lock {
 	return out
 }
 
-// unlockAdvisory releases the advisory lock of name (a broken connection
-// released it already).
-func (l *locker) unlockAdvisory(name string) error {
-	c := l.connOf(name)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conn == nil {
-		return nil
-	}
-	_, err := c.conn.Exec(context.Background(), unlockStmt, l.qualified(name))
-	return err
-}
-
-// release deletes lk's row and then releases its advisory lock: two
-// transactions in one round trip (a pipeline with a sync after each), in
-// that order. A broken connection released the advisory lock already:
-// the row is then deleted through the pool.
+// release releases lk's advisory locks, after deleting its row when it
+// was written at the take (two transactions in one round trip: a
+// pipeline with a sync after each, in that order). A broken connection
+// released the advisory locks already: the row is then deleted through
+// the pool.
 func (l *locker) release(lk *lock) error {
 	ctx := context.Background()
 	c := l.connOf(lk.name)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil || c.conn.IsClosed() {
+		if lk.id != "" {
+			return nil
+		}
 		_, err := l.b.pool.Exec(ctx, deleteRowSQL, lk.name, lk.holder)
 		return err
 	}
 	p := c.conn.PgConn().StartPipeline(ctx)
-	p.SendQueryPrepared(deleteRowStmt, [][]byte{[]byte(lk.name), []byte(lk.holder)}, nil, nil)
-	p.SendPipelineSync()
-	p.SendQueryPrepared(unlockStmt, [][]byte{[]byte(l.qualified(lk.name))}, nil, nil)
+	if lk.id == "" {
+		p.SendQueryPrepared(deleteRowStmt, [][]byte{[]byte(lk.name), []byte(lk.holder)}, nil, nil)
+		p.SendPipelineSync()
+	}
+	p.SendQueryPrepared(unlockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(strconv.FormatInt(int64(lk.hold), 10))}, nil, nil)
 	p.SendPipelineSync()
 	err := p.Flush()
 	for err == nil {
@@ -376,20 +527,26 @@ func (l *locker) release(lk *lock) error {
 	return err
 }
 
+// interruptSQL marks, in one statement, the holds of lock $2 (qualified
+// name $1) that pg_locks shows (the hold locks, of the first key of $1,
+// of the connection holding the lock) with reason $3, unless marked
+// already, and deletes the marks of the lock's holds that are over. It
+// returns whether the lock is held and the holds it marked: all from one
+// reading of pg_locks, in which a hold lock outlives its lock on both
+// sides, so the hold marked is the one holding the lock then.
+var interruptSQL = `WITH ` + locksCTE + `,
+	h AS (SELECT pid FROM a WHERE a.objsubid = 1 AND a.classid = ((` + advisory("$1") + ` >> 32) & 4294967295)::oid
+		AND a.objid = (` + advisory("$1") + ` & 4294967295)::oid),
+	s AS (SELECT DISTINCT a.objid::bigint AS hold FROM a JOIN h USING (pid)
+		WHERE a.objsubid = 2 AND a.classid = (` + holdKey("$1") + `::bigint & 4294967295)::oid),
+	d AS (DELETE FROM skein_lock_interrupts WHERE name = $2 AND hold NOT IN (SELECT hold FROM s)),
+	i AS (INSERT INTO skein_lock_interrupts (name, hold, reason) SELECT $2, hold, $3 FROM s ON CONFLICT DO NOTHING)
+SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT hold FROM s)`
+
 func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, error) {
 	var held bool
-	var holder string
-	err := l.b.pool.QueryRow(ctx, `SELECT `+heldSQL("$1"), l.qualified(name)).Scan(&held)
-	if err == nil && held {
-		// The holder asked is the one whose row this marks: by the time
-		// this process looks at its own locks below, that holder may
-		// have seen the mark and released the lock, and this process
-		// taken it again for its next turn, which must not be stopped.
-		err = l.b.pool.QueryRow(ctx, `UPDATE skein_locks SET interrupt = COALESCE(interrupt, $2) WHERE name = $1 RETURNING holder`, name, reason).Scan(&holder)
-		if errors.Is(err, pgx.ErrNoRows) {
-			err = nil // released between the two statements, row first
-		}
-	}
+	var holds []int64
+	err := l.b.pool.QueryRow(ctx, interruptSQL, l.qualified(name), name, reason).Scan(&held, &holds)
 	if err != nil {
 		return false, fmt.Errorf("postgres: interrupt lock '%s': %w", name, err)
 	}
@@ -399,18 +556,25 @@ func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, erro
 	if afterInterruptMark != nil {
 		afterInterruptMark()
 	}
-	// A holder in this process learns of it at once.
+	// A holder in this process learns of it at once; by now the hold
+	// marked may have ended and this process taken the lock again for
+	// its next turn, a new hold, which must not be stopped.
 	l.mu.Lock()
 	lk := l.held[name]
+	if lk != nil && slices.Contains(holds, int64(lk.hold)) {
+		lk.marked = true
+	} else {
+		lk = nil
+	}
 	l.mu.Unlock()
-	if lk != nil && lk.holder == holder {
+	if lk != nil {
 		lk.Interrupt(reason)
 	}
 	return true, nil
 }
 
 // afterInterruptMark, when set by a test, runs in Interrupt after the
-// holder's row is marked, before this process's own locks are looked at.
+// holder's hold is marked, before this process's own locks are looked at.
 var afterInterruptMark func()
 
 func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, error) {
@@ -433,26 +597,22 @@ func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, err
 	return out, rows.Err()
 }
 
-// Abandoned asks twice: a statement sees the rows of its snapshot but
-// pg_locks as it is when read, so a lock unlocked (row deleted, then
-// advisory lock released) while the statement ran would look abandoned
-// to it. The second statement, whose snapshot is later than the first
-// one's reading of pg_locks, no longer sees such a row.
+// abandonedSQL lists the rows of skein_locks whose lock is free and
+// whose connection (its connection key) is gone, from one reading of
+// pg_locks. A row of an older skein (no connection key) counts when its
+// lock is free. A row being deleted by its holder's release names a live
+// connection, so no row of a lock being released is listed.
+var abandonedSQL = `WITH ` + locksCTE + `
+SELECT name FROM skein_locks WHERE NOT ` + keyIn(advisory(`$1 || '/' || name`)) + `
+	AND (conn IS NULL OR NOT ` + keyIn(`conn`) + `)
+ORDER BY name LIMIT $2`
+
 func (l *locker) Abandoned(ctx context.Context, limit int) ([]string, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	names, err := l.abandoned(ctx, `SELECT name FROM skein_locks WHERE NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name LIMIT $2`, l.b.schema, lim)
-	if err != nil || len(names) == 0 {
-		return names, err
-	}
-	return l.abandoned(ctx, `SELECT name FROM skein_locks WHERE name = ANY($2) AND NOT `+heldSQL(`$1 || '/' || name`)+` ORDER BY name`, l.b.schema, names)
-}
-
-// abandoned runs one query of Abandoned.
-func (l *locker) abandoned(ctx context.Context, query string, args ...any) ([]string, error) {
-	rows, err := l.b.pool.Query(ctx, query, args...)
+	rows, err := l.b.pool.Query(ctx, abandonedSQL, l.b.schema, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: locks: %w", err)
 	}
@@ -474,10 +634,65 @@ func (lk *lock) Unlock(ctx context.Context) error {
 	if !mine {
 		return nil
 	}
-	if err := l.release(lk); err != nil {
+	err := l.release(lk)
+	l.forget(lk)
+	if err != nil {
 		return fmt.Errorf("postgres: unlock '%s': %w", lk.name, err)
 	}
 	return nil
+}
+
+// forget unregisters lk, released or lost, from its session's writes
+// and leaves what it wrote (its row, if a write recorded it, and its
+// mark) to the watcher to delete.
+func (l *locker) forget(lk *lock) {
+	recorded := false
+	if lk.id != "" {
+		recorded = l.b.lockRecords.remove(lk)
+	}
+	l.mu.Lock()
+	if recorded || lk.marked {
+		l.gone = append(l.gone, lk)
+	}
+	l.mu.Unlock()
+}
+
+// clearSQL deletes the rows ($1 names, $2 holders) and marks ($3 names,
+// $4 holds) of released holds, in one statement.
+const clearSQL = `WITH r AS (DELETE FROM skein_locks k USING unnest($1::text[], $2::text[]) AS g (name, holder)
+	WHERE k.name = g.name AND k.holder = g.holder)
+DELETE FROM skein_lock_interrupts i USING unnest($3::text[], $4::bigint[]) AS g (name, hold)
+	WHERE i.name = g.name AND i.hold = g.hold`
+
+// clear deletes the rows and marks that holds left, through the pool.
+func (l *locker) clear(ctx context.Context, holds []*lock) error {
+	var names, holders, marked []string
+	var marks []int64
+	for _, lk := range holds {
+		names, holders = append(names, lk.name), append(holders, lk.holder)
+		if lk.marked {
+			marked, marks = append(marked, lk.name), append(marks, int64(lk.hold))
+		}
+	}
+	_, err := l.b.pool.Exec(ctx, clearSQL, names, holders, marked, marks)
+	return err
+}
+
+// clearGone deletes what the released holds left (see forget), keeping
+// them for the next poll if that fails.
+func (l *locker) clearGone(ctx context.Context) {
+	l.mu.Lock()
+	gone := l.gone
+	l.gone = nil
+	l.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	if err := l.clear(ctx, gone); err != nil {
+		l.mu.Lock()
+		l.gone = append(l.gone, gone...)
+		l.mu.Unlock()
+	}
 }
 
 func (l *locker) Close() error {
@@ -495,21 +710,30 @@ func (l *locker) Close() error {
 	// watcher can close a connection in the middle of one). The server
 	// frees a closed connection's locks only once its backend process has
 	// exited, after Close would return, so a TryLock right after could
-	// still find them held.
+	// still find them held. The connection keys stay held until the
+	// connections close, after the rows naming them are deleted.
 	for _, c := range l.conns {
 		c.mu.Lock()
 		if c.conn != nil && !c.conn.IsClosed() {
-			c.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all()`)
+			c.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all(), pg_advisory_lock($1::bigint)`, c.key)
 		}
 		c.mu.Unlock()
 	}
 	l.cancel()
 	<-l.done
-	var errs []error
 	for _, lk := range held {
 		lk.Interrupt(sessions.ReasonLockLost)
-		_, err := l.b.pool.Exec(context.Background(), deleteRowSQL, lk.name, lk.holder)
-		errs = append(errs, err)
+		if lk.id != "" {
+			l.b.lockRecords.remove(lk)
+		}
+	}
+	l.mu.Lock()
+	gone := l.gone
+	l.gone = nil
+	l.mu.Unlock()
+	var errs []error
+	if all := append(gone, slices.Collect(maps.Values(held))...); len(all) > 0 {
+		errs = append(errs, l.clear(context.Background(), all))
 	}
 	for _, c := range l.conns {
 		c.mu.Lock()
@@ -523,7 +747,8 @@ func (l *locker) Close() error {
 
 // watch checks the held locks every poll until ctx ends: it interrupts
 // those another holder asked for, and every one when the connection
-// holding them broke (it connects again for the next locks).
+// holding them broke (it connects again for the next locks); and it
+// deletes what released holds left.
 func (l *locker) watch(ctx context.Context) {
 	defer close(l.done)
 	tick := time.NewTicker(l.poll)
@@ -534,13 +759,14 @@ func (l *locker) watch(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		l.clearGone(ctx)
 		l.mu.Lock()
 		held := make(map[string]*lock, len(l.held))
-		holders := make([]string, 0, len(l.held))
+		names := make([]string, 0, len(l.held))
 		used := map[*lockConn]bool{}
 		for name, lk := range l.held {
-			held[lk.holder] = lk
-			holders = append(holders, lk.holder)
+			held[name] = lk
+			names = append(names, name)
 			used[l.connOf(name)] = true
 		}
 		l.mu.Unlock()
@@ -562,21 +788,33 @@ func (l *locker) watch(ctx context.Context) {
 				l.lose(l.heldOn(c, nil))
 			}
 		}
-		rows, err := l.b.pool.Query(ctx, `SELECT holder, interrupt FROM skein_locks WHERE holder = ANY($1) AND interrupt IS NOT NULL`, holders)
+		rows, err := l.b.pool.Query(ctx, `SELECT name, hold, reason FROM skein_lock_interrupts WHERE name = ANY($1)`, names)
 		if err != nil {
 			continue // the next poll tries again
 		}
+		var marked []*lock
+		var reasons []string
 		for rows.Next() {
-			var holder, reason string
-			if rows.Scan(&holder, &reason) == nil && held[holder] != nil {
-				held[holder].Interrupt(reason)
+			var name, reason string
+			var hold int64
+			if rows.Scan(&name, &hold, &reason) == nil && held[name] != nil && int64(held[name].hold) == hold {
+				marked, reasons = append(marked, held[name]), append(reasons, reason)
 			}
 		}
 		rows.Close()
+		l.mu.Lock()
+		for _, lk := range marked {
+			lk.marked = true
+		}
+		l.mu.Unlock()
+		for i, lk := range marked {
+			lk.Interrupt(reasons[i])
+		}
 	}
 }
 
-// lose interrupts held, whose connection broke, as lost.
+// lose interrupts held, whose connection broke, as lost. Their rows stay:
+// their holders were cut off, and what they wrote may need repair.
 func (l *locker) lose(held map[string]*lock) {
 	l.mu.Lock()
 	for _, lk := range held {
@@ -586,6 +824,9 @@ func (l *locker) lose(held map[string]*lock) {
 	}
 	l.mu.Unlock()
 	for _, lk := range held {
+		if lk.id != "" {
+			l.b.lockRecords.remove(lk)
+		}
 		lk.Interrupt(sessions.ReasonLockLost)
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -180,7 +181,8 @@ func TestEventsAfter(t *testing.T) {
 // version stored when the lock was taken (the last write of a holder
 // that released it included), a missing session as ErrNotFound with the
 // lock held, and a held lock as ErrLocked; an unlocked lock leaves no
-// row.
+// row once the watcher's next poll has deleted it, and is never listed
+// as abandoned.
 func TestTryLockVersion(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
@@ -198,35 +200,175 @@ func TestTryLockVersion(t *testing.T) {
 		sessionstest.CheckLockVersionHandoff(t, store, b, la, lb, "turn/s", "s", nil)
 	}
 	sessionstest.CheckLockVersionMissing(t, la, lb.(sessions.Locker))
-	var rows int
-	if err := b.Pool().QueryRow(ctx, `SELECT count(*) FROM skein_locks`).Scan(&rows); err != nil || rows != 0 {
-		t.Fatalf("lock rows after every unlock: %d, %v", rows, err)
-	}
 	if names, err := lb.(sessions.Locker).Abandoned(ctx, 0); err != nil || len(names) != 0 {
 		t.Fatalf("Abandoned: %v, %v", names, err)
 	}
+	waitLockRows(t, b, 0)
+}
+
+// lockRows counts the rows of skein_locks.
+func lockRows(t *testing.T, b *Backend) int {
+	t.Helper()
+	var rows int
+	if err := b.Pool().QueryRow(t.Context(), `SELECT count(*) FROM skein_locks`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// waitLockRows waits until skein_locks has want rows (the watchers
+// delete the rows of released locks at their next poll).
+func waitLockRows(t *testing.T, b *Backend, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for lockRows(t, b) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lock rows, want %d", lockRows(t, b), want)
+		}
+		time.Sleep(testPoll)
+	}
+}
+
+// waitAbandoned waits until l lists exactly want as abandoned.
+func waitAbandoned(t *testing.T, l sessions.Locker, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		names, err := l.Abandoned(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(names, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Abandoned: %v, want %v", names, want)
+		}
+		time.Sleep(testPoll)
+	}
+}
+
+// TestTurnLockRow: a lock taken with TryLockVersion writes no row when
+// it is taken or released; the first write of its session records it
+// (once, whatever the writes after), so a holder that dies after writing
+// leaves its lock abandoned, and one that dies before writing leaves
+// nothing to repair. A released lock's row, until the watcher deletes
+// it, is not abandoned: its connection lives.
+func TestTurnLockRow(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	la, lb := newTestLocker(t, a), newTestLocker(t, b)
+	store, err := sessions.NewStore(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"s", "t"} {
+		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne := func(id string) {
+		t.Helper()
+		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}},
+			Events: []sessions.Event{sessions.NewEvent("note", nil)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vl := la.(sessions.VersionLocker)
+	lk, _, err := vl.TryLockVersion(ctx, "turn/s", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := lockRows(t, a); n != 0 {
+		t.Fatalf("%d lock rows after the take, want 0", n)
+	}
+	appendOne("s")
+	appendOne("s")
+	var holder string
+	var conn int64
+	if err := a.Pool().QueryRow(ctx, `SELECT holder, conn FROM skein_locks WHERE name = 'turn/s'`).Scan(&holder, &conn); err != nil {
+		t.Fatalf("the lock's row after a write: %v", err)
+	}
+	if mine := lk.(*lock); holder != mine.holder || conn != la.(*locker).connOf("turn/s").key {
+		t.Fatalf("row holder %s conn %d, want %s %d", holder, conn, mine.holder, la.(*locker).connOf("turn/s").key)
+	}
+	waitAbandoned(t, lb)
+	if err := lk.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitAbandoned(t, lb) // the row names a live connection
+	waitLockRows(t, a, 0)
+
+	// A holder that dies after writing: abandoned. One that dies before
+	// writing ("t"): nothing.
+	if lk, _, err = vl.TryLockVersion(ctx, "turn/s", "s"); err != nil {
+		t.Fatal(err)
+	}
+	appendOne("s")
+	if _, _, err := vl.TryLockVersion(ctx, "turn/t", "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"turn/s", "turn/t"} {
+		pid := la.(*locker).connOf(name).conn.PgConn().PID()
+		if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAbandoned(t, lb, "turn/s")
+	select {
+	case <-lk.Interrupted():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder was not told it lost its lock")
+	}
+	// The repair takes it (with TryLock), which clears it.
+	fixed, err := lb.TryLock(ctx, "turn/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitAbandoned(t, lb)
+	if err := fixed.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitAbandoned(t, lb)
+	waitLockRows(t, a, 0)
 }
 
 // TestInterruptSparesTheNextHolder: Interrupt stops the holder it marked,
-// not a lock its own process took after that holder let go (a cancel
-// from replica a stopped b's turn and then a's next queued turn, which
-// had taken the lock in between: TestReplicasOneTurn failed so about once
-// in a hundred runs under load).
+// not a lock taken after that holder let go, by its own process (a
+// cancel from replica a stopped b's turn and then a's next queued turn,
+// which had taken the lock in between: TestReplicasOneTurn failed so
+// about once in a hundred runs under load) or by another (which polls
+// the marks): the mark names the hold it saw.
 func TestInterruptSparesTheNextHolder(t *testing.T) {
+	for _, another := range []bool{false, true} {
+		name := "here"
+		if another {
+			name = "another process"
+		}
+		t.Run(name, func(t *testing.T) { interruptSparesTheNextHolder(t, another) })
+	}
+}
+
+func interruptSparesTheNextHolder(t *testing.T, another bool) {
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
 	la, lb := newTestLocker(t, openClosed(t, dsn)), newTestLocker(t, openClosed(t, dsn))
+	taker := la
+	if another {
+		taker = newTestLocker(t, openClosed(t, dsn))
+	}
 	first, err := lb.TryLock(ctx, "turn/s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var next sessions.Lock
 	afterInterruptMark = func() {
-		// b's holder lets go at once and a takes the lock for its next turn.
+		// b's holder lets go at once and the next one takes the lock.
 		if err := first.Unlock(ctx); err != nil {
 			t.Error(err)
 		}
-		if next, err = la.TryLock(ctx, "turn/s"); err != nil {
+		if next, err = taker.TryLock(ctx, "turn/s"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -242,6 +384,19 @@ func TestInterruptSparesTheNextHolder(t *testing.T) {
 	select {
 	case <-next.Interrupted():
 		t.Fatalf("the next holder was interrupted: %q", next.Reason())
-	case <-time.After(3 * testPoll):
+	case <-time.After(5 * testPoll):
+	}
+	// A new Interrupt reaches it.
+	afterInterruptMark = nil
+	if held, err := lb.Interrupt(ctx, "turn/s", "delete"); err != nil || !held {
+		t.Fatalf("Interrupt: %v, %v", held, err)
+	}
+	select {
+	case <-next.Interrupted():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the next holder was not interrupted")
+	}
+	if next.Reason() != "delete" {
+		t.Fatalf("Reason %q", next.Reason())
 	}
 }

@@ -25,6 +25,9 @@ type Backend struct {
 	durability sessions.Durability
 	maxConns   int32
 	states     stateCache
+	// lockRecords are the locks of its Lockers that its writes record
+	// (see NewLocker).
+	lockRecords lockRecords
 	// key seals the payloads this Backend writes and opens sealed ones
 	// (WithKey); nil writes them plain, with checksums.
 	key *storekey.Key

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -22,7 +22,7 @@ const SchemaVersion = 10
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11}
 
 // migrationStep is the Go step of the migration to version v, if it has
 // one: run after that migration's SQL, in the same transaction, with the
@@ -518,3 +518,23 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, k *storekey.Key, notice fu
 	}
 	return schema, from, nil
 }
+
+// migration11 lets a turn's lock (Locker.TryLockVersion) be taken and
+// released without writing a row (see NewLocker): column conn of
+// skein_locks is the connection key of the connection holding the lock
+// (an advisory lock it holds as long as it lives), so that a row whose
+// connection is alive is not abandoned even once its lock is released;
+// and table skein_lock_interrupts holds Interrupt's marks, one per hold
+// asked (the lock's name, the number of its hold lock, the reason), in
+// place of column interrupt, which is no longer written. Taking and
+// releasing a turn's lock were two write transactions per turn.
+const migration11 = `
+ALTER TABLE skein_locks ADD COLUMN conn bigint;
+
+CREATE TABLE skein_lock_interrupts (
+	name   text   COLLATE "C" NOT NULL,
+	hold   bigint NOT NULL,
+	reason text   NOT NULL,
+	PRIMARY KEY (name, hold)
+);
+`

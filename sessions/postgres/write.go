@@ -65,7 +65,12 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // changes but touched, once a minute, so the update is HOT (no new index
 // entries). Each shape is one statement text, which pgx prepares once
 // per connection.
-func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any) (string, []any) {
+//
+// With lk set (a lock held for the session whose row no write recorded
+// yet, see NewLocker), the statement also records lk's row in
+// skein_locks if it updated the session row: so the row commits with the
+// first write made under the lock.
+func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any, lk *lock) (string, []any) {
 	u := &p.Update
 	args := append(rows, sid, base, p.Changes, p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length)
 	var q strings.Builder
@@ -118,6 +123,10 @@ func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any) (st
 	}
 	q.WriteString(`
 ), `)
+	if lk != nil {
+		args = append(args, lk.name, lk.holder, lk.conn)
+		q.WriteString(`k AS (` + recordSQL(len(args)-2, len(args)-1, len(args), "u") + `), `)
+	}
 	q.WriteString(rowsSQL)
 	return q.String(), args
 }
@@ -186,15 +195,22 @@ func messageColumns(rows []rowstore.MessageRow) (pos []int64, bodies []string, s
 	return pos, bodies, sums
 }
 
-// apply runs applySQL's statement for plan p on the session whose
-// state is st, in schema b.schema, and reports whether the session row was still at
-// st.Version.
-func (b *Backend) apply(ctx context.Context, q querier, st *rowstore.State, p *rowstore.Plan) (bool, error) {
+// apply runs applySQL's statement for plan p on session id, whose
+// state is st, in schema b.schema, and reports whether the session row
+// was still at st.Version. It records the row of the lock held for the
+// session, if no write did yet (see NewLocker).
+func (b *Backend) apply(ctx context.Context, q querier, id string, st *rowstore.State, p *rowstore.Plan) (bool, error) {
 	pos, bodies, sums := messageColumns(p.Rows)
 	ev := columns(p.Events)
-	sql, args := applySQL(st.Row, st.Version, eventChannel(b.schema, st.Row), p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums})
+	lk := b.lockRecords.pending(id)
+	sql, args := applySQL(st.Row, st.Version, eventChannel(b.schema, st.Row), p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums}, lk)
 	var n int
 	err := q.QueryRow(ctx, sql, args...).Scan(&n)
+	if lk != nil && (err != nil || n == 1) {
+		// Stored, or perhaps (an error after the commit): the watcher
+		// deletes it after the release either way.
+		b.lockRecords.written(lk)
+	}
 	return n == 1, err
 }
 
@@ -236,7 +252,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 	case err != nil:
 		return err
 	case len(p.Release) == 0:
-		ok, err := b.apply(ctx, b.pool, &st, p)
+		ok, err := b.apply(ctx, b.pool, id, &st, p)
 		if err != nil {
 			b.states.drop(id)
 			return sessions.IDError(id, err)
@@ -265,7 +281,7 @@ func (b *Backend) Write(ctx context.Context, id string, base int64, changes ...*
 		if err != nil {
 			return err
 		}
-		if ok, err := b.apply(ctx, tx, st, p); err != nil || !ok {
+		if ok, err := b.apply(ctx, tx, id, st, p); err != nil || !ok {
 			if err == nil {
 				err = errors.New("the locked session row changed")
 			}
