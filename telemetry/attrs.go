@@ -24,6 +24,10 @@ type attrSet struct {
 	buf     []byte    // the attributes fields, one after the other
 	at      []attrPos // where each is in buf
 	dropped int       // attributes dropped (invalid, or past the count limit)
+	// bit len(key)%64 is set for each key in at: a key whose bit is not
+	// set is not there (add looks no further; a span's keys mostly differ
+	// in length)
+	lengths uint64
 }
 
 // attrPos is where an attributes field is in its attrSet's buf: it
@@ -35,10 +39,12 @@ type attrPos struct{ off, key, keyLen uint32 }
 // are there already (a negative limit is none). The caller then appends
 // the field with put.
 func (a *attrSet) add(key string, limit int) bool {
-	for i, p := range a.at {
-		if int(p.keyLen) == len(key) && string(a.buf[p.key:p.key+p.keyLen]) == key {
-			a.remove(i)
-			return true
+	if a.lengths&(1<<(len(key)%64)) != 0 {
+		for i, p := range a.at {
+			if int(p.keyLen) == len(key) && string(a.buf[p.key:p.key+p.keyLen]) == key {
+				a.remove(i)
+				return true
+			}
 		}
 	}
 	if limit >= 0 && len(a.at) >= limit {
@@ -58,17 +64,26 @@ func (a *attrSet) remove(i int) {
 	a.buf = append(a.buf[:start], a.buf[end:]...)
 	copy(a.at[i:], a.at[i+1:])
 	a.at = a.at[:len(a.at)-1]
-	for j := i; j < len(a.at); j++ {
-		a.at[j].off -= n
-		a.at[j].key -= n
+	a.lengths = 0
+	for j := range a.at {
+		if j >= i {
+			a.at[j].off -= n
+			a.at[j].key -= n
+		}
+		a.lengths |= 1 << (a.at[j].keyLen % 64)
 	}
 }
 
 // added notes the field of key appended to buf at off (after add).
 func (a *attrSet) added(off int, key string) {
 	_, n := binary.Uvarint(a.buf[off+1:]) // after the tag, the KeyValue's length
-	k := off + 1 + n + 1 + uvarintLen(len(key))
+	a.addedAt(off, off+1+n+1+uvarintLen(len(key)), key)
+}
+
+// addedAt notes the field of key appended to buf at off, the key at k.
+func (a *attrSet) addedAt(off, k int, key string) {
 	a.at = append(a.at, attrPos{off: uint32(off), key: uint32(k), keyLen: uint32(len(key))})
+	a.lengths |= 1 << (len(key) % 64)
 }
 
 // setString sets a string attribute (value cut to the length limit).
@@ -77,15 +92,16 @@ func (r *recorder) setString(d *record, key, v string) {
 		d.attrs.dropped++
 		return
 	}
-	if !d.attrs.add(key, r.limits.AttributeCountLimit) {
+	if !d.attrs.add(key, r.attrCount) {
 		return
 	}
-	if l := r.limits.AttributeValueLengthLimit; l >= 0 {
+	if l := r.attrLength; l >= 0 {
 		v = truncate(v, l)
 	}
 	off := len(d.attrs.buf)
-	d.attrs.buf = appendStringKeyValue(d.attrs.buf, key, v)
-	d.attrs.added(off, key)
+	var k int
+	d.attrs.buf, k = appendStringKeyValue(d.attrs.buf, key, v)
+	d.attrs.addedAt(off, k, key)
 }
 
 // setInt sets an int64 attribute.
@@ -94,17 +110,18 @@ func (r *recorder) setInt(d *record, key string, v int64) {
 		d.attrs.dropped++
 		return
 	}
-	if !d.attrs.add(key, r.limits.AttributeCountLimit) {
+	if !d.attrs.add(key, r.attrCount) {
 		return
 	}
 	off := len(d.attrs.buf)
-	d.attrs.buf = appendIntKeyValue(d.attrs.buf, key, v)
-	d.attrs.added(off, key)
+	var k int
+	d.attrs.buf, k = appendIntKeyValue(d.attrs.buf, key, v)
+	d.attrs.addedAt(off, k, key)
 }
 
 // setFixed sets an attribute of key whose field is enc (fixedField).
 func (r *recorder) setFixed(d *record, key string, enc []byte) {
-	if !d.attrs.add(key, r.limits.AttributeCountLimit) {
+	if !d.attrs.add(key, r.attrCount) {
 		return
 	}
 	off := len(d.attrs.buf)
@@ -127,11 +144,11 @@ func (r *recorder) setAttr(d *record, kv *attribute.KeyValue) {
 		r.setInt(d, key, kv.Value.AsInt64())
 		return
 	}
-	if !d.attrs.add(key, r.limits.AttributeCountLimit) {
+	if !d.attrs.add(key, r.attrCount) {
 		return
 	}
 	v := *kv
-	if l := r.limits.AttributeValueLengthLimit; l >= 0 {
+	if l := r.attrLength; l >= 0 {
 		v = truncateAttr(v, l)
 	}
 	off := len(d.attrs.buf)
@@ -140,31 +157,35 @@ func (r *recorder) setAttr(d *record, kv *attribute.KeyValue) {
 }
 
 // appendStringKeyValue appends a Span's attributes field of a string
-// value, its lengths computed first (no message is moved).
-func appendStringKeyValue(b []byte, key, v string) []byte {
+// value, its lengths computed first (no message is moved), and returns
+// where in b the key is.
+func appendStringKeyValue(b []byte, key, v string) ([]byte, int) {
 	anyLen := 1 + uvarintLen(len(v)) + len(v)
 	kvLen := 1 + uvarintLen(len(key)) + len(key) + 1 + uvarintLen(anyLen) + anyLen
 	b = append(b, attrField)
 	b = binary.AppendUvarint(b, uint64(kvLen))
 	b = append(b, 1<<3|wireBytes) // key
 	b = binary.AppendUvarint(b, uint64(len(key)))
+	k := len(b)
 	b = append(b, key...)
 	b = append(b, 2<<3|wireBytes) // value: AnyValue
 	b = binary.AppendUvarint(b, uint64(anyLen))
-	return appendString(b, v)
+	return appendString(b, v), k
 }
 
-// appendIntKeyValue appends a Span's attributes field of an int value.
-func appendIntKeyValue(b []byte, key string, v int64) []byte {
+// appendIntKeyValue appends a Span's attributes field of an int value,
+// and returns where in b the key is.
+func appendIntKeyValue(b []byte, key string, v int64) ([]byte, int) {
 	anyLen := 1 + uvarintLen64(uint64(v))
 	kvLen := 1 + uvarintLen(len(key)) + len(key) + 2 + anyLen
 	b = append(b, attrField)
 	b = binary.AppendUvarint(b, uint64(kvLen))
 	b = append(b, 1<<3|wireBytes)
 	b = binary.AppendUvarint(b, uint64(len(key)))
+	k := len(b)
 	b = append(b, key...)
 	b = append(b, 2<<3|wireBytes, byte(anyLen))
-	return appendInt(b, v)
+	return appendInt(b, v), k
 }
 
 // fixedField is the attributes field of kv, encoded once (the attributes

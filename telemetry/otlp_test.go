@@ -304,13 +304,17 @@ func TestAttrEncoding(t *testing.T) {
 	}
 	for _, kv := range kvs {
 		var got []byte
+		var k int
 		if kv.Value.Type() == attribute.STRING {
-			got = appendStringKeyValue([]byte{7}, string(kv.Key), kv.Value.AsString())
+			got, k = appendStringKeyValue([]byte{7}, string(kv.Key), kv.Value.AsString())
 		} else {
-			got = appendIntKeyValue([]byte{7}, string(kv.Key), kv.Value.AsInt64())
+			got, k = appendIntKeyValue([]byte{7}, string(kv.Key), kv.Value.AsInt64())
 		}
 		if want := encodeKeyValue([]byte{7}, 9, kv); !bytes.Equal(got, want) {
 			t.Fatalf("%.20s=%.20s: encoded %.40x, want %.40x", kv.Key, kv.Value.Emit(), got, want)
+		}
+		if key := string(got[k:min(k+len(kv.Key), len(got))]); key != string(kv.Key) {
+			t.Fatalf("%.20s: the key at %d reads %.20q", kv.Key, k, key)
 		}
 		checkField(t, got[1:], kv)
 	}

@@ -58,15 +58,26 @@ import (
 
 // recorder is skein's trace.Tracer: it starts spans and hands the ended,
 // sampled ones to its batcher.
+//
+// (Its first 64 bytes are what every span reads, kept together: on a
+// loop, a span's start finds most of what it reads evicted since the
+// last span, and each cache line it reads then costs about as much as
+// the rest of its work. So the limits a span applies are copied there,
+// and the wall clock's reading is kept there rather than behind a
+// pointer.)
 type recorder struct {
+	proc                  *batcher
+	attrCount, attrLength int // limits.AttributeCountLimit and AttributeValueLengthLimit
+	// the wall clock as now last read it: unix nanoseconds minus the
+	// monotonic reading then, until the monotonic reading wallUntil
+	wallOffset, wallUntil atomic.Int64
+	base                  time.Time // the reference of the monotonic readings spans keep (one reading: time.Since(base))
+
 	embedded.Tracer
 	sampler sdktrace.Sampler
 	limits  sdktrace.SpanLimits
 	res     *resource.Resource
-	proc    *batcher
 	tp      *tracerProvider
-	base    time.Time                 // the reference of the monotonic readings spans keep (one reading: time.Since(base))
-	clock   atomic.Pointer[wallClock] // now's last reading of the wall clock
 }
 
 var _ trace.Tracer = (*recorder)(nil)
@@ -82,6 +93,7 @@ func (p *tracerProvider) Tracer(string, ...trace.TracerOption) trace.Tracer { re
 
 func newRecorder(res *resource.Resource, exp spanExporter, o batchOptions) *recorder {
 	r := &recorder{sampler: samplerFromEnv(), limits: sdktrace.NewSpanLimits(), res: res, base: time.Now()}
+	r.attrCount, r.attrLength = r.limits.AttributeCountLimit, r.limits.AttributeValueLengthLimit
 	r.tp = &tracerProvider{r: r}
 	r.proc = newBatcher(exp, o)
 	return r
@@ -246,10 +258,6 @@ func parentSpanContext(ctx context.Context) trace.SpanContext {
 	return trace.SpanContext{}
 }
 
-// wallClock is a reading of the wall clock: unix nanoseconds at mono
-// (nanoseconds since the recorder's base).
-type wallClock struct{ mono, unix int64 }
-
 // now is the time a span starts, in unix nanoseconds, and the monotonic
 // clock then (since r.base): the wall clock read at most every
 // clockPeriod, advanced by the monotonic clock in between (time.Now
@@ -258,14 +266,13 @@ type wallClock struct{ mono, unix int64 }
 // of the wall clock shows in the spans within clockPeriod.
 func (r *recorder) now() (unix, mono int64) {
 	mono = int64(time.Since(r.base))
-	if c := r.clock.Load(); c != nil {
-		if d := mono - c.mono; d >= 0 && d < int64(clockPeriod) {
-			return c.unix + d, mono
-		}
+	if mono < r.wallUntil.Load() {
+		return mono + r.wallOffset.Load(), mono
 	}
 	t := time.Now()
 	mono = int64(t.Sub(r.base))
-	r.clock.Store(&wallClock{mono: mono, unix: t.UnixNano()})
+	r.wallOffset.Store(t.UnixNano() - mono)
+	r.wallUntil.Store(mono + int64(clockPeriod))
 	return t.UnixNano(), mono
 }
 
@@ -356,33 +363,35 @@ func newSpanID() (id trace.SpanID) {
 }
 
 // record is what a recording span holds: written under mu until the span
-// ends, then encoded for export.
+// ends, then encoded for export. (Its fields are ordered by use: every
+// span writes the first three cache lines and its attributes; the last
+// fields only spans with events, links or an error status.)
 type record struct {
-	ts         *trace.TraceState // the span's trace state, nil when empty
-	op, name   string            // the span's name is "op name" (spanName)
-	attrs      attrSet           // encoded (attrs.go)
-	events     []event
-	links      []link
-	statusDesc string
-
-	mu    sync.Mutex
-	gen   uint64 // incremented each time the record is reused
-	ended bool
-
+	mu  sync.Mutex
+	gen uint64 // incremented each time the record is reused
 	// the span context (a span's own is never remote) and the parent's
 	// span id
-	tid           trace.TraceID
-	sid, psid     trace.SpanID
-	flags         trace.TraceFlags
-	parentRemote  bool
-	kind          trace.SpanKind
-	start, end    int64 // unix nanoseconds
-	mono          int64 // the monotonic clock at start (since the recorder's base), or -1 for a start given by the caller
+	tid        trace.TraceID
+	sid, psid  trace.SpanID
+	start, end int64 // unix nanoseconds
+	mono       int64 // the monotonic clock at start (since the recorder's base), or -1 for a start given by the caller
+
+	kind         trace.SpanKind
+	status       codes.Code
+	flags        trace.TraceFlags
+	parentRemote bool
+	ended        bool
+	op, name     string  // the span's name is "op name" (spanName)
+	attrs        attrSet // encoded (attrs.go)
+	attrsAt      [16]attrPos
+	attrsBuf     [512]byte
+
+	ts            *trace.TraceState // the span's trace state, nil when empty
+	events        []event
+	links         []link
+	statusDesc    string
 	droppedEvents int
 	droppedLinks  int
-	status        codes.Code
-	attrsAt       [16]attrPos
-	attrsBuf      [512]byte
 }
 
 type event struct {
@@ -409,7 +418,7 @@ var records = sync.Pool{New: func() any {
 func (d *record) reset() {
 	d.gen++
 	d.ended = false
-	d.attrs.buf, d.attrs.at, d.attrs.dropped = d.attrs.buf[:0], d.attrs.at[:0], 0
+	d.attrs.buf, d.attrs.at, d.attrs.dropped, d.attrs.lengths = d.attrs.buf[:0], d.attrs.at[:0], 0, 0
 	if cap(d.attrs.buf) > 64<<10 { // (content captured on a span)
 		d.attrs.buf = d.attrsBuf[:0]
 	}
