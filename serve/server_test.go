@@ -158,6 +158,14 @@ func TestAuth(t *testing.T) {
 
 func TestMaxSessions(t *testing.T) {
 	ts := newTestServer(t, Config{MaxSessions: 2})
+	// Sessions a script made in the same store have no agent: they do
+	// not count against --max-sessions, whether their metadata has no
+	// "agent" or an empty one.
+	for i, meta := range []map[string]any{nil, {"agent": ""}, {"agent": int64(7)}} {
+		if err := ts.store.Create(t.Context(), "script-"+strconv.Itoa(i), sessions.Info{Metadata: meta}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a := ts.create(nil)
 	ts.create(nil)
 	r := ts.do("POST", "/api/sessions", nil)

@@ -153,6 +153,11 @@ type ListFilter struct {
 	// that string under "repoId" and "agent" (skein serve's keys). The
 	// durable backends read them from indexed columns.
 	RepoID, Agent string
+	// HasAgent keeps the sessions whose metadata has a non-empty string
+	// under "agent": the sessions skein serve created (it counts them
+	// against --max-sessions). The durable backends count them from the
+	// indexed column, without reading the sessions.
+	HasAgent bool
 	// Conds keeps the sessions that meet every condition (see
 	// WhereCond; ListWhere puts a filter expression's there).
 	Conds []WhereCond

@@ -330,7 +330,7 @@ func (f *ListFilter) matches(r *Record) bool {
 	if s, _ := r.Metadata["repoId"].(string); f.RepoID != "" && s != f.RepoID {
 		return false
 	}
-	if s, _ := r.Metadata["agent"].(string); f.Agent != "" && s != f.Agent {
+	if s, _ := r.Metadata["agent"].(string); f.Agent != "" && s != f.Agent || f.HasAgent && s == "" {
 		return false
 	}
 	if !f.UpdatedBefore.IsZero() && !r.UpdatedAt.Before(f.UpdatedBefore) ||

@@ -23,6 +23,7 @@ func expectList(wants []*sessions.Record, f sessions.ListFilter) ([]sessions.Sum
 			!f.CreatedAfter.IsZero() && r.CreatedAt.Before(f.CreatedAfter) ||
 			f.RepoID != "" && metaString(r.Metadata, "repoId") != f.RepoID ||
 			f.Agent != "" && metaString(r.Metadata, "agent") != f.Agent ||
+			f.HasAgent && metaString(r.Metadata, "agent") == "" ||
 			f.Text != "" && !containsFold(r.ID, f.Text) && !containsFold(cmp.Or(r.Title, r.FirstPrompt), f.Text) ||
 			f.After != nil && !(r.CreatedAt.Before(f.After.CreatedAt) || r.CreatedAt.Equal(f.After.CreatedAt) && r.ID < f.After.ID) {
 			continue
@@ -142,7 +143,7 @@ func testList(h *harness) {
 	tie1 := newRecord("tie1", at(5))
 	tie1.Metadata = map[string]any{"repoId": "api", "agent": "helper"}
 	wants = append(wants, h.create(tie1))
-	mk("tie2", 5, sessions.StatusActive, 0)
+	tie2 := mk("tie2", 5, sessions.StatusActive, 0)
 	h.write(a, &sessions.Change{Append: users("more", 2), AddTurns: 3, UpdatedAt: at(20)})
 	h.write(c, &sessions.Change{DropFirst: 1, UpdatedAt: at(21)})
 	h.write(c, &sessions.Change{SetTitle: true, Title: "Fix the parser", SetMetadata: true,
@@ -156,6 +157,7 @@ func testList(h *harness) {
 	// repoId and agent, set after creation, of another type, changed.
 	h.write(e, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": "web", "agent": "bot"}})
 	h.write(e, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": "api", "agent": "bot"}})
+	h.write(tie2, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"agent": ""}})
 	h.write(a, &sessions.Change{SetMetadata: true, Metadata: map[string]any{"repoId": int64(7), "agent": []any{"bot"}}})
 
 	for _, f := range []sessions.ListFilter{
@@ -179,6 +181,8 @@ func testList(h *harness) {
 		{Agent: "bot"},
 		{Agent: "helper", RepoID: "api"},
 		{Agent: "bot", Statuses: []sessions.Status{sessions.StatusActive}, Limit: 1},
+		{HasAgent: true}, // e and tie1: not a (a list), nor tie2 ("")
+		{HasAgent: true, Statuses: []sessions.Status{sessions.StatusActive}, Limit: 1},
 		{CreatedAfter: at(3)},
 		{CreatedBefore: at(3)},
 		{CreatedAfter: at(2), CreatedBefore: at(5)}, // at or after 2, strictly before 5

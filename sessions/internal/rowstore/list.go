@@ -148,6 +148,9 @@ func SessionFilter(lf sessions.ListFilter, d Dialect) (*Filter, error) {
 	if lf.Agent != "" {
 		f.where("agent = ?", lf.Agent)
 	}
+	if lf.HasAgent {
+		f.where("agent > ?", "") // neither NULL nor ''
+	}
 	for _, c := range []struct {
 		name, cond string
 		t          time.Time
