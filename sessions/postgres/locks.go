@@ -164,20 +164,16 @@ func holdKey(arg string) string { return `hashtext(` + arg + `)` }
 const locksCTE = `a AS MATERIALIZED (SELECT pid, classid, objid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted
 		AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))`
 
-// keyIn is an SQL condition that is true when the one-key advisory lock
-// whose key the SQL expression k gives is among the locks of CTE a.
-func keyIn(k string) string {
-	return `EXISTS (SELECT 1 FROM a WHERE a.objsubid = 1 AND a.classid = ((` + k + ` >> 32) & 4294967295)::oid AND a.objid = (` + k + ` & 4294967295)::oid)`
+// keyIs is an SQL condition on a row of CTE a: it is the one-key
+// advisory lock whose key the SQL expression k gives (pg_locks shows a
+// bigint key as its high and low 32 bits).
+func keyIs(k string) string {
+	return `a.objsubid = 1 AND a.classid = ((` + k + ` >> 32) & 4294967295)::oid AND a.objid = (` + k + ` & 4294967295)::oid`
 }
 
-// heldSQL is an SQL condition that is true when the advisory lock of the
-// lock whose qualified name arg gives is granted to some connection.
-func heldSQL(arg string) string {
-	k := advisory(arg)
-	return `EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND classid = ((` + k + ` >> 32) & 4294967295)::oid AND objid = (` + k + ` & 4294967295)::oid)`
-}
+// keyIn is an SQL condition that is true when the one-key advisory lock
+// whose key the SQL expression k gives is among the locks of CTE a.
+func keyIn(k string) string { return `EXISTS (SELECT 1 FROM a WHERE ` + keyIs(k) + `)` }
 
 // takeSQL takes the hold lock ($1: the qualified name, $2: the hold's
 // number) and then the lock of $1, giving the hold lock back if the lock
@@ -297,7 +293,7 @@ func (r *lockRecords) written(lk *lock) {
 }
 
 // remove unregisters lk (released or lost) and reports whether its row
-// may be stored.
+// may be stored: false for a lock it never registered (TryLock's).
 func (r *lockRecords) remove(lk *lock) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -347,9 +343,7 @@ func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sess
 	}
 	v, err := l.tryLock(ctx, lk, id)
 	if err != nil {
-		if lk.id != "" {
-			l.b.lockRecords.remove(lk)
-		}
+		l.b.lockRecords.remove(lk)
 		l.mu.Lock()
 		delete(l.held, name)
 		l.mu.Unlock()
@@ -527,26 +521,29 @@ func (l *locker) release(lk *lock) error {
 	return err
 }
 
-// interruptSQL marks, in one statement, the holds of lock $2 (qualified
-// name $1) that pg_locks shows (the hold locks, of the first key of $1,
+// interruptSQL is the statement that marks the holds of lock $2
+// (qualified name $1) that pg_locks shows (the hold locks, of the first key of $1,
 // of the connection holding the lock) with reason $3, unless marked
 // already, and deletes the marks of the lock's holds that are over. It
 // returns whether the lock is held and the holds it marked: all from one
 // reading of pg_locks, in which a hold lock outlives its lock on both
-// sides, so the hold marked is the one holding the lock then.
-var interruptSQL = `WITH ` + locksCTE + `,
-	h AS (SELECT pid FROM a WHERE a.objsubid = 1 AND a.classid = ((` + advisory("$1") + ` >> 32) & 4294967295)::oid
-		AND a.objid = (` + advisory("$1") + ` & 4294967295)::oid),
+// sides, so the hold marked is the one holding the lock then. (Built
+// when used, as abandonedSQL: both are rare, and the package's
+// initialisation stays small.)
+func interruptSQL() string {
+	return `WITH ` + locksCTE + `,
+	h AS (SELECT pid FROM a WHERE ` + keyIs(advisory("$1")) + `),
 	s AS (SELECT DISTINCT a.objid::bigint AS hold FROM a JOIN h USING (pid)
 		WHERE a.objsubid = 2 AND a.classid = (` + holdKey("$1") + `::bigint & 4294967295)::oid),
 	d AS (DELETE FROM skein_lock_interrupts WHERE name = $2 AND hold NOT IN (SELECT hold FROM s)),
 	i AS (INSERT INTO skein_lock_interrupts (name, hold, reason) SELECT $2, hold, $3 FROM s ON CONFLICT DO NOTHING)
 SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT hold FROM s)`
+}
 
 func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, error) {
 	var held bool
 	var holds []int64
-	err := l.b.pool.QueryRow(ctx, interruptSQL, l.qualified(name), name, reason).Scan(&held, &holds)
+	err := l.b.pool.QueryRow(ctx, interruptSQL(), l.qualified(name), name, reason).Scan(&held, &holds)
 	if err != nil {
 		return false, fmt.Errorf("postgres: interrupt lock '%s': %w", name, err)
 	}
@@ -582,7 +579,10 @@ func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, err
 	if len(names) == 0 {
 		return out, nil
 	}
-	rows, err := l.b.pool.Query(ctx, `SELECT n FROM unnest($2::text[]) AS n WHERE `+heldSQL(`$1 || '/' || n`), l.b.schema, names)
+	// The names among $2 whose lock (in schema $1) is held, from one
+	// reading of pg_locks.
+	rows, err := l.b.pool.Query(ctx, `WITH `+locksCTE+`
+SELECT n FROM unnest($2::text[]) AS n WHERE `+keyIn(advisory(`$1 || '/' || n`)), l.b.schema, names)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: locks: %w", err)
 	}
@@ -597,22 +597,24 @@ func (l *locker) Held(ctx context.Context, names []string) (map[string]bool, err
 	return out, rows.Err()
 }
 
-// abandonedSQL lists the rows of skein_locks whose lock is free and
-// whose connection (its connection key) is gone, from one reading of
+// abandonedSQL is the statement that lists the rows of skein_locks
+// whose lock is free and whose connection (its connection key) is gone, from one reading of
 // pg_locks. A row of an older skein (no connection key) counts when its
 // lock is free. A row being deleted by its holder's release names a live
 // connection, so no row of a lock being released is listed.
-var abandonedSQL = `WITH ` + locksCTE + `
+func abandonedSQL() string {
+	return `WITH ` + locksCTE + `
 SELECT name FROM skein_locks WHERE NOT ` + keyIn(advisory(`$1 || '/' || name`)) + `
 	AND (conn IS NULL OR NOT ` + keyIn(`conn`) + `)
 ORDER BY name LIMIT $2`
+}
 
 func (l *locker) Abandoned(ctx context.Context, limit int) ([]string, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := l.b.pool.Query(ctx, abandonedSQL, l.b.schema, lim)
+	rows, err := l.b.pool.Query(ctx, abandonedSQL(), l.b.schema, lim)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: locks: %w", err)
 	}
@@ -646,10 +648,7 @@ func (lk *lock) Unlock(ctx context.Context) error {
 // and leaves what it wrote (its row, if a write recorded it, and its
 // mark) to the watcher to delete.
 func (l *locker) forget(lk *lock) {
-	recorded := false
-	if lk.id != "" {
-		recorded = l.b.lockRecords.remove(lk)
-	}
+	recorded := l.b.lockRecords.remove(lk)
 	l.mu.Lock()
 	if recorded || lk.marked {
 		l.gone = append(l.gone, lk)
@@ -723,9 +722,7 @@ func (l *locker) Close() error {
 	<-l.done
 	for _, lk := range held {
 		lk.Interrupt(sessions.ReasonLockLost)
-		if lk.id != "" {
-			l.b.lockRecords.remove(lk)
-		}
+		l.b.lockRecords.remove(lk)
 	}
 	l.mu.Lock()
 	gone := l.gone
@@ -824,9 +821,7 @@ func (l *locker) lose(held map[string]*lock) {
 	}
 	l.mu.Unlock()
 	for _, lk := range held {
-		if lk.id != "" {
-			l.b.lockRecords.remove(lk)
-		}
+		l.b.lockRecords.remove(lk)
 		lk.Interrupt(sessions.ReasonLockLost)
 	}
 }
