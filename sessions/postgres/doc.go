@@ -40,7 +40,14 @@
 // run time; skein_steps records it as step "notify"). A skein of schema
 // version 8 or older that still runs when the schema is migrated to 9
 // writes without notifying: the other replicas' streams then get its
-// events by polling only (see docs/serve.md).
+// events by polling only (see docs/serve.md). Since migration 12 a
+// statement notifies only while a listener other than its own Backend's
+// notifiers is registered in skein_listeners (see NewNotifier): a
+// process that is the only one listening is not woken by its own
+// writes, whose events its streams get from the store's observer. A
+// skein of version 11 or older that still runs after the migration
+// listens unregistered: the newer writers' events reach its streams by
+// polling only.
 //
 // # Durability
 //
@@ -52,7 +59,7 @@
 // connections, so a server configured with it off still flushes skein's
 // commits.
 //
-// # Schema (version 11)
+// # Schema (version 12)
 //
 //	skein_sessions  sid (identity) id status created_at updated_at summary
 //	                metadata (JSON text) parent_id branched_at turns
@@ -79,6 +86,8 @@
 //	                11): the locks whose holders may leave work to repair
 //	                (NewLocker)
 //	skein_lock_interrupts  name hold reason: Interrupt's marks (migration 11)
+//	skein_listeners key: the notifiers' listening connections (migration
+//	                12; NewNotifier)
 //	skein_migrations, skein_steps  the migrations and steps applied
 //
 // Times are Unix nanoseconds (bigint), so they round-trip exactly; JSON is

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,10 +19,25 @@ import (
 // NewNotifier returns a Notifier that LISTENs, on a connection of its
 // own, on the channel of each watched session; every write that
 // appends events notifies the session's channel in its transaction (see
-// Backend.Write). It changes
-// nothing in the schema. A broken connection
-// is re-established, and every channel listened to again, after a
-// second.
+// Backend.Write) while a listener other than its own Backend's is
+// registered. A broken connection is re-established, and every channel
+// listened to again, after a second.
+//
+// Each listening connection registers itself before it listens to
+// anything: it holds an advisory lock on a key drawn at random as long as
+// it lives, and records the key in table skein_listeners (deleting the
+// rows of listeners whose connection is gone: their key's lock is free).
+// A write notifies only if that table has a row other than its own
+// Backend's listeners (one index-less scan of a table of a row per
+// process, in the write's statement): a process that is the only one
+// listening does not wake its own listener for each of its writes, whose
+// events its streams get from the store's observer, and a write that
+// starts after a listener registered notifies it. So Watch's promise
+// holds whoever writes: an event committed after it returns is notified,
+// by a write of another Backend. A listener's row is deleted when its
+// notifier closes the connection; a row left by a connection that died
+// only makes the writes notify for nothing until the next listener
+// registers.
 func (b *Backend) NewNotifier() (sessions.Notifier, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{b: b, channels: map[string]*channel{},
@@ -148,6 +166,11 @@ func (n *notifier) listen(ctx context.Context) {
 		return
 	}
 	defer conn.Close(context.Background())
+	key, err := n.register(ctx, conn)
+	if err != nil {
+		return
+	}
+	defer n.unregister(conn, key)
 	listened := map[string]*channel{}
 	for {
 		var sql strings.Builder
@@ -203,4 +226,78 @@ func (n *notifier) listen(ctx context.Context) {
 			return // the connection failed: connect again
 		}
 	}
+}
+
+// registerSQL records the listener whose key is $1 in skein_listeners
+// (the caller's connection holds the key's advisory lock) and deletes the
+// rows of listeners whose connection is gone, from one reading of
+// pg_locks.
+var registerSQL = `WITH ` + locksCTE + `,
+	d AS (DELETE FROM skein_listeners WHERE NOT ` + keyIn("key") + `)
+INSERT INTO skein_listeners (key) VALUES ($1)`
+
+// register makes conn a registered listener (see NewNotifier) and
+// returns its key.
+func (n *notifier) register(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	key := rand.Int64()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1::bigint)`, key); err != nil {
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, registerSQL, key); err != nil {
+		return 0, err
+	}
+	n.b.listeners.add(key)
+	return key, nil
+}
+
+// unregister deletes the row of conn, the listener of key, before conn
+// is closed (through the pool when the notifier's end broke conn). A
+// failure leaves it to the next listener that registers.
+func (n *notifier) unregister(conn *pgx.Conn, key int64) {
+	n.b.listeners.remove(key)
+	ctx, cancel := context.WithTimeout(context.Background(), listenWait)
+	defer cancel()
+	const sql = `DELETE FROM skein_listeners WHERE key = $1`
+	if conn.IsClosed() {
+		n.b.pool.Exec(ctx, sql, key)
+		return
+	}
+	conn.Exec(ctx, sql, key)
+}
+
+// othersListen is an SQL condition that is true when skein_listeners has
+// a listener other than those whose keys are in parameter $n (a bigint
+// array: the writing Backend's own, see NewNotifier).
+func othersListen(n int) string {
+	return fmt.Sprintf(`EXISTS (SELECT 1 FROM skein_listeners WHERE key <> ALL($%d::bigint[]))`, n)
+}
+
+// ownListeners are the keys of a Backend's listening connections.
+type ownListeners struct {
+	mu sync.Mutex
+	// list is replaced, never changed, so that keys can hand it out.
+	list []int64
+}
+
+// keys returns the keys (not to be changed); never nil, so that it is
+// an empty array, not NULL, in SQL.
+func (o *ownListeners) keys() []int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.list == nil {
+		return []int64{}
+	}
+	return o.list
+}
+
+func (o *ownListeners) add(key int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = append(slices.Clone(o.list), key)
+}
+
+func (o *ownListeners) remove(key int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = slices.DeleteFunc(slices.Clone(o.list), func(k int64) bool { return k == key })
 }

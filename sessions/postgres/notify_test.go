@@ -19,8 +19,9 @@ import (
 // events, an append in one statement, a write that releases a frozen view in a
 // transaction, a fork, which records events on its source and its new
 // session) notifies the channel of each session it appended to at its
-// commit, once, with the newest stored seq; a write whose statement finds
-// the session at a newer version than it read notifies nothing.
+// commit, once, with the newest stored seq, while another listener is
+// registered (schema version 12); a write whose statement finds the
+// session at a newer version than it read notifies nothing.
 func TestEveryWriteNotifies(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
@@ -37,11 +38,7 @@ func TestEveryWriteNotifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := registeredListener(t, dsn)
 	// The schema is new: its sessions' row ids are 1, 2, 3.
 	for sid := range int64(3) {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{eventChannel(b.schema, sid+1)}.Sanitize()); err != nil {
@@ -144,5 +141,140 @@ func quiet(t *testing.T, conn *pgx.Conn, what string) {
 	defer cancel()
 	if n, err := conn.WaitForNotification(wctx); err == nil {
 		t.Fatalf("%s: then %s %q, want nothing more", what, n.Channel, n.Payload)
+	}
+}
+
+// registeredListener returns a connection to dsn registered as a
+// listener in skein_listeners, as a Notifier's is (see NewNotifier).
+func registeredListener(t *testing.T, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_lock(4242)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), registerSQL, 4242); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// TestNotifyOnlyOthers: a write notifies its session's channel only
+// while a listener other than its own Backend's notifiers is registered
+// (schema version 12): the only listener of a process is not woken by
+// the process's own writes; another Backend's writes reach it, and once
+// another notifier registers, the first Backend's writes notify again,
+// until that notifier is closed. A row of a listener whose connection
+// died makes writes notify until the next listener registers, which
+// deletes it.
+func TestNotifyOnlyOthers(t *testing.T) {
+	ctx := t.Context()
+	dsn := pgtest.DSN(t)
+	b, other := openClosed(t, dsn), openClosed(t, dsn)
+	store, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherStore, err := sessions.NewStore(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "a", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	sid, err := sessionRow(ctx, b.pool, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// spy listens to a's channel without registering: it hears a's
+	// notifications, which writes send only for registered listeners.
+	spy, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close(context.Background())
+	if _, err := spy.Exec(ctx, "LISTEN "+pgx.Identifier{eventChannel(b.schema, sid)}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	heard := func(what string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := spy.WaitForNotification(wctx); err != nil {
+			t.Fatalf("%s: no notification: %v", what, err)
+		}
+		quiet(t, spy, what)
+	}
+	note := func(s *sessions.Store) {
+		t.Helper()
+		// The other store may have written a since.
+		if err := s.Refresh(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, "a", &sessions.Change{Events: []sessions.Event{sessions.NewEvent("note", nil)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listeners := func() (n int) {
+		t.Helper()
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM skein_listeners`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	note(store)
+	quiet(t, spy, "a write with no listener registered")
+	nb, err := b.NewNotifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	got := make(chan int64, 16)
+	stop := nb.Watch("a", func(seq int64) { got <- seq })
+	defer stop()
+	if n := listeners(); n != 1 {
+		t.Fatalf("%d listeners registered, want 1", n)
+	}
+	note(store)
+	quiet(t, spy, "a write whose Backend has the only listener")
+	select {
+	case seq := <-got:
+		t.Fatalf("the Backend's own notifier was told of its write (seq %d)", seq)
+	default:
+	}
+	note(otherStore)
+	heard("another Backend's write")
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notifier was not told of another Backend's write")
+	}
+	no, err := other.NewNotifier()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopOther := no.Watch("a", func(int64) {})
+	note(store)
+	heard("a write while another Backend listens")
+	stopOther()
+	no.Close()
+	if n := listeners(); n != 1 {
+		t.Fatalf("%d listeners registered after a notifier closed, want 1", n)
+	}
+	note(store)
+	quiet(t, spy, "a write after the other notifier closed")
+	// A row whose connection is gone (no lock on its key).
+	if _, err := b.pool.Exec(ctx, `INSERT INTO skein_listeners (key) VALUES (7)`); err != nil {
+		t.Fatal(err)
+	}
+	note(store)
+	heard("a write while a dead listener's row is left")
+	registeredListener(t, dsn)
+	if n := listeners(); n != 2 {
+		t.Fatalf("%d listeners registered, want 2 (the dead one's row deleted)", n)
 	}
 }

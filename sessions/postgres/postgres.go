@@ -28,6 +28,9 @@ type Backend struct {
 	// lockRecords are the locks of its Lockers that its writes record
 	// (see NewLocker).
 	lockRecords lockRecords
+	// listeners are the keys of its Notifiers' listening connections,
+	// which its writes do not notify (see NewNotifier).
+	listeners ownListeners
 	// key seals the payloads this Backend writes and opens sealed ones
 	// (WithKey); nil writes them plain, with checksums.
 	key *storekey.Key

@@ -14,7 +14,7 @@ import (
 
 // SchemaVersion is the schema version this package writes and reads; it
 // is len(migrations).
-const SchemaVersion = 11
+const SchemaVersion = 12
 
 // migrations[n] moves the schema from version n to n+1. Released
 // migrations are never edited: a change to the schema is a new migration
@@ -22,7 +22,7 @@ const SchemaVersion = 11
 // applies them (skein migrate): Open checks the version and changes
 // nothing, so the roles skein runs as need no privilege on the schema
 // beyond reading and writing rows (see docs/security.md).
-var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11}
+var migrations = []string{migration1, migration2, migration3, migration4, migration5, migration6, migration7, migration8, migration9, migration10, migration11, migration12}
 
 // migrationStep is the Go step of the migration to version v, if it has
 // one: run after that migration's SQL, in the same transaction, with the
@@ -536,5 +536,19 @@ CREATE TABLE skein_lock_interrupts (
 	hold   bigint NOT NULL,
 	reason text   NOT NULL,
 	PRIMARY KEY (name, hold)
+);
+`
+
+// migration12 adds table skein_listeners: one row per listening
+// connection of a Notifier (NewNotifier), by the advisory lock that
+// connection holds as long as it lives (its key), so that a write
+// notifies the channel of its session only when a listener other than
+// its own Backend's is registered (see NewNotifier). A process with the
+// only listener skipped nothing for it before: each of its writes woke
+// its listener's backend and then its notifier, for events its streams
+// get from the store's observer.
+const migration12 = `
+CREATE TABLE skein_listeners (
+	key bigint PRIMARY KEY
 );
 `

@@ -51,8 +51,10 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // updates the session row (sid) if its version is still the base one,
 // and only then inserts the message and event rows (from arrays) and,
 // when there are events, notifies the session's channel (channel, see
-// eventChannel), returning how many session rows it updated. Run on its
-// own, it is one transaction and one commit.
+// eventChannel) unless its only listeners are own (the keys of this
+// Backend's listening connections, see NewNotifier), returning how many
+// session rows it updated. Run on its own, it is one transaction and one
+// commit.
 //
 // The UPDATE assigns only the columns the write changes: the version and
 // the view always, the others (turns, updated_at, summary, status, turn
@@ -70,7 +72,7 @@ func loadState(ctx context.Context, q querier, id string, lock bool) (*rowstore.
 // yet, see NewLocker), the statement also records lk's row in
 // skein_locks if it updated the session row: so the row commits with the
 // first write made under the lock.
-func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any, lk *lock) (string, []any) {
+func applySQL(sid, base int64, channel string, own []int64, p *rowstore.Plan, rows []any, lk *lock) (string, []any) {
 	u := &p.Update
 	args := append(rows, sid, base, p.Changes, p.View.BaseArg(), p.View.BaseFrom, p.View.BaseTo, p.View.OwnFrom, p.Length)
 	var q strings.Builder
@@ -117,9 +119,10 @@ func applySQL(sid, base int64, channel string, p *rowstore.Plan, rows []any, lk 
 	RETURNING sid`)
 	if n := notification(channel, p.Events); n != nil {
 		// Once for the row updated, none if the version moved on; sent
-		// at the commit of the statement's transaction.
-		args = append(args, n.channel, n.payload)
-		fmt.Fprintf(&q, `, pg_notify($%d::text, $%d::text)`, len(args)-1, len(args))
+		// at the commit of the statement's transaction, when a listener
+		// other than this Backend's is registered (see NewNotifier).
+		args = append(args, n.channel, n.payload, own)
+		fmt.Fprintf(&q, `, CASE WHEN %s THEN pg_notify($%d::text, $%d::text) END`, othersListen(len(args)), len(args)-2, len(args)-1)
 	}
 	q.WriteString(`
 ), `)
@@ -203,7 +206,7 @@ func (b *Backend) apply(ctx context.Context, q querier, id string, st *rowstore.
 	pos, bodies, sums := messageColumns(p.Rows)
 	ev := columns(p.Events)
 	lk := b.lockRecords.pending(id)
-	sql, args := applySQL(st.Row, st.Version, eventChannel(b.schema, st.Row), p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums}, lk)
+	sql, args := applySQL(st.Row, st.Version, eventChannel(b.schema, st.Row), b.listeners.keys(), p, []any{pos, bodies, sums, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums}, lk)
 	var n int
 	err := q.QueryRow(ctx, sql, args...).Scan(&n)
 	if lk != nil && (err != nil || n == 1) {
@@ -404,8 +407,8 @@ func insertSession(ctx context.Context, tx pgx.Tx, rec *sessions.Record, row *ro
 
 // insertRows inserts message rows and events of session row sid of
 // schema, each kind with one statement; the events' statement notifies
-// the session's channel.
-func insertRows(ctx context.Context, tx pgx.Tx, schema string, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
+// the session's channel unless its only listeners are own (see applySQL).
+func insertRows(ctx context.Context, tx pgx.Tx, schema string, own []int64, sid int64, rows []rowstore.MessageRow, events []rowstore.EventRow) error {
 	if len(rows) > 0 {
 		pos, bodies, sums := messageColumns(rows)
 		if _, err := tx.Exec(ctx, `INSERT INTO skein_messages (sid, pos, body, crc) SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[])`,
@@ -417,8 +420,8 @@ func insertRows(ctx context.Context, tx pgx.Tx, schema string, sid int64, rows [
 		ev := columns(events)
 		if _, err := tx.Exec(ctx, `WITH e AS (INSERT INTO skein_events (sid, seq, type, time, corr_id, data, pos, crc)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::bigint[], $8::bigint[]))
-			SELECT pg_notify($9::text, $10::text)`,
-			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums, n.channel, n.payload); err != nil {
+			SELECT pg_notify($9::text, $10::text) WHERE `+othersListen(11),
+			sid, ev.seqs, ev.types, ev.times, ev.corrIDs, ev.data, ev.pos, ev.sums, n.channel, n.payload, own); err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
 	}
@@ -450,7 +453,7 @@ func (b *Backend) CreateWithHistory(ctx context.Context, rec *sessions.Record, a
 			return err
 		}
 		st.Row = sid
-		if err := insertRows(ctx, tx, b.schema, sid, c.Rows, c.Events); err != nil {
+		if err := insertRows(ctx, tx, b.schema, b.listeners.keys(), sid, c.Rows, c.Events); err != nil {
 			return sessions.IDError(rec.ID, err)
 		}
 		return nil
@@ -471,7 +474,7 @@ func (b *Backend) Fork(ctx context.Context, spec *sessions.ForkSpec) error {
 		return err
 	}
 	b.states.drop(spec.Src)
-	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx, b.schema}) })
+	return b.write(ctx, func(tx pgx.Tx) error { return f.Apply(forkTx{ctx, tx, b.schema, b.listeners.keys()}) })
 }
 
 // forkTx is a write transaction as rowstore.Fork.Apply uses it.
@@ -479,6 +482,7 @@ type forkTx struct {
 	ctx    context.Context
 	tx     pgx.Tx
 	schema string
+	own    []int64 // the Backend's listeners (see insertRows)
 }
 
 func (t forkTx) LockedState(id string) (*rowstore.State, error) {
@@ -494,7 +498,7 @@ func (t forkTx) InsertSession(rec *sessions.Record, row *rowstore.SessionRow, v 
 }
 
 func (t forkTx) InsertEvents(sid int64, events []rowstore.EventRow) error {
-	return insertRows(t.ctx, t.tx, t.schema, sid, nil, events)
+	return insertRows(t.ctx, t.tx, t.schema, t.own, sid, nil, events)
 }
 
 func (t forkTx) Bump(sid, version int64, updated *int64) error {
