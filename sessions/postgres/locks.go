@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -46,13 +45,21 @@ import (
 // first write of session id through this Backend while it is held
 // records it, in the write's own statement (so in its transaction and at
 // its commit: a write that survives a crash has its row with it), and
-// its release only frees the advisory locks; the watcher deletes the
-// rows of released holds once per poll, in one statement. So taking and
-// releasing a turn's lock writes nothing, and a holder that dies before
-// it wrote the session leaves nothing to repair, and no row. A row of a
-// released hold not yet deleted names a live connection and is not
-// listed; if that connection dies within the poll, it is listed, and its
-// repair finds nothing to repair.
+// its release only frees the advisory locks. So taking and releasing a
+// turn's lock writes nothing, and a holder that dies before it wrote the
+// session leaves nothing to repair, and no row.
+//
+// The row of a released turn lock is kept keepPolls polls (the session's
+// next turn is likely to come soon, to the same process): a hold on the
+// same connection whose write finds the row with its connection key
+// writes none (the row's holder is then an earlier hold's: a turn's row
+// is told apart by its connection, not its holder); a hold elsewhere
+// records its own connection in it. The watcher deletes the rows kept
+// that long whose lock was not taken again here since, once per poll, in
+// one statement that deletes none whose lock is held (a take here waits
+// for that statement when it names its lock). A kept row names a live
+// connection and is not listed; if that connection dies, it is listed,
+// and its repair finds nothing to repair.
 //
 // The locks are spread over several connections (as many as the pool
 // has, at most 16, each opened when first needed; a lock's name picks its
@@ -71,7 +78,7 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
 	}
 	ctx := context.Background()
-	l := &locker{b: b, poll: poll, held: map[string]*lock{}, done: make(chan struct{})}
+	l := &locker{b: b, poll: poll, held: map[string]*lock{}, kept: map[string]keptRow{}, clearing: map[string]bool{}, done: make(chan struct{})}
 	l.conns = make([]*lockConn, max(b.lockConns(), 1))
 	for i := range l.conns {
 		l.conns[i] = &lockConn{}
@@ -101,10 +108,29 @@ type locker struct {
 	mu     sync.Mutex
 	held   map[string]*lock // by name
 	closed bool
-	// gone are the released holds whose row (skein_locks) or mark
-	// (skein_lock_interrupts) the watcher deletes at its next poll.
+	// gone are the released holds whose mark (skein_lock_interrupts)
+	// the watcher deletes at its next poll.
 	gone []*lock
+	// kept are the rows of skein_locks that writes recorded for turn
+	// locks now released, by name: the watcher deletes each once it has
+	// been kept for keepPolls polls with its lock not held again here.
+	// clearing are those it is deleting: a take of one waits until
+	// cleared is closed, the statement done.
+	kept     map[string]keptRow
+	clearing map[string]bool
+	cleared  chan struct{}
 }
+
+// keptRow is a row of skein_locks kept after its lock was released.
+type keptRow struct {
+	conn  int64     // its connection key
+	since time.Time // when its last hold was released
+}
+
+// keepPolls is how many polls a turn lock's row is kept after its
+// release (see NewLocker): a session's next turn on the same connection
+// within that time finds it and writes none. (A variable for the tests.)
+var keepPolls = 8
 
 // lockConns is how many connections a locker spreads its locks over: as
 // many as the pool has (a turn takes and releases a lock about as often
@@ -194,6 +220,14 @@ SELECT ok FROM l`
 func recordSQL(n, h, c int, from string) string {
 	return fmt.Sprintf(`INSERT INTO skein_locks (name, holder, conn) SELECT $%d::text, $%d::text, $%d::bigint FROM %s
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, conn = excluded.conn, interrupt = NULL`, n, h, c, from)
+}
+
+// recordKeptSQL is recordSQL for a turn's lock (see NewLocker): it
+// writes nothing when the lock's row is there already with connection
+// key $c (kept since an earlier hold on the same connection), whatever
+// its holder.
+func recordKeptSQL(n, h, c int, from string) string {
+	return recordSQL(n, h, c, fmt.Sprintf(`%s WHERE NOT EXISTS (SELECT 1 FROM skein_locks WHERE name = $%d::text AND conn = $%d::bigint)`, from, n, c))
 }
 
 // The statements of the lock connection, each prepared on it, named by
@@ -326,6 +360,14 @@ func (l *locker) TryLockVersion(ctx context.Context, name, id string) (sessions.
 func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sessions.StoredVersion, error) {
 	var v sessions.StoredVersion
 	l.mu.Lock()
+	for l.clearing[name] && !l.closed {
+		// The watcher is deleting the row a write of this hold could
+		// find and keep: wait for the statement.
+		cleared := l.cleared
+		l.mu.Unlock()
+		<-cleared
+		l.mu.Lock()
+	}
 	switch {
 	case l.closed:
 		l.mu.Unlock()
@@ -337,6 +379,10 @@ func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sess
 	}
 	lk := &lock{l: l, name: name, holder: uuid.NewString(), hold: rand.Int32N(math.MaxInt32) + 1}
 	l.held[name] = lk // reserved; removed again on failure
+	// A row kept from an earlier hold is this hold's now: released, it is
+	// kept again; lost, it stays for the repair.
+	kept, wasKept := l.kept[name]
+	delete(l.kept, name)
 	l.mu.Unlock()
 	if id != "" && l.b.lockRecords.add(id, lk) {
 		lk.id = id
@@ -346,6 +392,9 @@ func (l *locker) take(ctx context.Context, name, id string) (sessions.Lock, sess
 		l.b.lockRecords.remove(lk)
 		l.mu.Lock()
 		delete(l.held, name)
+		if _, again := l.kept[name]; wasKept && !again {
+			l.kept[name] = kept
+		}
 		l.mu.Unlock()
 		return nil, v, err
 	}
@@ -644,54 +693,82 @@ func (lk *lock) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// forget unregisters lk, released or lost, from its session's writes
-// and leaves what it wrote (its row, if a write recorded it, and its
-// mark) to the watcher to delete.
+// forget unregisters lk, released, from its session's writes and
+// leaves what it wrote (its row, if a write recorded it, kept for the
+// session's next turns; its mark) to the watcher to delete.
 func (l *locker) forget(lk *lock) {
 	recorded := l.b.lockRecords.remove(lk)
 	l.mu.Lock()
-	if recorded || lk.marked {
+	if recorded {
+		l.kept[lk.name] = keptRow{conn: lk.conn, since: time.Now()}
+	}
+	if lk.marked {
 		l.gone = append(l.gone, lk)
 	}
 	l.mu.Unlock()
 }
 
-// clearSQL deletes the rows ($1 names, $2 holders) and marks ($3 names,
-// $4 holds) of released holds, in one statement.
-const clearSQL = `WITH r AS (DELETE FROM skein_locks k USING unnest($1::text[], $2::text[]) AS g (name, holder)
-	WHERE k.name = g.name AND k.holder = g.holder)
+// clearSQL deletes the rows ($1 names, $2 connection keys; their lock
+// in schema $5) of released holds, but a row whose lock is held again
+// (from one reading of pg_locks), and the marks ($3 names, $4 holds) of
+// released holds, in one statement.
+var clearSQL = `WITH ` + locksCTE + `,
+	r AS (DELETE FROM skein_locks k USING unnest($1::text[], $2::bigint[]) AS g (name, conn)
+		WHERE k.name = g.name AND k.conn = g.conn AND NOT ` + keyIn(advisory(`$5::text || '/' || g.name`)) + `)
 DELETE FROM skein_lock_interrupts i USING unnest($3::text[], $4::bigint[]) AS g (name, hold)
 	WHERE i.name = g.name AND i.hold = g.hold`
 
-// clear deletes the rows and marks that holds left, through the pool.
-func (l *locker) clear(ctx context.Context, holds []*lock) error {
-	var names, holders, marked []string
-	var marks []int64
-	for _, lk := range holds {
-		names, holders = append(names, lk.name), append(holders, lk.holder)
-		if lk.marked {
-			marked, marks = append(marked, lk.name), append(marks, int64(lk.hold))
-		}
+// clear deletes rows (by name) and the marks of holds, through the pool.
+func (l *locker) clear(ctx context.Context, rows map[string]keptRow, holds []*lock) error {
+	var names, marked []string
+	var conns, marks []int64
+	for name, r := range rows {
+		names, conns = append(names, name), append(conns, r.conn)
 	}
-	_, err := l.b.pool.Exec(ctx, clearSQL, names, holders, marked, marks)
+	for _, lk := range holds {
+		marked, marks = append(marked, lk.name), append(marks, int64(lk.hold))
+	}
+	_, err := l.b.pool.Exec(ctx, clearSQL, names, conns, marked, marks, l.b.schema)
 	return err
 }
 
-// clearGone deletes what the released holds left (see forget), keeping
-// them for the next poll if that fails.
+// clearGone deletes what the released holds left (see forget): the
+// marks, and the rows kept keepPolls polls whose lock is not held here
+// again; what it could not delete is left for the next poll. A take of a
+// lock whose row it is deleting waits for the statement (so no hold's
+// write finds the row and keeps it while it is being deleted), and the
+// statement deletes no row whose lock is held.
 func (l *locker) clearGone(ctx context.Context) {
 	l.mu.Lock()
 	gone := l.gone
 	l.gone = nil
+	rows := map[string]keptRow{}
+	for name, r := range l.kept {
+		if l.held[name] == nil && time.Since(r.since) >= time.Duration(keepPolls)*l.poll {
+			rows[name] = r
+			l.clearing[name] = true
+			delete(l.kept, name)
+		}
+	}
+	cleared := make(chan struct{})
+	l.cleared = cleared
 	l.mu.Unlock()
-	if len(gone) == 0 {
+	defer close(cleared)
+	if len(gone) == 0 && len(rows) == 0 {
 		return
 	}
-	if err := l.clear(ctx, gone); err != nil {
-		l.mu.Lock()
-		l.gone = append(l.gone, gone...)
-		l.mu.Unlock()
+	err := l.clear(ctx, rows, gone)
+	l.mu.Lock()
+	for name, r := range rows {
+		delete(l.clearing, name)
+		if _, again := l.kept[name]; err != nil && !again {
+			l.kept[name] = r
+		}
 	}
+	if err != nil {
+		l.gone = append(l.gone, gone...)
+	}
+	l.mu.Unlock()
 }
 
 func (l *locker) Close() error {
@@ -720,17 +797,23 @@ func (l *locker) Close() error {
 	}
 	l.cancel()
 	<-l.done
+	l.mu.Lock()
+	gone, rows := l.gone, l.kept
+	l.gone, l.kept = nil, map[string]keptRow{}
+	for _, lk := range held {
+		rows[lk.name] = keptRow{conn: lk.conn}
+		if lk.marked {
+			gone = append(gone, lk)
+		}
+	}
+	l.mu.Unlock()
 	for _, lk := range held {
 		lk.Interrupt(sessions.ReasonLockLost)
 		l.b.lockRecords.remove(lk)
 	}
-	l.mu.Lock()
-	gone := l.gone
-	l.gone = nil
-	l.mu.Unlock()
 	var errs []error
-	if all := append(gone, slices.Collect(maps.Values(held))...); len(all) > 0 {
-		errs = append(errs, l.clear(context.Background(), all))
+	if len(rows) > 0 || len(gone) > 0 {
+		errs = append(errs, l.clear(context.Background(), rows, gone))
 	}
 	for _, c := range l.conns {
 		c.mu.Lock()

@@ -334,6 +334,122 @@ func TestTurnLockRow(t *testing.T) {
 	waitLockRows(t, a, 0)
 }
 
+// TestTurnLockRowKept: a turn lock's row outlives its release (schema
+// version 12's locker, see NewLocker): the next hold on the same
+// connection finds it and its write writes no row; a hold of another
+// process records its own connection in it; a hold that finds it and is
+// lost keeps it for the repair (the watcher deletes no row of a lock held
+// since); and the watcher deletes a row kept keepPolls polls.
+func TestTurnLockRowKept(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	la, lb := newTestLocker(t, a), newTestLocker(t, b)
+	store, err := sessions.NewStore(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	otherStore, err := sessions.NewStore(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendOne := func(s *sessions.Store) {
+		t.Helper()
+		if err := s.Refresh(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Apply(ctx, "s", &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}},
+			Events: []sessions.Event{sessions.NewEvent("note", nil)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type row struct {
+		holder string
+		conn   int64
+		xmin   string
+	}
+	read := func() (r row) {
+		t.Helper()
+		if err := a.Pool().QueryRow(ctx, `SELECT holder, conn, xmin::text FROM skein_locks WHERE name = 'turn/s'`).Scan(&r.holder, &r.conn, &r.xmin); err != nil {
+			t.Fatalf("the lock's row: %v", err)
+		}
+		return r
+	}
+	turn := func(l sessions.Locker, s *sessions.Store) sessions.Lock {
+		t.Helper()
+		lk, _, err := l.(sessions.VersionLocker).TryLockVersion(ctx, "turn/s", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendOne(s)
+		return lk
+	}
+	// Kept for as long as the test needs (the take after a release must
+	// come within keepPolls polls).
+	defer func(n int) { keepPolls = n }(keepPolls)
+	keepPolls = 1000
+
+	first := turn(la, store)
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r1 := read()
+	if r1.holder != first.(*lock).holder || r1.conn != la.(*locker).connOf("turn/s").key {
+		t.Fatalf("row %+v after the first turn", r1)
+	}
+	second := turn(la, store)
+	if r := read(); r != r1 {
+		t.Fatalf("row %+v after the next turn on the connection, want %+v unwritten", r, r1)
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's turn: its write records its own connection.
+	other := turn(lb, otherStore)
+	if r := read(); r.holder != other.(*lock).holder || r.conn != lb.(*locker).connOf("turn/s").key {
+		t.Fatalf("row %+v after another process's turn", r)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Back on a's connection, whose row is rewritten; then lost.
+	lost := turn(la, store)
+	if r := read(); r.holder != lost.(*lock).holder || r.conn != la.(*locker).connOf("turn/s").key {
+		t.Fatalf("row %+v back on the first process", r)
+	}
+	if err := lost.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	keepPolls = 8
+	lost = turn(la, store)
+	pid := la.(*locker).connOf("turn/s").conn.PgConn().PID()
+	if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	waitAbandoned(t, lb, "turn/s")
+	time.Sleep(time.Duration(4*keepPolls) * testPoll)
+	waitAbandoned(t, lb, "turn/s") // a's watcher did not delete it
+	fixed, err := lb.TryLock(ctx, "turn/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fixed.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitLockRows(t, a, 0)
+	// A row kept keepPolls polls is deleted.
+	if err := turn(la, store).Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := lockRows(t, a); n != 1 {
+		t.Fatalf("%d lock rows after a turn, want 1", n)
+	}
+	waitLockRows(t, a, 0)
+}
+
 // TestInterruptSparesTheNextHolder: Interrupt stops the holder it marked,
 // not a lock taken after that holder let go, by its own process (a
 // cancel from replica a stopped b's turn and then a's next queued turn,

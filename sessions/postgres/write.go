@@ -128,7 +128,7 @@ func applySQL(sid, base int64, channel string, own []int64, p *rowstore.Plan, ro
 ), `)
 	if lk != nil {
 		args = append(args, lk.name, lk.holder, lk.conn)
-		q.WriteString(`k AS (` + recordSQL(len(args)-2, len(args)-1, len(args), "u") + `), `)
+		q.WriteString(`k AS (` + recordKeptSQL(len(args)-2, len(args)-1, len(args), "u") + `), `)
 	}
 	q.WriteString(rowsSQL)
 	return q.String(), args
