@@ -112,6 +112,20 @@ func (s *Server) unlock(lk sessions.Lock) {
 	}
 }
 
+// unlockTurn releases a turn's lock: without waiting for the store when
+// its locker can (sessions.SoonUnlocker: PostgreSQL sends the release
+// with the connection's next lock statement, within 10 ms), else as
+// unlock does. The next turn of the session in this process takes the
+// lock after the release all the same; another process may find it held
+// for those milliseconds, as if the turn had ended that much later.
+func (s *Server) unlockTurn(lk sessions.Lock) {
+	if su, ok := lk.(sessions.SoonUnlocker); ok {
+		su.UnlockSoon()
+		return
+	}
+	s.unlock(lk)
+}
+
 // runningAnywhere returns which of ids have their turn lock held (a
 // turn, or another change, in progress in this process or another) or
 // prompts queued in this process.

@@ -458,7 +458,7 @@ func (s *Server) releaseTurn(id string, t *turn) {
 // starts.
 func (s *Server) finishTurn(id string, t *turn) {
 	t.cancel(nil)
-	s.unlock(t.lock)
+	s.unlockTurn(t.lock)
 	s.mu.Lock()
 	delete(s.running, id)
 	s.grantSlots()

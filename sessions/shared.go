@@ -75,6 +75,19 @@ type Lock interface {
 	Unlock(ctx context.Context) error
 }
 
+// SoonUnlocker is implemented by Locks whose release can ride on their
+// connection's next statement (PostgreSQL's: the advisory unlock is sent
+// with the next lock statement of the same connection, or on its own
+// after a few milliseconds, instead of in a round trip of its own).
+type SoonUnlocker interface {
+	// UnlockSoon releases the lock within milliseconds (see the
+	// implementation for the bound) without waiting for it: the lock may
+	// still show as held to other processes meanwhile, but a later
+	// TryLock of the same name through the same Locker comes after the
+	// release. Calling it, or Unlock, again does nothing.
+	UnlockSoon()
+}
+
 // VersionLocker is implemented by Lockers that can read a session's
 // stored version in the round trip that takes a lock (PostgreSQL's: one
 // round trip instead of two for a turn, which takes the session's lock

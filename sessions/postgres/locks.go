@@ -148,6 +148,75 @@ type lockConn struct {
 	// key is the advisory lock conn holds as long as it lives (its
 	// connection key, recorded in the rows of its locks).
 	key int64
+	// pending are the releases (lock.UnlockSoon) not sent yet, each
+	// the parameters of unlockStmt: sent before the connection's next
+	// statement, in the same round trip, or by flush once releaseDelay
+	// has passed (timer, nil when none is due).
+	pending [][][]byte
+	timer   *time.Timer
+}
+
+// releaseDelay bounds how long a release by UnlockSoon waits for a
+// statement of its connection to ride on: with the locks spread over the
+// pool's connections, another lock statement of the same connection
+// (a turn taking its lock, another releasing one) comes within it most
+// of the time under load.
+const releaseDelay = 10 * time.Millisecond
+
+// sendPending queues c's pending releases on p, with a sync after them,
+// and reports whether it queued any. The caller holds c.mu.
+func sendPending(c *lockConn, p *pgconn.Pipeline) bool {
+	if len(c.pending) == 0 {
+		return false
+	}
+	for _, params := range c.pending {
+		p.SendQueryPrepared(unlockStmt, params, nil, nil)
+	}
+	p.SendPipelineSync()
+	c.pending = nil
+	return true
+}
+
+// drainPending reads the results of the releases sendPending queued, up
+// to their sync. A release that failed in the database is let go (its
+// holder is gone); an error of the connection is returned.
+func drainPending(p *pgconn.Pipeline) error {
+	for {
+		res, err := p.GetResults()
+		if rr, ok := res.(*pgconn.ResultReader); ok {
+			_, err = rr.Close()
+		}
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr):
+		case err != nil:
+			return err
+		case res == nil:
+			return nil
+		}
+		if _, ok := res.(*pgconn.PipelineSync); ok {
+			return nil
+		}
+	}
+}
+
+// flushPending sends c's pending releases in a round trip of their own
+// (the timer's, the watcher's, Close's). The caller holds c.mu.
+func (l *locker) flushPending(c *lockConn) {
+	if len(c.pending) == 0 {
+		return
+	}
+	if c.conn == nil || c.conn.IsClosed() {
+		c.pending = nil // released with the connection
+		return
+	}
+	p := c.conn.PgConn().StartPipeline(context.Background())
+	sendPending(c, p)
+	err := p.Flush()
+	if err == nil {
+		err = drainPending(p)
+	}
+	p.Close()
 }
 
 // connOf returns the connection that holds the lock called name.
@@ -458,12 +527,16 @@ func (l *locker) lockStatements(ctx context.Context, c *lockConn, lk *lock, id s
 		params = append(params, []byte(lk.name), []byte(lk.holder), []byte(strconv.FormatInt(c.key, 10)))
 	}
 	p := c.conn.PgConn().StartPipeline(ctx)
+	released := sendPending(c, p)
 	p.SendQueryPrepared(stmt, params, nil, nil)
 	if id != "" {
 		p.SendQueryPrepared(versionStmt, [][]byte{[]byte(id)}, nil, nil)
 	}
 	p.SendPipelineSync()
 	err = p.Flush()
+	if err == nil && released {
+		err = drainPending(p)
+	}
 	for i := 0; err == nil; {
 		var res any
 		if res, err = p.GetResults(); res == nil && err == nil {
@@ -511,6 +584,7 @@ func (l *locker) ensureConn(ctx context.Context, c *lockConn, taking *lock) erro
 	if c.conn != nil {
 		c.conn.Close(context.Background())
 		c.conn = nil
+		c.pending = nil // released with the connection
 		l.lose(l.heldOn(c, taking))
 	}
 	return l.connect(ctx, c)
@@ -548,13 +622,17 @@ func (l *locker) release(lk *lock) error {
 		return err
 	}
 	p := c.conn.PgConn().StartPipeline(ctx)
+	released := sendPending(c, p)
 	if lk.id == "" {
 		p.SendQueryPrepared(deleteRowStmt, [][]byte{[]byte(lk.name), []byte(lk.holder)}, nil, nil)
 		p.SendPipelineSync()
 	}
-	p.SendQueryPrepared(unlockStmt, [][]byte{[]byte(l.qualified(lk.name)), []byte(strconv.FormatInt(int64(lk.hold), 10))}, nil, nil)
+	p.SendQueryPrepared(unlockStmt, l.unlockParams(lk), nil, nil)
 	p.SendPipelineSync()
 	err := p.Flush()
+	if err == nil && released {
+		err = drainPending(p)
+	}
 	for err == nil {
 		var res any
 		if res, err = p.GetResults(); res == nil && err == nil {
@@ -675,22 +753,68 @@ func (l *locker) Abandoned(ctx context.Context, limit int) ([]string, error) {
 }
 
 func (lk *lock) Unlock(ctx context.Context) error {
-	l := lk.l
-	l.mu.Lock()
-	mine := l.held[lk.name] == lk
-	if mine {
-		delete(l.held, lk.name)
-	}
-	l.mu.Unlock()
-	if !mine {
+	if !lk.l.unhold(lk) {
 		return nil
 	}
+	l := lk.l
 	err := l.release(lk)
 	l.forget(lk)
 	if err != nil {
 		return fmt.Errorf("postgres: unlock '%s': %w", lk.name, err)
 	}
 	return nil
+}
+
+// unhold removes lk from the held locks, reporting whether it was there
+// (false: released already).
+func (l *locker) unhold(lk *lock) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mine := l.held[lk.name] == lk
+	if mine {
+		delete(l.held, lk.name)
+	}
+	return mine
+}
+
+// unlockParams are the parameters of unlockStmt that release lk.
+func (l *locker) unlockParams(lk *lock) [][]byte {
+	return [][]byte{[]byte(l.qualified(lk.name)), []byte(strconv.FormatInt(int64(lk.hold), 10))}
+}
+
+var _ sessions.SoonUnlocker = (*lock)(nil)
+
+// UnlockSoon releases a lock taken with TryLockVersion (a turn's) with
+// its connection's next statement, or after releaseDelay (10 ms) at the
+// latest, without waiting for it: its advisory locks stay held until
+// then, which other processes see as a turn that ended that much later.
+// A take of the same lock through this locker uses the same connection,
+// so it comes after the release. A lock taken with TryLock, whose row
+// is deleted at its release, is released as Unlock does.
+func (lk *lock) UnlockSoon() {
+	if lk.id == "" {
+		lk.Unlock(context.Background())
+		return
+	}
+	l := lk.l
+	if !l.unhold(lk) {
+		return
+	}
+	c := l.connOf(lk.name)
+	c.mu.Lock()
+	if c.conn != nil && !c.conn.IsClosed() {
+		c.pending = append(c.pending, l.unlockParams(lk))
+		if c.timer == nil {
+			c.timer = time.AfterFunc(releaseDelay, func() {
+				c.mu.Lock()
+				c.timer = nil
+				l.flushPending(c)
+				c.mu.Unlock()
+			})
+		}
+	}
+	c.mu.Unlock()
+	l.forget(lk)
 }
 
 // forget unregisters lk, released, from its session's writes and
@@ -790,6 +914,7 @@ func (l *locker) Close() error {
 	// connections close, after the rows naming them are deleted.
 	for _, c := range l.conns {
 		c.mu.Lock()
+		c.pending = nil // released by pg_advisory_unlock_all
 		if c.conn != nil && !c.conn.IsClosed() {
 			c.conn.Exec(context.Background(), `SELECT pg_advisory_unlock_all(), pg_advisory_lock($1::bigint)`, c.key)
 		}
@@ -838,6 +963,13 @@ func (l *locker) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		for _, c := range l.conns {
+			// Releases due before the rows are looked at (clearGone
+			// deletes no row whose lock is still held).
+			c.mu.Lock()
+			l.flushPending(c)
+			c.mu.Unlock()
 		}
 		l.clearGone(ctx)
 		l.mu.Lock()

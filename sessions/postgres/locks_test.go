@@ -516,3 +516,68 @@ func interruptSparesTheNextHolder(t *testing.T, another bool) {
 		t.Fatalf("Reason %q", next.Reason())
 	}
 }
+
+// TestUnlockSoon: a turn lock released with UnlockSoon is taken again
+// at once through the same locker (its release rides on the take, so
+// the earlier hold's locks are gone), and is free for another process
+// within releaseDelay and a round trip, with no statement of its
+// connection to ride on; a lock taken with TryLock is released at once.
+func TestUnlockSoon(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	la, lb := newTestLocker(t, a), newTestLocker(t, b)
+	store, err := sessions.NewStore(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	vl := la.(sessions.VersionLocker)
+	// holds counts the hold locks of turn/s granted in the database.
+	holds := func() (n int) {
+		t.Helper()
+		err := a.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
+			AND classid = (hashtext($1)::bigint & 4294967295)::oid`, a.schema+"/turn/s").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 3 {
+		lk, v, err := vl.TryLockVersion(ctx, "turn/s", "s")
+		if err != nil || v.Err != nil {
+			t.Fatalf("take after UnlockSoon: %v, %v", err, v.Err)
+		}
+		if n := holds(); n != 1 {
+			t.Fatalf("%d hold locks of turn/s, want 1 (the earlier hold released first)", n)
+		}
+		lk.(sessions.SoonUnlocker).UnlockSoon()
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		lk, err := lb.TryLock(ctx, "turn/s")
+		if err == nil {
+			if err := lk.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if !errors.Is(err, sessions.ErrLocked) || time.Now().After(deadline) {
+			t.Fatalf("another process's take after UnlockSoon: %v", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := holds(); n != 0 {
+		t.Fatalf("%d hold locks of turn/s after the releases, want 0", n)
+	}
+	lk, err := la.TryLock(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.(sessions.SoonUnlocker).UnlockSoon()
+	if held, err := lb.Held(ctx, []string{"other"}); err != nil || held["other"] {
+		t.Fatalf("a TryLock's lock after UnlockSoon: held %v, %v", held, err)
+	}
+}
