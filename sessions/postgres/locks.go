@@ -61,10 +61,12 @@ import (
 // connection and is not listed; if that connection dies, it is listed,
 // and its repair finds nothing to repair.
 //
-// The locks are spread over several connections (as many as the pool
-// has, at most 16, each opened when first needed; a lock's name picks its
-// connection), so that turns taking and releasing locks at once do not
-// queue for one connection. Taking a lock is one statement on its
+// The locks are spread over several connections (half as many as the
+// pool has, at least 1 and at most 16, each opened when first needed; a
+// lock's name picks its connection), so that turns taking and releasing
+// locks at once seldom queue for one connection, while each connection
+// carries enough statements for a turn's release (UnlockSoon) to ride on
+// another's most of the time. Taking a lock is one statement on its
 // connection (with TryLockVersion, pipelined with the version's read);
 // releasing one is one statement too (a TryLock's: its row's DELETE, then
 // the advisory unlocks, two transactions in one round trip, so that
@@ -132,10 +134,13 @@ type keptRow struct {
 // within that time finds it and writes none. (A variable for the tests.)
 var keepPolls = 8
 
-// lockConns is how many connections a locker spreads its locks over: as
-// many as the pool has (a turn takes and releases a lock about as often
-// as it writes), at most maxLockConns.
-func (b *Backend) lockConns() int { return min(b.MaxConns(), maxLockConns) }
+// lockConns is how many connections a locker spreads its locks over:
+// half as many as the pool has (a turn takes and releases a lock about
+// as often as it writes, and its release rides on the next statement of
+// its connection: with as many connections as the pool, under 200
+// sessions a third of the releases waited releaseDelay for none and went
+// alone, with half as many a seventh), at least 1, at most maxLockConns.
+func (b *Backend) lockConns() int { return min(max(b.MaxConns()/2, 1), maxLockConns) }
 
 // maxLockConns bounds a locker's connections.
 const maxLockConns = 16
