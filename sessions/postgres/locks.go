@@ -80,7 +80,8 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 		return nil, fmt.Errorf("postgres: lock poll interval must be positive, got %s", poll)
 	}
 	ctx := context.Background()
-	l := &locker{b: b, poll: poll, held: map[string]*lock{}, kept: map[string]keptRow{}, clearing: map[string]bool{}, done: make(chan struct{})}
+	l := &locker{b: b, poll: poll, held: map[string]*lock{}, kept: map[string]keptRow{}, clearing: map[string]bool{},
+		keep: keepPolls * poll, done: make(chan struct{})}
 	l.conns = make([]*lockConn, max(b.lockConns(), 1))
 	for i := range l.conns {
 		l.conns[i] = &lockConn{}
@@ -121,6 +122,9 @@ type locker struct {
 	kept     map[string]keptRow
 	clearing map[string]bool
 	cleared  chan struct{}
+	// keep is how long a row is kept: keepPolls polls (a test may
+	// change it, under mu).
+	keep time.Duration
 }
 
 // keptRow is a row of skein_locks kept after its lock was released.
@@ -131,8 +135,8 @@ type keptRow struct {
 
 // keepPolls is how many polls a turn lock's row is kept after its
 // release (see NewLocker): a session's next turn on the same connection
-// within that time finds it and writes none. (A variable for the tests.)
-var keepPolls = 8
+// within that time finds it and writes none.
+const keepPolls = 8
 
 // lockConns is how many connections a locker spreads its locks over:
 // half as many as the pool has (a turn takes and releases a lock about
@@ -873,7 +877,7 @@ func (l *locker) clearGone(ctx context.Context) {
 	l.gone = nil
 	rows := map[string]keptRow{}
 	for name, r := range l.kept {
-		if l.held[name] == nil && time.Since(r.since) >= time.Duration(keepPolls)*l.poll {
+		if l.held[name] == nil && time.Since(r.since) >= l.keep {
 			rows[name] = r
 			l.clearing[name] = true
 			delete(l.kept, name)

@@ -206,6 +206,25 @@ func TestTryLockVersion(t *testing.T) {
 	waitLockRows(t, b, 0)
 }
 
+// twoLockers opens two Backends on a new test schema, as two processes
+// would, each with a locker, and a store on the first with sessions ids.
+func twoLockers(t *testing.T, ids ...string) (a, b *Backend, la, lb sessions.Locker, store *sessions.Store) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	a, b = openClosed(t, dsn), openClosed(t, dsn)
+	la, lb = newTestLocker(t, a), newTestLocker(t, b)
+	store, err := sessions.NewStore(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := store.Create(t.Context(), id, sessions.Info{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return a, b, la, lb, store
+}
+
 // lockRows counts the rows of skein_locks.
 func lockRows(t *testing.T, b *Backend) int {
 	t.Helper()
@@ -256,18 +275,7 @@ func waitAbandoned(t *testing.T, l sessions.Locker, want ...string) {
 // it, is not abandoned: its connection lives.
 func TestTurnLockRow(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	a, b := openClosed(t, dsn), openClosed(t, dsn)
-	la, lb := newTestLocker(t, a), newTestLocker(t, b)
-	store, err := sessions.NewStore(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"s", "t"} {
-		if err := store.Create(ctx, id, sessions.Info{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, la, lb, store := twoLockers(t, "s", "t")
 	appendOne := func(id string) {
 		t.Helper()
 		if _, err := store.Apply(ctx, id, &sessions.Change{Append: []message.Message{{Role: message.RoleUser, Text: "hi"}},
@@ -342,16 +350,7 @@ func TestTurnLockRow(t *testing.T) {
 // since); and the watcher deletes a row kept keepPolls polls.
 func TestTurnLockRowKept(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	a, b := openClosed(t, dsn), openClosed(t, dsn)
-	la, lb := newTestLocker(t, a), newTestLocker(t, b)
-	store, err := sessions.NewStore(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
-		t.Fatal(err)
-	}
+	a, b, la, lb, store := twoLockers(t, "s")
 	otherStore, err := sessions.NewStore(b)
 	if err != nil {
 		t.Fatal(err)
@@ -388,9 +387,14 @@ func TestTurnLockRowKept(t *testing.T) {
 		return lk
 	}
 	// Kept for as long as the test needs (the take after a release must
-	// come within keepPolls polls).
-	defer func(n int) { keepPolls = n }(keepPolls)
-	keepPolls = 1000
+	// come within the time a row is kept).
+	keep := func(d time.Duration) {
+		l := la.(*locker)
+		l.mu.Lock()
+		l.keep = d
+		l.mu.Unlock()
+	}
+	keep(time.Minute)
 
 	first := turn(la, store)
 	if err := first.Unlock(ctx); err != nil {
@@ -423,14 +427,14 @@ func TestTurnLockRowKept(t *testing.T) {
 	if err := lost.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	keepPolls = 8
+	keep(keepPolls * testPoll)
 	lost = turn(la, store)
 	pid := la.(*locker).connOf("turn/s").conn.PgConn().PID()
 	if _, err := b.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
 	waitAbandoned(t, lb, "turn/s")
-	time.Sleep(time.Duration(4*keepPolls) * testPoll)
+	time.Sleep(4 * keepPolls * testPoll)
 	waitAbandoned(t, lb, "turn/s") // a's watcher did not delete it
 	fixed, err := lb.TryLock(ctx, "turn/s")
 	if err != nil {
@@ -524,16 +528,7 @@ func interruptSparesTheNextHolder(t *testing.T, another bool) {
 // connection to ride on; a lock taken with TryLock is released at once.
 func TestUnlockSoon(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	a, b := openClosed(t, dsn), openClosed(t, dsn)
-	la, lb := newTestLocker(t, a), newTestLocker(t, b)
-	store, err := sessions.NewStore(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
-		t.Fatal(err)
-	}
+	a, _, la, lb, _ := twoLockers(t, "s")
 	vl := la.(sessions.VersionLocker)
 	// holds counts the hold locks of turn/s granted in the database.
 	holds := func() (n int) {

@@ -25,18 +25,10 @@ import (
 func TestEveryWriteNotifies(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	b, other := openClosed(t, dsn), openClosed(t, dsn)
+	b, other, store, otherStore := twoStores(t, dsn)
 	var triggers int
 	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = 'skein_events'::regclass AND NOT tgisinternal`).Scan(&triggers); err != nil || triggers != 0 {
 		t.Fatalf("triggers on skein_events: %d (%v), want none", triggers, err)
-	}
-	store, err := sessions.NewStore(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherStore, err := sessions.NewStore(other)
-	if err != nil {
-		t.Fatal(err)
 	}
 	conn := registeredListener(t, dsn)
 	// The schema is new: its sessions' row ids are 1, 2, 3.
@@ -144,6 +136,21 @@ func quiet(t *testing.T, conn *pgx.Conn, what string) {
 	}
 }
 
+// twoStores opens two Backends on the schema of dsn, as two processes
+// would, and a store on each.
+func twoStores(t *testing.T, dsn string) (b, other *Backend, store, otherStore *sessions.Store) {
+	t.Helper()
+	b, other = openClosed(t, dsn), openClosed(t, dsn)
+	var err error
+	if store, err = sessions.NewStore(b); err != nil {
+		t.Fatal(err)
+	}
+	if otherStore, err = sessions.NewStore(other); err != nil {
+		t.Fatal(err)
+	}
+	return b, other, store, otherStore
+}
+
 // registeredListener returns a connection to dsn registered as a
 // listener in skein_listeners, as a Notifier's is (see NewNotifier).
 func registeredListener(t *testing.T, dsn string) *pgx.Conn {
@@ -173,15 +180,7 @@ func registeredListener(t *testing.T, dsn string) *pgx.Conn {
 func TestNotifyOnlyOthers(t *testing.T) {
 	ctx := t.Context()
 	dsn := pgtest.DSN(t)
-	b, other := openClosed(t, dsn), openClosed(t, dsn)
-	store, err := sessions.NewStore(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherStore, err := sessions.NewStore(other)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, other, store, otherStore := twoStores(t, dsn)
 	if err := store.Create(ctx, "a", sessions.Info{}); err != nil {
 		t.Fatal(err)
 	}
