@@ -70,7 +70,10 @@ import (
 // connection (with TryLockVersion, pipelined with the version's read);
 // releasing one is one statement too (a TryLock's: its row's DELETE, then
 // the advisory unlocks, two transactions in one round trip, so that
-// Abandoned never sees a row whose lock is being released). The lock
+// Abandoned never sees a row whose lock is being released). A turn's lock
+// released with UnlockSoon costs no round trip of its own: its unlock
+// statement goes out first with its connection's next statement, or on
+// its own after releaseDelay (10 ms). The lock
 // connections commit without waiting for the WAL flush
 // (synchronous_commit off): they write only the rows of TryLock's locks,
 // and the WAL is flushed in order, so a session write of such a holder
