@@ -82,9 +82,10 @@ type Lock interface {
 type SoonUnlocker interface {
 	// UnlockSoon releases the lock within milliseconds (see the
 	// implementation for the bound) without waiting for it: the lock may
-	// still show as held to other processes meanwhile, but a later
-	// TryLock of the same name through the same Locker comes after the
-	// release. Calling it, or Unlock, again does nothing.
+	// still show as held to other processes meanwhile, but Held of the
+	// same Locker reads it free and a later TryLock of the same name
+	// through the same Locker comes after the release. Calling it, or
+	// Unlock, again does nothing.
 	UnlockSoon()
 }
 

@@ -84,7 +84,7 @@ func (b *Backend) NewLocker(poll time.Duration) (sessions.Locker, error) {
 	}
 	ctx := context.Background()
 	l := &locker{b: b, poll: poll, held: map[string]*lock{}, kept: map[string]keptRow{}, clearing: map[string]bool{},
-		keep: keepPolls * poll, done: make(chan struct{})}
+		keep: keepPolls * poll, releaseAfter: releaseDelay, done: make(chan struct{})}
 	l.conns = make([]*lockConn, max(b.lockConns(), 1))
 	for i := range l.conns {
 		l.conns[i] = &lockConn{}
@@ -128,6 +128,10 @@ type locker struct {
 	// keep is how long a row is kept: keepPolls polls (a test may
 	// change it, under mu).
 	keep time.Duration
+	// releaseAfter is how long a release by UnlockSoon may wait for a
+	// statement to ride on: releaseDelay (a test may change it, under
+	// mu).
+	releaseAfter time.Duration
 }
 
 // keptRow is a row of skein_locks kept after its lock was released.
@@ -160,12 +164,34 @@ type lockConn struct {
 	// key is the advisory lock conn holds as long as it lives (its
 	// connection key, recorded in the rows of its locks).
 	key int64
-	// pending are the releases (lock.UnlockSoon) not sent yet, each
-	// the parameters of unlockStmt: sent before the connection's next
-	// statement, in the same round trip, or by flush once releaseDelay
-	// has passed (timer, nil when none is due).
-	pending [][][]byte
+	// pending are the releases (lock.UnlockSoon) not sent yet: sent
+	// before the connection's next statement, in the same round trip,
+	// or by flushPending once releaseDelay has passed (timer, nil when
+	// none is due).
+	pending []pendingRelease
 	timer   *time.Timer
+}
+
+// pendingRelease is a release by UnlockSoon not sent yet: the lock's
+// name (Held reads it as released) and the parameters of unlockStmt.
+type pendingRelease struct {
+	name   string
+	params [][]byte
+}
+
+// releasing reports whether the lock called name has a release of this
+// locker not sent yet: released here, though the database still shows
+// it held.
+func (l *locker) releasing(name string) bool {
+	c := l.connOf(name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.pending {
+		if r.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseDelay bounds how long a release by UnlockSoon waits for a
@@ -181,8 +207,8 @@ func sendPending(c *lockConn, p *pgconn.Pipeline) bool {
 	if len(c.pending) == 0 {
 		return false
 	}
-	for _, params := range c.pending {
-		p.SendQueryPrepared(unlockStmt, params, nil, nil)
+	for _, r := range c.pending {
+		p.SendQueryPrepared(unlockStmt, r.params, nil, nil)
 	}
 	p.SendPipelineSync()
 	c.pending = nil
@@ -680,6 +706,11 @@ SELECT EXISTS (SELECT 1 FROM h), ARRAY(SELECT hold FROM s)`
 }
 
 func (l *locker) Interrupt(ctx context.Context, name, reason string) (bool, error) {
+	if l.releasing(name) {
+		// Released here, its release not sent yet: no other process
+		// can hold it, and there is nothing left to stop.
+		return false, nil
+	}
 	var held bool
 	var holds []int64
 	err := l.b.pool.QueryRow(ctx, interruptSQL(), l.qualified(name), name, reason).Scan(&held, &holds)
@@ -731,7 +762,13 @@ SELECT n FROM unnest($2::text[]) AS n WHERE `+keyIn(advisory(`$1 || '/' || n`)),
 		if err := rows.Scan(&n); err != nil {
 			return nil, fmt.Errorf("postgres: locks: %w", err)
 		}
-		out[n] = true
+		// A lock released here whose release is not sent yet reads
+		// free, as it will: its holder's work is done (serve's session
+		// reads right after a turn must not show it running; Interrupt
+		// does the same, so a cancel right after it answers 409).
+		if !l.releasing(n) {
+			out[n] = true
+		}
 	}
 	return out, rows.Err()
 }
@@ -812,12 +849,15 @@ func (lk *lock) UnlockSoon() {
 	if !l.unhold(lk) {
 		return
 	}
+	l.mu.Lock()
+	after := l.releaseAfter
+	l.mu.Unlock()
 	c := l.connOf(lk.name)
 	c.mu.Lock()
 	if c.conn != nil && !c.conn.IsClosed() {
-		c.pending = append(c.pending, l.unlockParams(lk))
+		c.pending = append(c.pending, pendingRelease{lk.name, l.unlockParams(lk)})
 		if c.timer == nil {
-			c.timer = time.AfterFunc(releaseDelay, func() {
+			c.timer = time.AfterFunc(after, func() {
 				c.mu.Lock()
 				c.timer = nil
 				l.flushPending(c)

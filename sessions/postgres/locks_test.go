@@ -576,3 +576,61 @@ func TestUnlockSoon(t *testing.T) {
 		t.Fatalf("a TryLock's lock after UnlockSoon: held %v, %v", held, err)
 	}
 }
+
+// TestUnlockSoonReadsReleased: a turn lock released with UnlockSoon
+// whose release is not sent yet reads free to Held and Interrupt in its
+// own process (serve reads a session as idle, and answers a cancel with
+// 409, right after its turn ended there), while another process still
+// finds it held until the release is sent.
+func TestUnlockSoonReadsReleased(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	a, b := openClosed(t, dsn), openClosed(t, dsn)
+	store, err := sessions.NewStore(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
+		t.Fatal(err)
+	}
+	// A poll and a release delay longer than the test: the release is
+	// sent only with the next take.
+	la, err := a.NewLocker(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { la.Close() })
+	l := la.(*locker)
+	l.mu.Lock()
+	l.releaseAfter = time.Hour
+	l.mu.Unlock()
+	lb := newTestLocker(t, b)
+	held := func(lr sessions.Locker) bool {
+		t.Helper()
+		h, err := lr.Held(ctx, []string{"turn/s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h["turn/s"]
+	}
+	vl := la.(sessions.VersionLocker)
+	for range 2 {
+		lk, v, err := vl.TryLockVersion(ctx, "turn/s", "s")
+		if err != nil || v.Err != nil {
+			t.Fatalf("take: %v, %v", err, v.Err)
+		}
+		if !held(la) || !held(lb) {
+			t.Fatal("a held turn lock reads free")
+		}
+		lk.(sessions.SoonUnlocker).UnlockSoon()
+		if held(la) {
+			t.Fatal("a turn lock released with UnlockSoon reads held in its own process")
+		}
+		if interrupted, err := la.Interrupt(ctx, "turn/s", "test"); err != nil || interrupted {
+			t.Fatalf("Interrupt of a turn lock released with UnlockSoon in its own process: %v, %v", interrupted, err)
+		}
+		if !held(lb) {
+			t.Fatal("another process finds the lock free before its release was sent")
+		}
+	}
+}
