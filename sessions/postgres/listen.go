@@ -231,10 +231,13 @@ func (n *notifier) listen(ctx context.Context) {
 // registerSQL records the listener whose key is $1 in skein_listeners
 // (the caller's connection holds the key's advisory lock) and deletes the
 // rows of listeners whose connection is gone, from one reading of
-// pg_locks.
-var registerSQL = `WITH ` + locksCTE + `,
+// pg_locks. (Built on use, as the other statements made of locksCTE:
+// see interruptSQL.)
+func registerSQL() string {
+	return `WITH ` + locksCTE + `,
 	d AS (DELETE FROM skein_listeners WHERE NOT ` + keyIn("key") + `)
 INSERT INTO skein_listeners (key) VALUES ($1)`
+}
 
 // register makes conn a registered listener (see NewNotifier) and
 // returns its key.
@@ -243,7 +246,7 @@ func (n *notifier) register(ctx context.Context, conn *pgx.Conn) (int64, error) 
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1::bigint)`, key); err != nil {
 		return 0, err
 	}
-	if _, err := conn.Exec(ctx, registerSQL, key); err != nil {
+	if _, err := conn.Exec(ctx, registerSQL(), key); err != nil {
 		return 0, err
 	}
 	n.b.listeners.add(key)

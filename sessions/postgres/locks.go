@@ -239,7 +239,11 @@ func drainPending(p *pgconn.Pipeline) error {
 }
 
 // flushPending sends c's pending releases in a round trip of their own
-// (the timer's, the watcher's, Close's). The caller holds c.mu.
+// (the timer's, the watcher's). A failure is the connection's
+// (drainPending lets a refused unlock go): the connection is closed,
+// which releases its locks, and its next use connects again and tells
+// the holders it had that they lost them (ensureConn). The caller holds
+// c.mu.
 func (l *locker) flushPending(c *lockConn) {
 	if len(c.pending) == 0 {
 		return
@@ -255,6 +259,9 @@ func (l *locker) flushPending(c *lockConn) {
 		err = drainPending(p)
 	}
 	p.Close()
+	if err != nil {
+		c.conn.Close(context.Background())
+	}
 }
 
 // connOf returns the connection that holds the lock called name.
@@ -887,12 +894,14 @@ func (l *locker) forget(lk *lock) {
 // clearSQL deletes the rows ($1 names, $2 connection keys; their lock
 // in schema $5) of released holds, but a row whose lock is held again
 // (from one reading of pg_locks), and the marks ($3 names, $4 holds) of
-// released holds, in one statement.
-var clearSQL = `WITH ` + locksCTE + `,
+// released holds, in one statement. (Built on use: see interruptSQL.)
+func clearSQL() string {
+	return `WITH ` + locksCTE + `,
 	r AS (DELETE FROM skein_locks k USING unnest($1::text[], $2::bigint[]) AS g (name, conn)
 		WHERE k.name = g.name AND k.conn = g.conn AND NOT ` + keyIn(advisory(`$5::text || '/' || g.name`)) + `)
 DELETE FROM skein_lock_interrupts i USING unnest($3::text[], $4::bigint[]) AS g (name, hold)
 	WHERE i.name = g.name AND i.hold = g.hold`
+}
 
 // clear deletes rows (by name) and the marks of holds, through the pool.
 func (l *locker) clear(ctx context.Context, rows map[string]keptRow, holds []*lock) error {
@@ -904,7 +913,7 @@ func (l *locker) clear(ctx context.Context, rows map[string]keptRow, holds []*lo
 	for _, lk := range holds {
 		marked, marks = append(marked, lk.name), append(marks, int64(lk.hold))
 	}
-	_, err := l.b.pool.Exec(ctx, clearSQL, names, conns, marked, marks, l.b.schema)
+	_, err := l.b.pool.Exec(ctx, clearSQL(), names, conns, marked, marks, l.b.schema)
 	return err
 }
 

@@ -584,17 +584,9 @@ func TestUnlockSoon(t *testing.T) {
 // finds it held until the release is sent.
 func TestUnlockSoonReadsReleased(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	a, b := openClosed(t, dsn), openClosed(t, dsn)
-	store, err := sessions.NewStore(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Create(ctx, "s", sessions.Info{}); err != nil {
-		t.Fatal(err)
-	}
-	// A poll and a release delay longer than the test: the release is
-	// sent only with the next take.
+	a, _, _, lb, _ := twoLockers(t, "s")
+	// A locker of a's with a poll and a release delay longer than the
+	// test: the release is sent only with the next take.
 	la, err := a.NewLocker(time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -604,7 +596,6 @@ func TestUnlockSoonReadsReleased(t *testing.T) {
 	l.mu.Lock()
 	l.releaseAfter = time.Hour
 	l.mu.Unlock()
-	lb := newTestLocker(t, b)
 	held := func(lr sessions.Locker) bool {
 		t.Helper()
 		h, err := lr.Held(ctx, []string{"turn/s"})

@@ -163,7 +163,7 @@ func registeredListener(t *testing.T, dsn string) *pgx.Conn {
 	if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_lock(4242)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(t.Context(), registerSQL, 4242); err != nil {
+	if _, err := conn.Exec(t.Context(), registerSQL(), 4242); err != nil {
 		t.Fatal(err)
 	}
 	return conn
